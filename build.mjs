@@ -1,0 +1,30 @@
+// Bundles the service into one ESM file, dist/escrow-settlement.mjs, run with plain `node`.
+// PGlite's wasm and data files are copied beside it: PGlite finds them through
+// new URL('./pglite.wasm', import.meta.url), which in the bundle is dist/.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+const out = join(root, 'dist');
+mkdirSync(out, { recursive: true });
+
+await build({
+  entryPoints: [join(root, 'src/main.ts')],
+  outfile: join(out, 'escrow-settlement.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  legalComments: 'none',
+  // Some dependencies are CommonJS that call require(): give the ESM bundle a require.
+  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  logLevel: 'warning',
+});
+
+const pgliteDist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+for (const f of ['pglite.wasm', 'pglite.data', 'initdb.wasm']) copyFileSync(join(pgliteDist, f), join(out, f));
+console.log('built dist/escrow-settlement.mjs (+ PGlite assets)');

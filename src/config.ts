@@ -1,0 +1,91 @@
+// Configuration: parseConfig(env) turns the environment into one frozen Config (CONTRACT §1). Pure.
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  dataDir: string;
+  apiKey?: string;
+  sweepIntervalMs: number;
+  webhookBackoffMs: number[];
+  webhookTimeoutMs: number;
+  webhookAllowPrivate: boolean;
+  rateLimitWindowMs: number;
+  rateLimitMax: number;
+  publicRateLimitMax: number;
+  verifyRateLimitMax: number;
+  requestLog?: string;
+  requestLogMaxLines: number;
+  trustProxy: boolean;
+  logOrigin: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'on', 'yes'].includes(v)) return true;
+  if (['0', 'false', 'off', 'no'].includes(v)) return false;
+  throw new ConfigError(name, `must be on/off (true/false, 1/0), got ${JSON.stringify(raw)}`);
+}
+
+function backoff(env: Env): number[] {
+  const raw = env.WEBHOOK_BACKOFF_MS;
+  if (raw === undefined || raw === '') return [1000, 5000, 25000, 60000];
+  const parts = raw.split(',').map((s) => s.trim());
+  if (parts.length > 20 || parts.some((p) => !/^\d+$/.test(p) || Number(p) > 86_400_000)) {
+    throw new ConfigError('WEBHOOK_BACKOFF_MS', `must be a comma list of at most 20 waits in ms (each <= 86400000), got ${JSON.stringify(raw)}`);
+  }
+  return parts.map(Number);
+}
+
+export function parseConfig(env: Env): Config {
+  const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
+  if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  }
+  const dataDir = env.DATA_DIR || './.escrow-data';
+  const host = env.HOST || (apiKey ? '0.0.0.0' : '127.0.0.1');
+  const requestLog = env.REQUEST_LOG || (dataDir === ':memory:' ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
+  const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
+  if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
+  return Object.freeze({
+    port: int(env, 'PORT', 4280, 0, 65535),
+    host,
+    databaseUrl,
+    dataDir,
+    apiKey,
+    sweepIntervalMs: int(env, 'SWEEP_INTERVAL_MS', 1000, 10, 3_600_000),
+    webhookBackoffMs: backoff(env),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
+    rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
+    rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),
+    publicRateLimitMax: int(env, 'PUBLIC_RATE_LIMIT_MAX', 300, 1, 1e9),
+    verifyRateLimitMax: int(env, 'VERIFY_RATE_LIMIT_MAX', 60, 1, 1e9),
+    requestLog,
+    requestLogMaxLines: int(env, 'REQUEST_LOG_MAX_LINES', 100_000, 1, 1e9),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    logOrigin,
+  });
+}

@@ -1,0 +1,49 @@
+// Applies the numbered migrations once, under an advisory lock, so instances starting together are safe.
+import type { Db } from './types.ts';
+import m001 from './migrations/001_init.sql.ts';
+
+/** Forward-only, in order. The SQL strings are the schema's source of truth. */
+export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  { version: 1, name: '001_init', sql: m001 },
+];
+
+// Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).
+const MIGRATE_LOCK = 0x65736d31;
+
+export async function migrate(db: Db): Promise<number[]> {
+  return db.tx(async (tx) => {
+    // Transaction-scoped advisory lock: a second instance starting at the same moment waits
+    // here until the first has committed, then finds every migration applied.
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)));
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+}
+
+/** Splits migration text on semicolons at line ends, outside quotes; comments dropped. */
+export function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let inQuote = false;
+  for (const line of sql.split('\n')) {
+    const trimmed = line.trim();
+    if (!inQuote && (trimmed === '' || trimmed.startsWith('--'))) continue;
+    cur += line + '\n';
+    for (const ch of line) if (ch === "'") inQuote = !inQuote;
+    if (!inQuote && trimmed.endsWith(';')) {
+      out.push(cur.trim().replace(/;$/, ''));
+      cur = '';
+    }
+  }
+  if (cur.trim()) out.push(cur.trim());
+  return out;
+}

@@ -1,0 +1,86 @@
+// The service's own keys: issuer key eras and the webhook signing key, kept in the database so
+// every instance signs with the same key and a restart keeps them.
+import { fromHex, toHex } from '../crypto/bytes.ts';
+import { generateKeyPair } from '../crypto/ed25519.ts';
+import { issuerKeyId } from '../crypto/ids.ts';
+import { sha256Hex } from '../crypto/hash.ts';
+import type { Queryable } from '../db/types.ts';
+
+export interface IssuerKey {
+  keyId: string;
+  alg: 'ed25519';
+  publicKey: string;
+  validFrom: string;
+  validUntil?: string;
+}
+
+export interface SigningKey extends IssuerKey {
+  secretKey: Uint8Array;
+}
+
+type KeyRow = { key_id: string; public_key: string; secret_key: string; valid_from: Date; valid_until: Date | null };
+
+const toIssuerKey = (r: KeyRow): IssuerKey => ({
+  keyId: r.key_id,
+  alg: 'ed25519',
+  publicKey: r.public_key,
+  validFrom: r.valid_from.toISOString(),
+  ...(r.valid_until ? { validUntil: r.valid_until.toISOString() } : {}),
+});
+
+function newKeyRow(purpose: 'issuer' | 'webhook') {
+  const kp = generateKeyPair();
+  const keyId = purpose === 'issuer' ? issuerKeyId(kp.publicKey) : `whk_${sha256Hex(kp.publicKey).slice(0, 16)}`;
+  return { keyId, publicKey: toHex(kp.publicKey), secretKey: toHex(kp.secretKey) };
+}
+
+/**
+ * Generates the issuer and webhook keys on first start. Two instances starting together both try;
+ * the partial unique index (one active key per purpose) lets exactly one insert win.
+ */
+export async function ensureKeys(db: Queryable): Promise<void> {
+  for (const purpose of ['issuer', 'webhook'] as const) {
+    const k = newKeyRow(purpose);
+    await db.query(
+      `INSERT INTO service_keys (key_id, purpose, public_key, secret_key, valid_from)
+       VALUES ($1, $2, $3, $4, svc_now())
+       ON CONFLICT (purpose) WHERE valid_until IS NULL DO NOTHING`,
+      [k.keyId, purpose, k.publicKey, k.secretKey],
+    );
+  }
+}
+
+const KEY_COLS = 'key_id, public_key, secret_key, valid_from, valid_until';
+
+/** The active key of a purpose, read from the database each time so a rotation reaches every instance. */
+export async function activeKey(q: Queryable, purpose: 'issuer' | 'webhook'): Promise<SigningKey> {
+  const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = $1 AND valid_until IS NULL`, [purpose]);
+  if (rows.length !== 1) throw new Error(`no active ${purpose} key: ensureKeys() has not run`);
+  return { ...toIssuerKey(rows[0]), secretKey: fromHex(rows[0].secret_key, 'secret_key') };
+}
+
+/** Every issuer key era, oldest first (SPEC part 4: the last one signs today). */
+export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
+  const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = 'issuer' ORDER BY seq`);
+  return rows.map(toIssuerKey);
+}
+
+/** Retires the active issuer key and makes a fresh one active, atomically. */
+export async function rotateIssuer(db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+  return db.tx(async (tx) => {
+    // Row lock on the active key: two concurrent rotations serialise here, and the second
+    // retires the key the first made.
+    const [old] = await tx.query<KeyRow>(
+      `UPDATE service_keys SET valid_until = svc_now() WHERE key_id = (
+         SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL FOR UPDATE)
+       RETURNING ${KEY_COLS}`,
+    );
+    const k = newKeyRow('issuer');
+    const [fresh] = await tx.query<KeyRow>(
+      `INSERT INTO service_keys (key_id, purpose, public_key, secret_key, valid_from)
+       VALUES ($1, 'issuer', $2, $3, svc_now()) RETURNING ${KEY_COLS}`,
+      [k.keyId, k.publicKey, k.secretKey],
+    );
+    return { active: toIssuerKey(fresh), retired: toIssuerKey(old) };
+  });
+}

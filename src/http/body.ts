@@ -1,0 +1,78 @@
+// Reading request bodies: capped while streaming (a 50 MB body is never buffered), parsed strictly.
+import { AppError, badRequest } from '../errors.ts';
+
+export const MAX_BODY = 1024 * 1024;
+export const MAX_VERIFY_BODY = 32 * 1024;
+const MAX_DEPTH = 64;
+
+function tooLarge(limit: number) {
+  return new AppError('payload_too_large', `request body is over the ${limit === MAX_BODY ? '1 MB' : '32 KB'} limit for this route`);
+}
+
+/** Reads at most `limit` bytes; stops reading (and cancels the stream) as soon as it is over. */
+export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    let r: ReadableStreamReadResult<Uint8Array>;
+    try {
+      r = await reader.read();
+    } catch {
+      throw badRequest('request body could not be read');
+    }
+    if (r.done) break;
+    total += r.value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(r.value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.byteLength;
+  }
+  return out;
+}
+
+/** Depth of nesting of a JSON text, counted without parsing (so a 10,000-level body is refused cheaply). */
+function nestingDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
+}
+
+/** The parsed JSON body, or a 400 that says what is wrong with it. An empty body is `{}`-less: undefined. */
+export async function readJson(request: Request, limit = MAX_BODY): Promise<unknown> {
+  const bytes = await readBytes(request, limit);
+  if (bytes.byteLength === 0) return undefined;
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw badRequest('request body is not valid UTF-8');
+  }
+  if (nestingDepthExceeds(text, MAX_DEPTH)) throw badRequest(`request body is nested deeper than ${MAX_DEPTH} levels`);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw badRequest(`request body is not valid JSON: ${(e as Error).message}`);
+  }
+}

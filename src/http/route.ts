@@ -1,0 +1,42 @@
+// The route table's shape: each route declares its access, limits and schemas beside its handler,
+// so auth, rate limits and the OpenAPI document are all read from one place.
+import type { Struct } from 'superstruct';
+import type { Services } from '../services.ts';
+
+export type Access = 'public' | 'key' | 'root';
+export type RateUnit = 'key' | 'public' | 'verify';
+
+export interface Caller {
+  /** 'root', a minted key id, or null in the open sandbox / on public routes without a key. */
+  keyId: string | null;
+  /** Client address as the edge saw it (socket address, or first X-Forwarded-For hop with TRUST_PROXY). */
+  ip: string;
+  rateLimitMax?: number;
+}
+
+export interface Ctx {
+  request: Request;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  svc: Services;
+  caller: Caller;
+  requestId: string;
+}
+
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  access: Access;
+  /** Routes only the open sandbox serves (hosted: 403 forbidden). */
+  sandboxOnly?: boolean;
+  rate?: RateUnit;
+  summary: string;
+  tag: string;
+  body?: Struct<any, any>;
+  /** Status of the success response and a short description for the OpenAPI document. */
+  success: { status: number; description: string; schema?: Record<string, unknown> };
+  errors: string[];
+  handler: (ctx: Ctx) => Promise<Response>;
+}
+
+export const defineRoutes = (routes: RouteDef[]) => routes;

@@ -1,0 +1,77 @@
+// The Node edge: read the environment once, open the store, migrate, serve app.fetch, run the
+// background jobs, and stop cleanly on SIGTERM/SIGINT (CONTRACT §1).
+import { createServer } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import { ConfigError, parseConfig, type Config } from './config.ts';
+import { createApp } from './app.ts';
+import { openPostgres } from './db/postgres.ts';
+import { openPglite } from './db/pglite.ts';
+import { migrate } from './db/migrate.ts';
+import type { Db } from './db/types.ts';
+import { ensureKeys } from './domain/keys.ts';
+import { nodeListener } from './node-adapter.ts';
+
+function log(msg: string, fields: Record<string, unknown> = {}) {
+  process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n');
+}
+
+async function openStore(config: Config): Promise<Db> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  if (config.dataDir !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
+  return openPglite(config.dataDir);
+}
+
+async function main() {
+  let config: Config;
+  try {
+    config = parseConfig(process.env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`escrow-settlement: bad configuration: ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const db = await openStore(config);
+  const applied = await migrate(db);
+  await ensureKeys(db);
+  const app = createApp({ db, config, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
+  const server = createServer(nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) }));
+  // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  log('listening', {
+    url: `http://${config.host}:${port}`,
+    mode: config.apiKey ? 'hosted' : 'sandbox',
+    store: config.databaseUrl ? 'postgres' : config.dataDir === ':memory:' ? 'pglite (memory)' : `pglite (${config.dataDir})`,
+    migrationsApplied: applied,
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('stopping', { signal });
+    // Stop accepting; in-flight requests finish; idle keep-alive sockets close now.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await closed;
+    await db.close();
+    log('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err) => {
+  log('start-up failed', { error: String((err as Error)?.stack ?? err) });
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+// Sandbox agents: keypairs the service generates and holds for testing (SPEC part 2, Agent).
+import { object, optional } from 'superstruct';
+import { defineRoutes } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { readJson } from '../http/body.ts';
+import { check, label } from '../http/validate.ts';
+import { createAgent } from '../domain/agents.ts';
+
+export const CreateAgentBody = object({ label: optional(label) });
+
+export const agentRoutes = () => defineRoutes([
+  {
+    method: 'POST', path: '/v1/agents', access: 'key', rate: 'key', tag: 'agents',
+    summary: 'Create a sandbox agent: the service generates and holds an Ed25519 keypair; only the public key is returned.',
+    body: CreateAgentBody,
+    success: { status: 201, description: 'Agent {id, label, publicKey}' },
+    errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
+    async handler({ request, svc }) {
+      const body = check((await readJson(request)) ?? {}, CreateAgentBody);
+      return json(await createAgent(svc.db, body.label ?? ''), 201);
+    },
+  },
+]);

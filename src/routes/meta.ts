@@ -1,0 +1,31 @@
+// Meta routes: health and the issuer key document (SPEC part 4, Meta).
+import { defineRoutes } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { activeKey, issuerKeys } from '../domain/keys.ts';
+
+export const metaRoutes = () => defineRoutes([
+  {
+    method: 'GET', path: '/health', access: 'public', tag: 'meta',
+    summary: 'Liveness and database reachability; names the active issuer key.',
+    success: { status: 200, description: '{ok, service, issuer, version, uptimeSeconds}; 503 with ok false when the database is unreachable' },
+    errors: [],
+    async handler({ svc }) {
+      const uptimeSeconds = Math.floor((svc.nowMs() - svc.startedAt) / 1000);
+      try {
+        const key = await activeKey(svc.db, 'issuer');
+        return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
+      } catch {
+        return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503);
+      }
+    },
+  },
+  {
+    method: 'GET', path: '/.well-known/proof-issuer.json', access: 'public', tag: 'meta',
+    summary: 'Every issuer key era, oldest first; the last key signs today.',
+    success: { status: 200, description: '{keys: [IssuerKey]}' },
+    errors: [],
+    async handler({ svc }) {
+      return json({ keys: await issuerKeys(svc.db) }, 200, { 'cache-control': 'public, max-age=60' });
+    },
+  },
+]);

@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, parseConfig } from '../src/config.ts';
+
+test('defaults follow CONTRACT §1 for an open sandbox', () => {
+  const c = parseConfig({});
+  assert.equal(c.port, 4280);
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.dataDir, './.escrow-data');
+  assert.equal(c.requestLog, './.escrow-data/requests.log');
+  assert.deepEqual(c.webhookBackoffMs, [1000, 5000, 25000, 60000]);
+  assert.equal(c.webhookAllowPrivate, true);
+  assert.equal(c.sweepIntervalMs, 1000);
+  assert.equal(c.rateLimitMax, 1200);
+  assert.equal(c.publicRateLimitMax, 300);
+  assert.equal(c.verifyRateLimitMax, 60);
+  assert.equal(c.trustProxy, false);
+  assert.ok(Object.isFrozen(c));
+});
+
+test('an API key switches to hosted defaults: all interfaces, private webhooks refused', () => {
+  const c = parseConfig({ API_KEY: 'k'.repeat(20) });
+  assert.equal(c.host, '0.0.0.0');
+  assert.equal(c.webhookAllowPrivate, false);
+});
+
+test(':memory: keeps no request log unless one is named', () => {
+  assert.equal(parseConfig({ DATA_DIR: ':memory:' }).requestLog, undefined);
+  assert.equal(parseConfig({ DATA_DIR: ':memory:', REQUEST_LOG: '/tmp/r.log' }).requestLog, '/tmp/r.log');
+});
+
+const bad: Array<[Record<string, string>, string]> = [
+  [{ PORT: 'abc' }, 'PORT'],
+  [{ PORT: '70000' }, 'PORT'],
+  [{ SWEEP_INTERVAL_MS: '-5' }, 'SWEEP_INTERVAL_MS'],
+  [{ WEBHOOK_BACKOFF_MS: '1000,x' }, 'WEBHOOK_BACKOFF_MS'],
+  [{ WEBHOOK_TIMEOUT_MS: '1.5' }, 'WEBHOOK_TIMEOUT_MS'],
+  [{ WEBHOOK_ALLOW_PRIVATE: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE'],
+  [{ TRUST_PROXY: '2' }, 'TRUST_PROXY'],
+  [{ RATE_LIMIT_MAX: '0' }, 'RATE_LIMIT_MAX'],
+  [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+  [{ API_KEY: 'short' }, 'API_KEY'],
+  [{ REQUEST_LOG_MAX_LINES: 'lots' }, 'REQUEST_LOG_MAX_LINES'],
+];
+for (const [env, variable] of bad) {
+  test(`a bad ${variable} stops start-up with a message naming it`, () => {
+    assert.throws(() => parseConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}:`));
+  });
+}
+
+test('WEBHOOK_BACKOFF_MS gives the waits between attempts', () => {
+  assert.deepEqual(parseConfig({ WEBHOOK_BACKOFF_MS: '10, 20,30' }).webhookBackoffMs, [10, 20, 30]);
+});

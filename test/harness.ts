@@ -1,0 +1,116 @@
+// Test harness: the same suite on embedded PGlite and, when TEST_DATABASE_URL is set, on real
+// Postgres (each harness in a schema of its own, dropped afterwards).
+import { after, before, describe } from 'node:test';
+import { parseConfig, type Config } from '../src/config.ts';
+import { createApp, type App } from '../src/app.ts';
+import { openPglite } from '../src/db/pglite.ts';
+import { openPostgres } from '../src/db/postgres.ts';
+import { migrate } from '../src/db/migrate.ts';
+import type { Db } from '../src/db/types.ts';
+import { ensureKeys } from '../src/domain/keys.ts';
+
+export type StoreKind = 'pglite' | 'postgres';
+
+export const STORES: StoreKind[] = ['pglite', ...(process.env.TEST_DATABASE_URL ? (['postgres'] as const) : [])];
+export const PG_URL = process.env.TEST_DATABASE_URL;
+
+export interface Res {
+  status: number;
+  body: any;
+  text: string;
+  headers: Headers;
+}
+
+export interface Harness {
+  kind: StoreKind;
+  app: App;
+  db: Db;
+  config: Config;
+  req(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Res>;
+  close(): Promise<void>;
+}
+
+let schemaSeq = 0;
+
+/** Opens a fresh, migrated store of the given kind. */
+export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
+  if (kind === 'pglite') {
+    const db = await openPglite(':memory:');
+    await migrate(db);
+    await ensureKeys(db);
+    return { db, drop: () => db.close() };
+  }
+  const schema = opts.schema ?? `t_${process.pid}_${Date.now().toString(36)}_${schemaSeq++}`;
+  const admin = openPostgres(PG_URL!, { max: 1 });
+  await admin.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  await admin.close();
+  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10 });
+  await migrate(db);
+  await ensureKeys(db);
+  return {
+    db,
+    drop: async () => {
+      await db.close();
+      const a = openPostgres(PG_URL!, { max: 1 });
+      await a.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await a.close();
+    },
+  };
+}
+
+export async function makeHarness(kind: StoreKind, env: Record<string, string> = {}, shared?: { db: Db }): Promise<Harness> {
+  const store = shared ? { db: shared.db, drop: async () => {} } : await openStore(kind);
+  const config = parseConfig({ DATA_DIR: ':memory:', ...env });
+  const app = createApp({ db: store.db, config });
+  return {
+    kind,
+    app,
+    db: store.db,
+    config,
+    async req(method, path, body, headers = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body);
+        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+      }
+      const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: headers['x-test-ip'] ?? '127.0.0.1' });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, body: parsed, text, headers: res.headers };
+    },
+    close: store.drop,
+  };
+}
+
+/**
+ * Declares the suite once per store. `h()` returns the harness inside tests.
+ */
+export function describeStores(title: string, body: (h: () => Harness) => void, env: Record<string, string> = {}) {
+  for (const kind of STORES) {
+    describe(`${title} [${kind}]`, () => {
+      let harness: Harness;
+      before(async () => {
+        harness = await makeHarness(kind, env);
+      });
+      after(async () => {
+        await harness?.close();
+      });
+      body(() => harness);
+    });
+  }
+}
+
+/** Asserts an error envelope with the given status and code; returns the message. */
+export function expectError(res: Res, status: number, code: string): string {
+  if (res.status !== status || res.body?.error?.code !== code) {
+    throw new Error(`expected ${status} ${code}, got ${res.status} ${res.text}`);
+  }
+  const e = res.body.error;
+  if (typeof e.message !== 'string' || e.docsUrl !== `/docs/errors#${code}`) throw new Error(`malformed envelope: ${res.text}`);
+  return e.message as string;
+}
