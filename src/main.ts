@@ -10,6 +10,9 @@ import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
 import { ensureKeys } from './domain/keys.ts';
 import { nodeListener } from './node-adapter.ts';
+import { openRequestLog } from './requestLog.node.ts';
+import { startJobs } from './jobs/index.ts';
+import { createNodeTransport, nodeResolveHost } from './webhooks/transport.node.ts';
 
 function log(msg: string, fields: Record<string, unknown> = {}) {
   process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n');
@@ -35,12 +38,16 @@ async function main() {
   const db = await openStore(config);
   const applied = await migrate(db);
   await ensureKeys(db);
-  const app = createApp({ db, config, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
+  const requestLog = config.requestLog
+    ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) => log('request log write failed', { path: config.requestLog, error: String(err) }))
+    : undefined;
+  const app = createApp({ db, config, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
   const server = createServer(nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) }));
   // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 5_000;
+  const jobs = startJobs(app.svc, { log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -62,7 +69,9 @@ async function main() {
     // Stop accepting; in-flight requests finish; idle keep-alive sockets close now.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    await jobs.stop();
     await closed;
+    await requestLog?.close();
     await db.close();
     log('stopped');
     process.exit(0);

@@ -2,8 +2,20 @@
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './domain/custody.ts';
+import type { RateLimiter } from './http/rateLimit.ts';
+import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
+
+/** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
+export interface RequestLogStats {
+  lines: number;
+  rotations: number;
+}
+
+import type { RouteDef } from './http/route.ts';
 
 export interface Services {
+  /** The route table (the OpenAPI document is generated from it). */
+  routes: ReadonlyArray<RouteDef>;
   db: Db;
   config: Config;
   custody: CustodyAdapter;
@@ -11,6 +23,14 @@ export interface Services {
   startedAt: number;
   /** Wall clock for uptime only; business time comes from the database (svc_now()). */
   nowMs: () => number;
+  /** Shared rate budgets; its `rejected` is this process's lifetime 429 count (GET /v1/admin/metrics). */
+  rateLimiter: RateLimiter;
+  /** The request log's counters; zeros when no request log is configured. */
+  requestLogStats: () => RequestLogStats;
+  /** How webhook POSTs leave the process (default: fetch, src/webhooks/transport.ts; Node: transport.node.ts). */
+  webhookTransport?: WebhookTransport;
+  /** Registration-time DNS for the webhook SSRF check; absent: only literal IPs and localhost are judged. */
+  resolveHost?: ResolveHost;
 }
 
 export const VERSION = '0.3.0';

@@ -5,14 +5,9 @@ import { generateKeyPair } from '../crypto/ed25519.ts';
 import { issuerKeyId } from '../crypto/ids.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 import type { Queryable } from '../db/types.ts';
+import type { IssuerKey } from '../client/types.ts';
 
-export interface IssuerKey {
-  keyId: string;
-  alg: 'ed25519';
-  publicKey: string;
-  validFrom: string;
-  validUntil?: string;
-}
+export type { IssuerKey };
 
 export interface SigningKey extends IssuerKey {
   secretKey: Uint8Array;
@@ -68,8 +63,12 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
 /** Retires the active issuer key and makes a fresh one active, atomically. */
 export async function rotateIssuer(db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }): Promise<{ active: IssuerKey; retired: IssuerKey }> {
   return db.tx(async (tx) => {
-    // Row lock on the active key: two concurrent rotations serialise here, and the second
-    // retires the key the first made.
+    // Lock: a transaction-scoped advisory lock per schema, held to commit, so concurrent rotations
+    // run one after the other. A row lock alone is not enough: the second rotation, once granted
+    // the row, re-checks `valid_until IS NULL` on the key the first retired, retires nothing, and
+    // its insert breaks service_keys_one_active. After the advisory lock, READ COMMITTED statements
+    // see the first rotation's commit, so the second retires the key the first made.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':issuer-rotate'))`);
     const [old] = await tx.query<KeyRow>(
       `UPDATE service_keys SET valid_until = svc_now() WHERE key_id = (
          SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL FOR UPDATE)

@@ -32,7 +32,8 @@ export interface RouteDef {
   rate?: RateUnit;
   summary: string;
   tag: string;
-  body?: Struct<any, any>;
+  /** Request body schema; several for routes that take alternative forms (oneOf). */
+  body?: Struct<any, any> | Struct<any, any>[];
   /** Status of the success response and a short description for the OpenAPI document. */
   success: { status: number; description: string; schema?: Record<string, unknown> };
   errors: string[];

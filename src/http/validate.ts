@@ -26,17 +26,35 @@ function describe(err: StructError, root: string): string {
   return `${at} ${custom ?? f.message.replace(/^Expected/, 'expected')}`;
 }
 
+/**
+ * JSON Schema annotations for the OpenAPI document, keyed by a struct's coercer: superstruct
+ * carries the coercer through optional(), size() and refine(), so the annotation survives them.
+ */
+const annotations = new WeakMap<object, Record<string, unknown>>();
+export function annotate<S extends Struct<any, any>>(struct: S, schema: Record<string, unknown>): S {
+  annotations.set(struct.coercer, schema);
+  return struct;
+}
+export const annotationOf = (struct: Struct<any, any>) => annotations.get(struct.coercer);
+
 const HEX64 = /^[0-9a-f]{64}$/;
-export const hex64 = define<string>('hex64', (v) => (typeof v === 'string' && HEX64.test(v)) || 'must be 64 lowercase hex characters');
-export const sigHex = define<string>('signature', (v) => (typeof v === 'string' && /^[0-9a-f]{128}$/.test(v)) || 'must be a 128-character lowercase hex Ed25519 signature');
-export const amountStr = define<string>('amount', (v) =>
+export const hex64 = annotate(define<string>('hex64', (v) => (typeof v === 'string' && HEX64.test(v)) || 'must be 64 lowercase hex characters'),
+  { type: 'string', pattern: '^[0-9a-f]{64}$' });
+export const sigHex = annotate(define<string>('signature', (v) => (typeof v === 'string' && /^[0-9a-f]{128}$/.test(v)) || 'must be a 128-character lowercase hex Ed25519 signature'),
+  { type: 'string', pattern: '^[0-9a-f]{128}$' });
+export const amountStr = annotate(define<string>('amount', (v) =>
   (typeof v === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(v) && !/^0+(\.0+)?$/.test(v)) ||
-  'must be a decimal string greater than 0 with at most 6 fraction digits, e.g. "10.5"');
+  'must be a decimal string greater than 0 with at most 6 fraction digits, e.g. "10.5"'),
+  { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount > 0, at most 6 fraction digits' });
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
-export const timestamp = define<string>('timestamp', (v) =>
-  (typeof v === 'string' && ISO.test(v) && !Number.isNaN(Date.parse(v))) || 'must be an ISO 8601 date-time with a zone, e.g. "2026-11-21T10:00:00.000Z"');
-export const boundedString = (max: number, min = 0) => size(string(), min, max);
-export const asset = refine(size(string(), 1, 64), 'asset', (v) => /^[A-Za-z0-9._:-]+$/.test(v) || 'must match ^[A-Za-z0-9._:-]+$');
-export const label = size(string(), 0, 200);
-export const idOf = (prefix: string) => define<string>(`${prefix} id`, (v) => (typeof v === 'string' && v.length <= 64 && v.startsWith(`${prefix}_`)) || `must be an id starting with ${prefix}_`);
-export const positiveInt = (max = 2_147_483_647) => define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) || `must be a whole number from 1 to ${max}`);
+export const timestamp = annotate(define<string>('timestamp', (v) =>
+  (typeof v === 'string' && ISO.test(v) && !Number.isNaN(Date.parse(v))) || 'must be an ISO 8601 date-time with a zone, e.g. "2026-11-21T10:00:00.000Z"'),
+  { type: 'string', format: 'date-time' });
+export const boundedString = (max: number, min = 0) => annotate(size(string(), min, max), { type: 'string', ...(min ? { minLength: min } : {}), maxLength: max });
+export const asset = annotate(refine(size(string(), 1, 64), 'asset', (v) => /^[A-Za-z0-9._:-]+$/.test(v) || 'must match ^[A-Za-z0-9._:-]+$'),
+  { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._:-]+$' });
+export const label = boundedString(200);
+export const idOf = (prefix: string) => annotate(define<string>(`${prefix} id`, (v) => (typeof v === 'string' && v.length <= 64 && v.startsWith(`${prefix}_`)) || `must be an id starting with ${prefix}_`),
+  { type: 'string', pattern: `^${prefix}_`, maxLength: 64 });
+export const positiveInt = (max = 2_147_483_647) => annotate(define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) || `must be a whole number from 1 to ${max}`),
+  { type: 'integer', minimum: 1, maximum: max });

@@ -2,7 +2,18 @@
 import type { RouteDef } from '../http/route.ts';
 import { metaRoutes } from './meta.ts';
 import { agentRoutes } from './agents.ts';
+import { escrowRoutes } from './escrows.ts';
+import { mandateRoutes } from './mandates.ts';
+import { proofRoutes } from './proofs.ts';
+import { disputeRoutes } from './disputes.ts';
+import { custodyRoutes } from './custody.ts';
+import { sandboxRoutes } from './sandbox.ts';
+import { logRoutes } from './log.ts';
+import { verifyRoutes } from './verify.ts';
+import { adminRoutes } from './admin.ts';
+import { webhookRoutes } from './webhooks.ts';
+import { x402Routes } from './x402.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes()];
 }

@@ -13,9 +13,9 @@ export interface Proc {
 }
 
 /** Starts `node <args>` with env; resolves once the service logs that it is listening. */
-export async function startService(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<Proc> {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+export async function startService(args: string[], env: Record<string, string>, timeoutMs = 60_000, cwd = ROOT, exec = process.execPath): Promise<Proc> {
+  const child = spawn(exec, args, {
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,9 +1,10 @@
 // Migration 001: the whole initial schema. Plain SQL in a string so the bundle needs no files.
 export default /* sql */ `
--- Keys the service holds: the issuer key (rotates; eras stay) and the webhook signing key.
+-- Keys the service holds: the issuer key (rotates; eras stay), the webhook signing key, and the
+-- x402 demo payee key (SPEC part 4, x402 demo: the payee that delivers the paid resource).
 CREATE TABLE service_keys (
   key_id      text PRIMARY KEY,
-  purpose     text NOT NULL CHECK (purpose IN ('issuer', 'webhook')),
+  purpose     text NOT NULL CHECK (purpose IN ('issuer', 'webhook', 'x402-payee')),
   public_key  text NOT NULL,
   secret_key  text NOT NULL,
   valid_from  timestamptz NOT NULL,
@@ -190,11 +191,15 @@ CREATE TABLE outbox (
   last_status      int,
   FOREIGN KEY (escrow_id, idx) REFERENCES trail_entries (escrow_id, idx)
 );
-CREATE INDEX outbox_due ON outbox (next_attempt_at, id);
+-- The sender's index: per URL, its oldest row is the only one eligible (per-URL order), found by
+-- a loose index scan over (url, id) whatever the backlog (src/webhooks/outbox.ts).
+CREATE INDEX outbox_url_id ON outbox (url, id);
+-- Each event's x-proof signature, made once for every URL and attempt, with the key that made it.
 CREATE TABLE event_signatures (
-  escrow_id text NOT NULL,
-  idx       int NOT NULL,
-  signature text NOT NULL,
+  escrow_id  text NOT NULL,
+  idx        int NOT NULL,
+  signature  text NOT NULL,
+  public_key text NOT NULL,
   PRIMARY KEY (escrow_id, idx)
 );
 CREATE TABLE dead_letters (
@@ -226,6 +231,18 @@ CREATE TABLE api_keys (
   revoked_at     timestamptz
 );
 
+-- Shared fixed-window rate counters (SPEC part 8): one row per budget unit per window, so every
+-- instance counts against the same budget. Keyed window first: the upsert, the per-window read of
+-- GET /v1/admin/rate and the deletion of past windows all use the primary key.
+CREATE UNLOGGED TABLE rate_counters (
+  window_idx bigint NOT NULL,
+  unit       text NOT NULL,
+  hits       int NOT NULL,
+  PRIMARY KEY (window_idx, unit)
+);
+
+-- x402 nonces that settled (SPEC part 4): the primary key makes a nonce settle once, even under
+-- concurrent replays; the row commits with the escrow it paid for.
 CREATE TABLE x402_nonces (
   nonce      text PRIMARY KEY,
   escrow_id  text,

@@ -1,0 +1,72 @@
+// Deno edge: the same core served with Deno.serve (SPEC design card: the core is Web APIs only).
+// Run: deno run -A src/deno.ts (env as in the README's configuration table).
+import { ConfigError, parseConfig, type Config } from './config.ts';
+import { createApp } from './app.ts';
+import { openPostgres } from './db/postgres.ts';
+import { openPglite } from './db/pglite.ts';
+import { migrate } from './db/migrate.ts';
+import type { Db } from './db/types.ts';
+import { ensureKeys } from './domain/keys.ts';
+import { startJobs } from './jobs/index.ts';
+
+// Typed locally so the Node toolchain's tsc needs no Deno type package.
+declare const Deno: {
+  env: { toObject(): Record<string, string> };
+  exit(code: number): never;
+  mkdirSync(path: string, opts: { recursive: boolean }): void;
+  addSignalListener(signal: 'SIGTERM' | 'SIGINT', fn: () => void): void;
+  serve(
+    opts: { port: number; hostname: string; onListen?: (addr: { hostname: string; port: number }) => void },
+    handler: (req: Request, info: { remoteAddr: { hostname: string } }) => Promise<Response>,
+  ): { shutdown(): Promise<void>; finished: Promise<void> };
+  stderr: { writeSync(b: Uint8Array): number };
+};
+
+const enc = new TextEncoder();
+function log(msg: string, fields: Record<string, unknown> = {}) {
+  Deno.stderr.writeSync(enc.encode(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n'));
+}
+
+async function openStore(config: Config): Promise<Db> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  if (config.dataDir !== ':memory:') Deno.mkdirSync(config.dataDir, { recursive: true });
+  return openPglite(config.dataDir);
+}
+
+let config: Config;
+try {
+  config = parseConfig(Deno.env.toObject());
+} catch (e) {
+  if (e instanceof ConfigError) {
+    log(`bad configuration: ${e.message}`);
+    Deno.exit(1);
+  }
+  throw e;
+}
+const db = await openStore(config);
+await migrate(db);
+await ensureKeys(db);
+const app = createApp({ db, config, onError: (err, requestId) => log('request failed', { requestId, error: String(err) }) });
+const jobs = startJobs(app.svc, { log });
+const server = Deno.serve(
+  {
+    port: config.port,
+    hostname: config.host,
+    onListen: ({ hostname, port }) => log('listening', { url: `http://${hostname}:${port}`, runtime: 'deno', mode: config.apiKey ? 'hosted' : 'sandbox' }),
+  },
+  (req, info) => app.fetch(req, { ip: info.remoteAddr.hostname }),
+);
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log('stopping', { signal });
+  await server.shutdown();
+  await jobs.stop();
+  await db.close();
+  log('stopped');
+  Deno.exit(0);
+};
+Deno.addSignalListener('SIGTERM', () => void stop('SIGTERM'));
+Deno.addSignalListener('SIGINT', () => void stop('SIGINT'));

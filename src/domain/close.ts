@@ -1,0 +1,175 @@
+// Closing a matter: the one function every path uses (release, refund, ruling, timeout, retry).
+// In the caller's transaction it settles through custody, journals it, and on confirmation writes
+// the terminal state, the proof, its log leaf, the trail entries and the outbox rows together.
+import type { Queryable, Stmt } from '../db/types.ts';
+import type { Services } from '../services.ts';
+import { newId } from '../crypto/ids.ts';
+import { hashJson } from '../crypto/hash.ts';
+import { formatAmount, splitAmount } from './amounts.ts';
+import { activeKey } from './keys.ts';
+import { extend, type NewEvent } from '../trail/chain.ts';
+import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
+import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from './proof.ts';
+import type { EscrowState } from './states.ts';
+import { appendLeaf } from '../log/store.ts';
+
+export type RulingOutcome = 'release' | 'refund' | 'split';
+export type DecidedBy = 'co-signature' | 'arbiter' | 'timeout';
+
+export interface Ruling {
+  outcome: RulingOutcome;
+  rationale: string;
+  decidedAt: string;
+  decidedBy: DecidedBy;
+  shares?: Shares;
+}
+
+/** What is being closed, journaled with custody so a retry can finish exactly this closing. */
+export type Closing =
+  | { kind: 'release' }
+  | { kind: 'refund' }
+  | { kind: 'ruling'; disputeId: string; ruling: Ruling }
+  | { kind: 'timeout'; stage: 'deliver' | 'resolve' | 'decide'; disputeId?: string; ruling?: Ruling };
+
+const OUTCOME: Record<RulingOutcome, Outcome> = { release: 'released', refund: 'refunded', split: 'split' };
+
+function outcomeOf(c: Closing): { outcome: Outcome; shares?: Shares } {
+  if (c.kind === 'release') return { outcome: 'released' };
+  if (c.kind === 'refund') return { outcome: 'refunded' };
+  if (c.ruling) return { outcome: OUTCOME[c.ruling.outcome], shares: c.ruling.shares };
+  return { outcome: 'refunded' };
+}
+
+function finalState(c: Closing): EscrowState {
+  if (c.kind === 'release') return 'settled';
+  if (c.kind === 'refund') return 'refunded';
+  if (c.kind === 'ruling') return 'resolved';
+  return c.stage === 'decide' ? 'resolved' : 'refunded';
+}
+
+/** The events a confirmed closing emits before proof.issued (CONTRACT §3, Timeout outcomes). */
+function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[] {
+  const resolved = (disputeId: string, r: Ruling): NewEvent => ({
+    event: 'dispute.resolved',
+    body: { disputeId, outcome: r.outcome, decidedBy: r.decidedBy, ...(r.shares ? { shares: r.shares } : {}) },
+  });
+  switch (c.kind) {
+    case 'release': return [];
+    case 'refund': return [{ event: 'escrow.refunded', body: { proofId } }];
+    case 'ruling': return [resolved(c.disputeId, c.ruling)];
+    case 'timeout': return [
+      { event: 'escrow.timeout', body: { stage: c.stage, outcome } },
+      ...(c.disputeId && c.ruling ? [resolved(c.disputeId, c.ruling)] : []),
+    ];
+  }
+}
+
+export function amountsOf(total: bigint, outcome: Outcome, shares?: Shares): { payer: bigint; payee: bigint } {
+  if (outcome === 'released') return { payer: 0n, payee: total };
+  if (outcome === 'refunded') return { payer: total, payee: 0n };
+  return splitAmount(total, shares!.payeeBps);
+}
+
+export interface CloseInput {
+  e: Locked;
+  closing: Closing;
+  /** Events this command appends before the closing (delivery.submitted, verdict.passed …). */
+  pending?: NewEvent[];
+  /** State the escrow keeps if custody fails (default: unchanged; the deadline is cleared either way). */
+  ifFailedState?: EscrowState;
+  /** The escrow's verdict column after this command (default: unchanged). */
+  verdict?: string;
+  /** Statements the command writes either way (its delivery, verdict …), before the closing's. */
+  writes?: Stmt[];
+}
+
+export type CloseResult =
+  | { ok: true; proof: Proof; state: EscrowState }
+  | { ok: false; error: string; attempt: number };
+
+export async function closeMatter(tx: Queryable, svc: Services, input: CloseInput): Promise<CloseResult> {
+  const { e, closing } = input;
+  const pending = input.pending ?? [];
+  const now = e.now;
+  const at = now.toISOString();
+  const { outcome, shares } = outcomeOf(closing);
+  const amounts = amountsOf(e.amount, outcome, shares);
+  const reference = `cst_${e.id.slice(4)}`;
+  const attempt = e.custodyAttempts + 1;
+  const settled = await svc.custody.settle(tx, {
+    escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
+  });
+  const journal = (status: string, lastError: string | null): Stmt => ({
+    // A retry keeps the first attempt's outcome, amounts, reference and closing: the intent is fixed.
+    text: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9)
+           ON CONFLICT (escrow_id) DO UPDATE SET status = EXCLUDED.status, attempts = custody.attempts + 1,
+             last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at`,
+    params: [e.id, status, outcome, amounts.payer.toString(), amounts.payee.toString(), lastError, reference, JSON.stringify(closing), now],
+  });
+
+  if (!settled.ok) {
+    const entries = extend(e.trailLength, e.trailHead, [...pending, { event: 'custody.failed', body: { attempt, error: settled.error } }], at);
+    const last = entries[entries.length - 1];
+    await tx.batch([
+      ...(input.writes ?? []),
+      journal('settle-failed', settled.error),
+      trailWrite(e.id, entries),
+      escrowUpdate(e.id, {
+        state: input.ifFailedState ?? e.state, deadlineAt: null, custodyStatus: 'settle-failed',
+        verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now,
+      }),
+    ]);
+    return { ok: false, error: settled.error, attempt };
+  }
+
+  const proofId = newId('prf');
+  const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, outcome)], at);
+  const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
+  const key = await activeKey(tx, 'issuer');
+  const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
+  const proof = signProof({
+    id: proofId,
+    escrowId: e.id,
+    outcome,
+    payer: e.payer.publicKey,
+    payee: e.payee.publicKey,
+    amount: formatAmount(e.amount),
+    asset: e.asset,
+    termsHash: e.termsHash,
+    ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
+    ...(e.verdictId ? { verdictId: e.verdictId } : {}),
+    ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
+    ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
+    ...(shares ? { shares } : {}),
+    trailHead: head.hash,
+    trailLength: head.index + 1,
+    issuedAt: at,
+  }, key);
+  const leafHashHex = proofLeafHash(proof);
+  const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome } }], at)];
+  const last = entries[entries.length - 1];
+  const state = finalState(closing);
+  // The log leaf is appended in this transaction: log size == number of proofs, always.
+  const leafIndex = await appendLeaf(tx, leafHashHex);
+  const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
+  await tx.batch([
+    ...(input.writes ?? []),
+    journal('confirmed', null),
+    trailWrite(e.id, entries),
+    escrowUpdate(e.id, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now }),
+    {
+      text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      params: [proofId, e.id, leafIndex, leafHashHex, JSON.stringify(proof), now],
+    },
+    ...(e.mandateId && amounts.payer > 0n
+      ? [{ text: 'UPDATE mandates SET spent = spent - $2 WHERE id = $1', params: [e.mandateId, amounts.payer.toString()] }]
+      : []),
+    ...(disputeId && ruling
+      ? [{ text: `UPDATE disputes SET state = 'resolved', ruling = $2 WHERE id = $1`, params: [disputeId, JSON.stringify(ruling)] }]
+      : []),
+  ]);
+  return { ok: true, proof, state };
+}
+
+export const termsHashOf = (terms: unknown) => hashJson(terms);

@@ -1,0 +1,178 @@
+// Disputes: opened by a party after a failed verdict, evidence by content hash, closed only by a
+// co-signed or arbiter-signed ruling, or by the decide deadline (SPEC part 3, CONTRACT §3).
+import type { Services } from '../services.ts';
+import type { Queryable } from '../db/types.ts';
+import { newId } from '../crypto/ids.ts';
+import { canonicalBytes } from '../crypto/jcs.ts';
+import { sha256Hex } from '../crypto/hash.ts';
+
+import { verifyHex } from '../crypto/ed25519.ts';
+import { AppError, invalidState, notFound } from '../errors.ts';
+import { extend } from '../trail/chain.ts';
+import { escrowUpdate, lockEscrow, trailWrite, type Locked } from './escrowRow.ts';
+import { transition } from './states.ts';
+import { actingParty, type PartyAct } from './parties.ts';
+import { canonicalPayload } from './deliver.ts';
+import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
+import { loadAgents } from './agents.ts';
+import { custodyFailed } from './refund.ts';
+import type { Proof, Shares } from './proof.ts';
+
+export interface Evidence {
+  party: string;
+  contentHash: string;
+  note: string;
+  submittedAt: string;
+}
+
+export interface DisputeJson {
+  id: string;
+  escrowId: string;
+  state: 'open' | 'under-review' | 'resolved';
+  openedBy: string;
+  reason: string;
+  evidence: Evidence[];
+  ruling?: Ruling;
+  openedAt: string;
+}
+
+type Row = { id: string; escrow_id: string; state: DisputeJson['state']; opened_by: string; reason: string; evidence: string; ruling: string | null; opened_at: string };
+
+const toJson = (r: Row): DisputeJson => ({
+  id: r.id,
+  escrowId: r.escrow_id,
+  state: r.state,
+  openedBy: r.opened_by,
+  reason: r.reason,
+  evidence: JSON.parse(r.evidence),
+  ...(r.ruling ? { ruling: JSON.parse(r.ruling) } : {}),
+  openedAt: r.opened_at,
+});
+
+async function disputeOf(q: Queryable, escrowId: string, lock = false): Promise<Row> {
+  // Under the escrow's row lock already; FOR UPDATE here only documents that this row changes too.
+  const rows = await q.query<Row>(`SELECT * FROM disputes WHERE escrow_id = $1${lock ? ' FOR UPDATE' : ''}`, [escrowId]);
+  if (rows.length === 0) throw notFound(`escrow ${escrowId} has no dispute`);
+  return rows[0];
+}
+
+export async function getDispute(svc: Services, escrowId: string): Promise<DisputeJson> {
+  const [e] = await svc.db.query('SELECT id FROM escrows WHERE id = $1', [escrowId]);
+  if (!e) throw notFound(`no escrow ${escrowId}`);
+  return toJson(await disputeOf(svc.db, escrowId));
+}
+
+export async function openDispute(svc: Services, escrowId: string, act: PartyAct, reason: string): Promise<DisputeJson> {
+  return svc.db.tx(async (tx) => {
+    const e = await lockEscrow(tx, escrowId);
+    if (e.disputeId) throw invalidState('this escrow already has a dispute; an escrow has at most one');
+    transition('dispute', e);
+    const openedBy = await actingParty(tx, e, act, 'dispute.open', act.form === 'client' && reason !== '' ? { reason } : {});
+    const at = e.now.toISOString();
+    const d: DisputeJson = { id: newId('dsp'), escrowId, state: 'open', openedBy, reason, evidence: [], openedAt: at };
+    const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.opened', body: { disputeId: d.id, openedBy, reason } }], at);
+    const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
+    await tx.batch([
+      { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
+      trailWrite(escrowId, entries),
+      escrowUpdate(escrowId, { state: 'disputed', deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
+    ]);
+    return d;
+  });
+}
+
+export async function addEvidence(svc: Services, escrowId: string, act: PartyAct, note: string | undefined, payload: unknown, hasPayload: boolean): Promise<DisputeJson> {
+  const contentHash = sha256Hex(hasPayload ? canonicalPayload(payload) : canonicalPayload(note ?? ''));
+  return svc.db.tx(async (tx) => {
+    const e = await lockEscrow(tx, escrowId);
+    const d = await disputeOf(tx, escrowId, true);
+    if (d.state === 'resolved') throw invalidState('the dispute is resolved; evidence is closed');
+    transition('evidence', e);
+    const fields: Record<string, unknown> = {};
+    if (note !== undefined) fields.note = note;
+    if (hasPayload) fields.contentHash = contentHash;
+    const party = await actingParty(tx, e, act, 'dispute.evidence', act.form === 'client' ? fields : {});
+    const at = e.now.toISOString();
+    const evidence: Evidence[] = [...JSON.parse(d.evidence), { party, contentHash, note: note ?? '', submittedAt: at }];
+    // The counterparty's first evidence moves the dispute under review (CONTRACT §3).
+    const state = d.state === 'open' && party !== d.opened_by ? 'under-review' : d.state;
+    const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.evidence', body: { disputeId: d.id, party, contentHash } }], at);
+    await tx.batch([
+      { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
+      trailWrite(escrowId, entries),
+      escrowUpdate(escrowId, { state: e.state, deadlineAt: e.deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
+    ]);
+    return toJson({ ...d, state, evidence: JSON.stringify(evidence) });
+  });
+}
+
+export interface ResolveInput {
+  outcome: RulingOutcome;
+  rationale?: string;
+  signatures?: Array<{ signer: string; signature: string }>;
+  agentIds?: string[];
+  shares?: Shares;
+}
+
+const rulingError = (m: string) => new AppError('unauthorized_ruling', m);
+
+/** Split shares: required on a split, refused otherwise, integers summing to 10000 (SPEC part 8). */
+export function checkShares(outcome: RulingOutcome, shares: unknown): Shares | undefined {
+  if (outcome !== 'split') {
+    if (shares !== undefined) throw rulingError('shares are only allowed on a split ruling');
+    return undefined;
+  }
+  const s = shares as Record<string, unknown> | undefined;
+  if (!s || typeof s !== 'object' || Array.isArray(s)) throw rulingError('a split ruling needs shares {payerBps, payeeBps}');
+  const extra = Object.keys(s).find((k) => k !== 'payerBps' && k !== 'payeeBps');
+  if (extra) throw rulingError(`shares.${extra} is not a known field`);
+  for (const k of ['payerBps', 'payeeBps'] as const) {
+    const v = s[k];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 10000) throw rulingError(`shares.${k} must be an integer from 0 to 10000`);
+  }
+  if ((s.payerBps as number) + (s.payeeBps as number) !== 10000) throw rulingError('shares.payerBps + shares.payeeBps must equal 10000');
+  return { payerBps: s.payerBps as number, payeeBps: s.payeeBps as number };
+}
+
+/** The body both parties (or the arbiter) sign (CONTRACT §3, Ruling body signed). */
+export const rulingBody = (escrowId: string, disputeId: string, outcome: RulingOutcome, rationale: string, shares?: Shares) =>
+  ({ escrowId, disputeId, outcome, rationale, ...(shares ? { shares } : {}) });
+
+function decidedBy(e: Locked, signers: Set<string>): Ruling['decidedBy'] {
+  if (signers.has(e.payer.publicKey) && signers.has(e.payee.publicKey)) return 'co-signature';
+  if (e.arbiter && signers.has(e.arbiter.publicKey)) return 'arbiter';
+  const missing = e.arbiter
+    ? 'signatures of both payer and payee, or of the named arbiter'
+    : 'signatures of both payer and payee (no arbiter was named)';
+  throw rulingError(`the ruling lacks the required signatures: it needs ${missing}`);
+}
+
+export async function resolveDispute(svc: Services, escrowId: string, input: ResolveInput): Promise<{ dispute: DisputeJson; proof: Proof }> {
+  const shares = checkShares(input.outcome, input.shares);
+  const rationale = input.rationale ?? '';
+  const held = await loadAgents(svc.db, input.agentIds ?? [], 'agentIds');
+  const r = await svc.db.tx(async (tx) => {
+    const e = await lockEscrow(tx, escrowId);
+    const d = await disputeOf(tx, escrowId, true);
+    if (d.state === 'resolved') throw invalidState('the dispute is already resolved');
+    transition('resolve', e);
+    const body = canonicalBytes(rulingBody(escrowId, d.id, input.outcome, rationale, shares));
+    const signers = new Set<string>();
+    (input.signatures ?? []).forEach((s, i) => {
+      if (!verifyHex(s.signature, body, s.signer)) throw rulingError(`signatures[${i}] does not verify over JCS {escrowId, disputeId, outcome, rationale${shares ? ', shares' : ''}}`);
+      signers.add(s.signer);
+    });
+    // agentIds: the service signs the same body with each held key (SPEC part 4); a held key's
+    // signature over it always verifies, so the key joins the signers. It only counts toward the
+    // ruling if it is the payer, payee or arbiter (decidedBy).
+    for (const a of held) signers.add(a.publicKey);
+    const ruling: Ruling = { outcome: input.outcome, rationale, decidedAt: e.now.toISOString(), decidedBy: decidedBy(e, signers), ...(shares ? { shares } : {}) };
+    const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling } });
+    return { closed, d };
+  });
+  if (!r.closed.ok) throw custodyFailed(r.closed);
+  const dispute = toJson((await svc.db.query<Row>('SELECT * FROM disputes WHERE id = $1', [r.d.id]))[0]);
+  return { dispute, proof: r.closed.proof };
+}
+
+

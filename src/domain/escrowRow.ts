@@ -1,0 +1,191 @@
+// How an escrow is read from SQL, locked for a command, and shown as JSON (SPEC part 2, Escrow).
+import type { Queryable, Stmt } from '../db/types.ts';
+import { notFound } from '../errors.ts';
+import { formatAmount } from './amounts.ts';
+import type { EscrowState, Facts } from './states.ts';
+import type { TrailEntry } from '../trail/chain.ts';
+
+export interface KeyRef {
+  publicKey: string;
+  label?: string;
+}
+
+export interface Timeouts {
+  deliverWithinSeconds: number;
+  resolveWithinSeconds: number;
+  decideWithinSeconds: number;
+  timeoutRuling: 'release' | 'refund' | 'split';
+}
+
+export interface EscrowRow {
+  id: string;
+  state: EscrowState;
+  payer: KeyRef;
+  payee: KeyRef;
+  arbiter: KeyRef | null;
+  amount: bigint;
+  asset: string;
+  terms: { description: string; checks: unknown[] };
+  termsHash: string;
+  timeouts: Timeouts;
+  deadlineAt: Date | null;
+  mandateId: string | null;
+  mandateHash: string | null;
+  custodyStatus: Facts['custodyStatus'];
+  verdict: Facts['verdict'];
+  trailLength: number;
+  trailHead: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A locked escrow with what its commands need to know about its delivery, dispute and custody. */
+export interface Locked extends EscrowRow {
+  now: Date;
+  deliveryId: string | null;
+  deliveryHash: string | null;
+  verdictId: string | null;
+  disputeId: string | null;
+  disputeState: string | null;
+  custodyAttempts: number;
+  custodyClosing: string | null;
+  custodyJournalStatus: string | null;
+}
+
+export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
+  e.terms_hash, e.timeouts, e.deadline_at, e.mandate_id, e.mandate_hash, e.custody_status, e.verdict,
+  e.trail_length, e.trail_head, e.created_at, e.updated_at`;
+
+export function fromRow(r: Record<string, any>): EscrowRow {
+  return {
+    id: r.id,
+    state: r.state,
+    payer: JSON.parse(r.payer),
+    payee: JSON.parse(r.payee),
+    arbiter: r.arbiter ? JSON.parse(r.arbiter) : null,
+    amount: BigInt(r.amount),
+    asset: r.asset,
+    terms: JSON.parse(r.terms),
+    termsHash: r.terms_hash,
+    timeouts: JSON.parse(r.timeouts),
+    deadlineAt: r.deadline_at ?? null,
+    mandateId: r.mandate_id ?? null,
+    mandateHash: r.mandate_hash ?? null,
+    custodyStatus: r.custody_status,
+    verdict: r.verdict,
+    trailLength: Number(r.trail_length),
+    trailHead: r.trail_head,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export function toJson(e: EscrowRow): Record<string, unknown> {
+  return {
+    id: e.id,
+    state: e.state,
+    payer: e.payer,
+    payee: e.payee,
+    ...(e.arbiter ? { arbiter: e.arbiter } : {}),
+    amount: formatAmount(e.amount),
+    asset: e.asset,
+    terms: e.terms,
+    timeouts: e.timeouts,
+    ...(e.deadlineAt ? { deadlineAt: e.deadlineAt.toISOString() } : {}),
+    ...(e.mandateId ? { mandateId: e.mandateId, mandateHash: e.mandateHash } : {}),
+    custody: { status: e.custodyStatus },
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Locks the escrow row for the rest of the transaction and reads the service clock.
+ * Lock: FOR UPDATE OF e — every command on one escrow serialises here; another escrow's
+ * commands never wait. On contention the second command waits, then sees the first's result.
+ */
+export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
+  const rows = await tx.query(
+    `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
+            v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
+            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status
+       FROM escrows e
+       LEFT JOIN deliveries d ON d.escrow_id = e.id
+       LEFT JOIN verdicts v ON v.escrow_id = e.id
+       LEFT JOIN disputes ds ON ds.escrow_id = e.id
+       LEFT JOIN custody c ON c.escrow_id = e.id
+      WHERE e.id = $1
+      FOR UPDATE OF e`,
+    [id],
+  );
+  if (rows.length === 0) throw notFound(`no escrow ${id}`);
+  const r = rows[0];
+  return {
+    ...fromRow(r),
+    now: r.now,
+    deliveryId: r.delivery_id ?? null,
+    deliveryHash: r.delivery_hash ?? null,
+    verdictId: r.verdict_id ?? null,
+    disputeId: r.dispute_id ?? null,
+    disputeState: r.dispute_state ?? null,
+    custodyAttempts: Number(r.custody_attempts ?? 0),
+    custodyClosing: r.custody_closing ?? null,
+    custodyJournalStatus: r.custody_journal_status ?? null,
+  };
+}
+
+export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
+  const rows = await q.query(`SELECT ${ESCROW_COLS} FROM escrows e WHERE e.id = $1`, [id]);
+  if (rows.length === 0) throw notFound(`no escrow ${id}`);
+  return fromRow(rows[0]);
+}
+
+/**
+ * One statement that appends trail entries and fans each out to every registered webhook URL
+ * (outbox rows in the same transaction as the state change: CONTRACT §5).
+ */
+export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
+  return {
+    text: `WITH t AS (
+             INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body)
+             SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+             RETURNING idx)
+           INSERT INTO outbox (escrow_id, idx, url)
+           SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w`,
+    params: [
+      escrowId,
+      entries.map((e) => e.index),
+      entries.map((e) => e.prevHash),
+      entries.map((e) => e.hash),
+      entries.map((e) => e.at),
+      entries.map((e) => e.event),
+      entries.map((e) => JSON.stringify(e.body)),
+    ],
+  };
+}
+
+/** Updates the escrow's state, deadline, custody status and trail head in one statement. */
+export function escrowUpdate(id: string, set: {
+  state: EscrowState;
+  deadlineAt: Date | null;
+  custodyStatus: string;
+  verdict: string;
+  trailLength: number;
+  trailHead: string;
+  now: Date;
+}): Stmt {
+  return {
+    text: `UPDATE escrows SET state = $2, deadline_at = $3, custody_status = $4, verdict = $5,
+             trail_length = $6, trail_head = $7, updated_at = $8 WHERE id = $1`,
+    params: [id, set.state, set.deadlineAt, set.custodyStatus, set.verdict, set.trailLength, set.trailHead, set.now],
+  };
+}
+
+export async function readTrail(q: Queryable, escrowId: string, upTo?: number): Promise<TrailEntry[]> {
+  const rows = await q.query(
+    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+      WHERE escrow_id = $1 AND ($2::int IS NULL OR idx < $2) ORDER BY idx`,
+    [escrowId, upTo ?? null],
+  );
+  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+}

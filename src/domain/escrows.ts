@@ -1,0 +1,162 @@
+// Escrow commands: create (with mandate enforcement), fund, list (SPEC parts 3-4, CONTRACT §3).
+import type { Services } from '../services.ts';
+import type { Stmt } from '../db/types.ts';
+import { newId } from '../crypto/ids.ts';
+import { hashJson } from '../crypto/hash.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { extend, GENESIS } from '../trail/chain.ts';
+import { idemStore, type IdemSlot } from '../http/idempotency.ts';
+import { loadAgents } from './agents.ts';
+import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
+import type { Terms } from './checks.ts';
+import { ESCROW_COLS, escrowUpdate, fromRow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
+import { transition, type EscrowState } from './states.ts';
+
+export type PartyInput = { keyRef: KeyRef } | { agentId: string };
+
+export interface CreateInput {
+  amount: bigint;
+  asset: string;
+  terms: Terms;
+  payer: PartyInput;
+  payee: PartyInput;
+  arbiter?: PartyInput;
+  mandateId?: string;
+  timeouts: Timeouts;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  deliverWithinSeconds: 86_400,
+  resolveWithinSeconds: 86_400,
+  decideWithinSeconds: 259_200,
+  timeoutRuling: 'refund',
+};
+
+async function resolveParties(svc: Services, input: CreateInput): Promise<{ payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }> {
+  const named: Array<[string, PartyInput | undefined]> = [['payer', input.payer], ['payee', input.payee], ['arbiter', input.arbiter]];
+  const out: Record<string, KeyRef> = {};
+  for (const [role, p] of named) {
+    if (!p) continue;
+    if ('keyRef' in p) out[role] = p.keyRef;
+    else {
+      const [agent] = await loadAgents(svc.db, [p.agentId], `${role}AgentId`);
+      out[role] = { publicKey: agent.publicKey, ...(agent.label ? { label: agent.label } : {}) };
+    }
+  }
+  if (out.payer.publicKey === out.payee.publicKey) throw badRequest('payee must be a different key from payer');
+  if (out.arbiter && (out.arbiter.publicKey === out.payer.publicKey || out.arbiter.publicKey === out.payee.publicKey)) {
+    throw badRequest('arbiter must be a different key from payer and payee');
+  }
+  return out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef };
+}
+
+export async function createEscrow(svc: Services, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
+  const parties = await resolveParties(svc, input);
+  return svc.db.tx(async (tx) => {
+    const writes: Stmt[] = [];
+    let mandateHash: string | null = null;
+    let now: Date;
+    if (input.mandateId) {
+      // Lock: the mandate row (FOR UPDATE) — serialises escrow creations under one mandate so
+      // the cumulative cap check and the spent increment are atomic; others wait, then see it.
+      const rows = await tx.query('SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1 FOR UPDATE', [input.mandateId]);
+      if (rows.length === 0) throw notFound(`mandateId: no mandate ${input.mandateId}`);
+      const m = rows[0];
+      now = m.now;
+      checkMandateCaps(JSON.parse(m.caps) as MandateCaps, {
+        payer: parties.payer.publicKey, payee: parties.payee.publicKey, amount: input.amount, asset: input.asset, now, spent: BigInt(m.spent),
+      });
+      mandateHash = m.hash;
+      writes.push({ text: 'UPDATE mandates SET spent = spent + $2 WHERE id = $1', params: [input.mandateId, input.amount.toString()] });
+    } else {
+      now = (await tx.query('SELECT svc_now() AS now'))[0].now;
+    }
+    const escrow: EscrowRow = {
+      id: newId('esc'),
+      state: 'created',
+      payer: parties.payer,
+      payee: parties.payee,
+      arbiter: parties.arbiter ?? null,
+      amount: input.amount,
+      asset: input.asset,
+      terms: input.terms as EscrowRow['terms'],
+      termsHash: hashJson(input.terms),
+      timeouts: input.timeouts,
+      deadlineAt: null,
+      mandateId: input.mandateId ?? null,
+      mandateHash,
+      custodyStatus: 'unfunded',
+      verdict: 'none',
+      trailLength: 0,
+      trailHead: GENESIS,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson(escrow) } }], now.toISOString());
+    escrow.trailLength = 1;
+    escrow.trailHead = entries[0].hash;
+    const json = toJson(escrow);
+    await tx.batch([
+      {
+        text: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
+                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16)`,
+        params: [
+          escrow.id, JSON.stringify(escrow.payer), JSON.stringify(escrow.payee), escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
+          escrow.payer.publicKey, escrow.payee.publicKey, escrow.arbiter?.publicKey ?? null, input.amount.toString(), input.asset,
+          JSON.stringify(input.terms), escrow.termsHash, JSON.stringify(input.timeouts), escrow.mandateId, mandateHash, escrow.trailHead, now,
+        ],
+      },
+      ...writes,
+      trailWrite(escrow.id, entries),
+      ...idemStore(idem, 201, json),
+    ]);
+    return json;
+  });
+}
+
+export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Promise<Record<string, unknown>> {
+  return svc.db.tx(async (tx) => {
+    const e = await lockEscrow(tx, id);
+    const state = transition('fund', e);
+    const deadlineAt = new Date(e.now.getTime() + e.timeouts.deliverWithinSeconds * 1000);
+    const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
+    const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };
+    const json = toJson(updated);
+    await tx.batch([
+      trailWrite(id, entries),
+      escrowUpdate(id, { state, deadlineAt, custodyStatus: 'locked', verdict: e.verdict, trailLength: updated.trailLength, trailHead: updated.trailHead, now: e.now }),
+      ...idemStore(idem, 200, json),
+    ]);
+    return json;
+  });
+}
+
+export interface ListQuery {
+  state?: EscrowState;
+  limit?: number;
+  cursor?: string;
+}
+
+/** Escrows in creation order. Without `limit`, every escrow (SPEC); with it, a page and nextCursor. */
+export async function listEscrows(svc: Services, q: ListQuery): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
+  let after = 0n;
+  if (q.cursor !== undefined) {
+    const m = /^c_(\d{1,18})$/.exec(q.cursor);
+    if (!m) throw badRequest('cursor is not a cursor this service issued (use nextCursor from a previous page)');
+    after = BigInt(m[1]);
+  }
+  const take = q.limit === undefined ? null : q.limit + 1;
+  const rows = await svc.db.query(
+    `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
+      WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
+      ORDER BY e.seq LIMIT $3`,
+    [after.toString(), q.state ?? null, take],
+  );
+  const more = take !== null && rows.length === take;
+  const page = more ? rows.slice(0, q.limit) : rows;
+  return {
+    escrows: page.map((r) => toJson(fromRow(r))),
+    nextCursor: more ? `c_${page[page.length - 1].seq}` : null,
+  };
+}

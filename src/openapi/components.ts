@@ -1,0 +1,127 @@
+// Named schemas of the OpenAPI document: resources as SPEC part 2 and CONTRACT §4 describe them.
+import { ERROR_CODES } from '../errors.ts';
+
+const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
+const hexSig = { type: 'string', pattern: '^[0-9a-f]{128}$' };
+const amount = { type: 'string', pattern: '^\\d+(\\.\\d{1,6})?$' };
+const ts = { type: 'string', format: 'date-time' };
+const str = { type: 'string' };
+const int = { type: 'integer' };
+const bool = { type: 'boolean' };
+const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
+const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'object', properties, required });
+const arr = (items: unknown) => ({ type: 'array', items });
+
+const check = (kind: string, props: Record<string, unknown>, required: string[]) =>
+  ({ type: 'object', properties: { kind: { const: kind }, ...props }, required: ['kind', ...required], additionalProperties: false });
+
+export const SCHEMAS: Record<string, unknown> = {
+  // A 402 from GET /v1/x402/demo also carries x402Version and accepts (CONTRACT §6).
+  Error: obj({ error: obj({ code: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: str, docsUrl: str }, ['code', 'message']), x402Version: int, accepts: arr(ref('PaymentRequirements')) }, ['error']),
+  PaymentRequirements: obj({
+    scheme: { const: 'proof-sandbox' }, network: { const: 'proof-local' }, maxAmountRequired: amount, resource: { type: 'string', format: 'uri' },
+    description: str, mimeType: { const: 'application/json' }, payTo: hex64, maxTimeoutSeconds: int, asset: str,
+  }),
+  KeyRef: { type: 'object', properties: { publicKey: hex64, label: { type: 'string', maxLength: 200 } }, required: ['publicKey'], additionalProperties: false },
+  Signature: { type: 'object', properties: { signer: hex64, signature: hexSig }, required: ['signer', 'signature'], additionalProperties: false },
+  Agent: obj({ id: str, label: str, publicKey: hex64 }),
+  TermCheck: {
+    oneOf: [
+      check('hash', { expected: hex64 }, ['expected']),
+      check('maxBytes', { limit: { type: 'integer', minimum: 0 } }, ['limit']),
+      check('deadline', { by: ts }, ['by']),
+      check('shape', { requiredFields: { type: 'array', items: str, minItems: 1, maxItems: 100 } }, ['requiredFields']),
+      check('predicate', { name: { type: 'string', enum: ['non-empty', 'equals', 'number-range', 'length-range'] }, params: { type: 'object' } }, ['name']),
+    ],
+  },
+  Terms: { type: 'object', properties: { description: { type: 'string', maxLength: 10000 }, checks: { type: 'array', items: ref('TermCheck'), maxItems: 100 } }, required: ['description', 'checks'], additionalProperties: false },
+  Timeouts: obj({ deliverWithinSeconds: int, resolveWithinSeconds: int, decideWithinSeconds: int, timeoutRuling: { type: 'string', enum: ['release', 'refund', 'split'] } }),
+  Shares: { type: 'object', properties: { payerBps: { type: 'integer', minimum: 0, maximum: 10000 }, payeeBps: { type: 'integer', minimum: 0, maximum: 10000 } }, required: ['payerBps', 'payeeBps'], additionalProperties: false },
+  MandateCaps: {
+    type: 'object',
+    properties: { agent: hex64, perEscrowMax: amount, cumulativeMax: amount, allowedAssets: arr(str), allowedCounterparties: arr(hex64), expiresAt: ts },
+    required: ['agent', 'perEscrowMax', 'cumulativeMax', 'allowedAssets', 'expiresAt'],
+    additionalProperties: false,
+  },
+  Mandate: obj({ id: str, principal: hex64, caps: ref('MandateCaps'), signature: ref('Signature'), hash: hex64, usage: obj({ spent: amount, remaining: amount }) }),
+  Escrow: obj({
+    id: str, state: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] },
+    payer: ref('KeyRef'), payee: ref('KeyRef'), arbiter: ref('KeyRef'), amount, asset: str, terms: ref('Terms'), timeouts: ref('Timeouts'),
+    deadlineAt: ts, mandateId: str, mandateHash: hex64,
+    custody: obj({ status: { type: 'string', enum: ['unfunded', 'locked', 'settle-failed', 'settled'] } }),
+    createdAt: ts, updatedAt: ts,
+  }, ['id', 'state', 'payer', 'payee', 'amount', 'asset', 'terms', 'timeouts', 'custody', 'createdAt', 'updatedAt']),
+  EscrowList: obj({ escrows: arr(ref('Escrow')), nextCursor: { type: ['string', 'null'] } }),
+  Delivery: obj({ id: str, escrowId: str, contentHash: hex64, payload: {}, submittedAt: ts, signature: ref('Signature') }),
+  Verdict: obj({ id: str, escrowId: str, deliveryId: str, passed: bool, results: arr(obj({ check: ref('TermCheck'), passed: bool, detail: str })), decidedAt: ts }),
+  DeliveryResult: obj({ delivery: ref('Delivery'), verdict: ref('Verdict'), proof: ref('Proof') }, ['delivery', 'verdict']),
+  Ruling: obj({ outcome: { type: 'string', enum: ['release', 'refund', 'split'] }, rationale: str, decidedAt: ts, decidedBy: { type: 'string', enum: ['co-signature', 'arbiter', 'timeout'] }, shares: ref('Shares') }, ['outcome', 'rationale', 'decidedAt', 'decidedBy']),
+  Dispute: obj({
+    id: str, escrowId: str, state: { type: 'string', enum: ['open', 'under-review', 'resolved'] }, openedBy: hex64, reason: str,
+    evidence: arr(obj({ party: hex64, contentHash: hex64, note: str, submittedAt: ts })), ruling: ref('Ruling'), openedAt: ts,
+  }, ['id', 'escrowId', 'state', 'openedBy', 'reason', 'evidence', 'openedAt']),
+  Anchor: obj({ chain: str, contract: str, escrowRef: str, txHash: str }),
+  Proof: obj({
+    id: str, escrowId: str, outcome: { type: 'string', enum: ['released', 'refunded', 'split'] }, payer: hex64, payee: hex64, amount, asset: str,
+    termsHash: hex64, deliveryHash: hex64, verdictId: str, disputeId: str, mandateHash: hex64, shares: ref('Shares'),
+    trailHead: hex64, trailLength: int, issuedAt: ts, anchor: ref('Anchor'), signature: ref('Signature'),
+  }, ['id', 'escrowId', 'outcome', 'payer', 'payee', 'amount', 'asset', 'termsHash', 'trailHead', 'trailLength', 'issuedAt', 'signature']),
+  TrailEntry: obj({ index: int, prevHash: hex64, hash: hex64, at: ts, event: str, body: {} }),
+  EngineEvent: obj({ event: str, escrowId: str, at: ts, data: { type: 'object' } }),
+  IssuerKey: obj({ keyId: str, alg: { const: 'ed25519' }, publicKey: hex64, validFrom: ts, validUntil: ts }, ['keyId', 'alg', 'publicKey', 'validFrom']),
+  Custody: obj({
+    escrowId: str, status: { type: 'string', enum: ['pending', 'settle-failed', 'confirmed'] }, outcome: str, payerAmount: amount, payeeAmount: amount,
+    attempts: int, lastError: str, reference: str, createdAt: ts, updatedAt: ts,
+  }, ['escrowId', 'status', 'outcome', 'payerAmount', 'payeeAmount', 'attempts', 'createdAt', 'updatedAt']),
+  SignedHead: obj({ logSize: int, rootHash: hex64, signedAt: ts, keyId: str, signature: ref('Signature') }),
+};
+
+/** The success body of each operation, keyed `METHOD path`. A test checks every route has one. */
+export const RESPONSES: Record<string, unknown> = {
+  'GET /health': obj({ ok: bool, service: str, issuer: { type: ['string', 'null'] }, version: str, uptimeSeconds: int }),
+  'GET /.well-known/proof-issuer.json': obj({ keys: arr(ref('IssuerKey')) }),
+  'GET /v1/openapi.json': { type: 'object', description: 'this document' },
+  'GET /docs/errors': { type: 'string', description: 'HTML page listing every error code' },
+  'POST /v1/agents': ref('Agent'),
+  'POST /v1/mandates': ref('Mandate'),
+  'GET /v1/mandates/:id': ref('Mandate'),
+  'POST /v1/escrows': ref('Escrow'),
+  'GET /v1/escrows': ref('EscrowList'),
+  'GET /v1/escrows/:id': ref('Escrow'),
+  'POST /v1/escrows/:id/fund': ref('Escrow'),
+  'POST /v1/escrows/:id/delivery': ref('DeliveryResult'),
+  'POST /v1/escrows/:id/refund': ref('Proof'),
+  'GET /v1/escrows/:id/trail': obj({ entries: arr(ref('TrailEntry')), intactUpTo: { type: ['integer', 'null'] } }),
+  'GET /v1/escrows/:id/events': obj({ events: arr(ref('EngineEvent')) }),
+  'GET /v1/escrows/:id/proof': ref('Proof'),
+  'POST /v1/escrows/:id/dispute': ref('Dispute'),
+  'GET /v1/escrows/:id/dispute': ref('Dispute'),
+  'POST /v1/escrows/:id/dispute/evidence': ref('Dispute'),
+  'POST /v1/escrows/:id/dispute/resolve': obj({ dispute: ref('Dispute'), proof: ref('Proof') }),
+  'GET /v1/escrows/:id/custody': ref('Custody'),
+  'POST /v1/escrows/:id/custody/retry': ref('Proof'),
+  'POST /v1/sandbox/clock': obj({ now: ts }),
+  'POST /v1/sandbox/custody/fail-next': obj({ failNext: int }),
+  'GET /v1/proofs/:id': ref('Proof'),
+  'GET /v1/proofs/:id/verify': obj({ proofId: str, signatureValid: bool, trailIntact: bool, trailHeadMatches: bool, issuer: hex64 }),
+  'GET /v1/proofs/:id/bundle': obj({ proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')) }),
+  'POST /v1/verify': obj({ valid: bool, signatureValid: bool, issuerKnown: bool, issuer: hex64, keyId: str, validFrom: ts, validUntil: ts, issuedWithinEra: bool, anchor: ref('Anchor') }, ['valid', 'signatureValid', 'issuerKnown', 'issuer']),
+  'GET /v1/log/head': ref('SignedHead'),
+  'GET /v1/log/proof/:proofId': obj({ proofId: str, leafIndex: int, leafHash: hex64, logSize: int, rootHash: hex64, auditPath: arr(hex64), head: ref('SignedHead') }),
+  'GET /v1/log/consistency/:firstSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
+  'GET /v1/log/consistency/:firstSize/:secondSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
+  'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })) }),
+  'GET /v1/log/checkpoint': { type: 'string', description: 'C2SP tlog-checkpoint signed note (text/plain)' },
+  'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64 }),
+  'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64 }),
+  'DELETE /v1/webhooks': obj({ ok: bool, url: str }),
+  'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])) }),
+  'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),
+  'POST /v1/admin/issuer/rotate': obj({ active: ref('IssuerKey'), retired: ref('IssuerKey') }),
+  'POST /v1/admin/keys': obj({ id: str, label: str, secret: str, createdAt: ts, rateLimitMax: int }, ['id', 'label', 'secret', 'createdAt']),
+  'GET /v1/admin/keys': obj({ keys: arr(obj({ id: str, label: str, createdAt: ts, revokedAt: ts, rateLimitMax: int }, ['id', 'label', 'createdAt'])) }),
+  'DELETE /v1/admin/keys/:keyId': obj({ id: str, label: str, createdAt: ts, revokedAt: ts, rateLimitMax: int }, ['id', 'label', 'createdAt', 'revokedAt']),
+  'GET /v1/admin/metrics': { type: 'object', required: ['escrows', 'proofs', 'log', 'webhooks', 'rateLimit', 'apiKeys', 'requestLog', 'uptimeSeconds', 'version'] },
+  'GET /v1/admin/rate': obj({ windowMs: int, windowStartedAt: ts, units: { type: 'object', additionalProperties: int } }),
+  'GET /v1/x402/demo': { ...obj({ resource: str, title: str, content: str }), description: 'the paid resource (its sha256 over JCS is the escrow\'s hash check)' },
+};

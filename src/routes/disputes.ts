@@ -1,0 +1,84 @@
+// Dispute routes: open, read, evidence, resolve (SPEC part 4, Disputes; CONTRACT §3).
+import { any, array, enums, object, optional, size, unknown } from 'superstruct';
+import { defineRoutes } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { readJson } from '../http/body.ts';
+import { boundedString, check, hex64, idOf, timestamp } from '../http/validate.ts';
+import { badRequest } from '../errors.ts';
+import { addEvidence, getDispute, openDispute, resolveDispute } from '../domain/disputes.ts';
+import type { PartyAct } from '../domain/parties.ts';
+import { SignatureS } from './schemas.ts';
+
+const text4k = boundedString(4000);
+const agentId = idOf('agt');
+export const OpenSandboxBody = object({ agentId, reason: optional(text4k) });
+export const OpenSignedBody = object({ party: hex64, reason: optional(text4k), signedAt: timestamp, signature: SignatureS });
+export const EvidenceSandboxBody = object({ agentId, note: optional(text4k), payload: optional(any()) });
+export const EvidenceSignedBody = object({ party: hex64, note: optional(text4k), payload: optional(any()), signedAt: timestamp, signature: SignatureS });
+export const ResolveBody = object({
+  outcome: enums(['release', 'refund', 'split']),
+  rationale: optional(text4k),
+  signatures: optional(size(array(SignatureS), 0, 10)),
+  agentIds: optional(size(array(agentId), 0, 10)),
+  shares: optional(unknown()),
+});
+
+function asObject(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** Sandbox form when agentId is given, client-signed form otherwise. */
+function partyAct(b: { agentId?: string; party?: string; signedAt?: string; signature?: { signer: string; signature: string } }): PartyAct {
+  return b.agentId !== undefined
+    ? { form: 'sandbox', agentId: b.agentId }
+    : { form: 'client', party: b.party!, signedAt: b.signedAt!, signature: b.signature! };
+}
+
+export const disputeRoutes = () => defineRoutes([
+  {
+    method: 'POST', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tag: 'disputes',
+    summary: 'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
+    body: [OpenSandboxBody, OpenSignedBody],
+    success: { status: 201, description: 'Dispute (state open); the escrow becomes disputed with deadlineAt = now + decideWithinSeconds; emits dispute.opened' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited'],
+    async handler({ request, params, svc }) {
+      const raw = asObject(await readJson(request));
+      const b = 'agentId' in raw ? check(raw, OpenSandboxBody) : check(raw, OpenSignedBody);
+      return json(await openDispute(svc, params.id, partyAct(b), b.reason ?? ''), 201);
+    },
+  },
+  {
+    method: 'GET', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tag: 'disputes',
+    summary: 'Read the escrow\'s dispute.',
+    success: { status: 200, description: 'Dispute' },
+    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    handler: async ({ params, svc }) => json(await getDispute(svc, params.id)),
+  },
+  {
+    method: 'POST', path: '/v1/escrows/:id/dispute/evidence', access: 'key', rate: 'key', tag: 'disputes',
+    summary: 'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
+    body: [EvidenceSandboxBody, EvidenceSignedBody],
+    success: { status: 200, description: 'Dispute with the evidence recorded; emits dispute.evidence' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
+    async handler({ request, params, svc }) {
+      const raw = asObject(await readJson(request));
+      const b = 'agentId' in raw ? check(raw, EvidenceSandboxBody) : check(raw, EvidenceSignedBody);
+      const hasPayload = 'payload' in raw;
+      if (!hasPayload && b.note === undefined) throw badRequest('evidence needs a note or a payload');
+      return json(await addEvidence(svc, params.id, partyAct(b), b.note, raw.payload, hasPayload));
+    },
+  },
+  {
+    method: 'POST', path: '/v1/escrows/:id/dispute/resolve', access: 'key', rate: 'key', tag: 'disputes',
+    summary: 'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
+    body: ResolveBody,
+    success: { status: 200, description: '{dispute, proof}; emits dispute.resolved and proof.issued' },
+    errors: ['bad_request', 'unauthorized', 'unauthorized_ruling', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],
+    async handler({ request, params, svc }) {
+      const raw = asObject(await readJson(request));
+      const b = check(raw, ResolveBody);
+      return json(await resolveDispute(svc, params.id, { ...b, shares: b.shares as never }));
+    },
+  },
+]);

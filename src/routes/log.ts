@@ -1,0 +1,160 @@
+// Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (SPEC part 4, CONTRACT §4, §7).
+import { badRequest, notFound } from '../errors.ts';
+import { defineRoutes, type Ctx } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import type { Queryable } from '../db/types.ts';
+import { issuerKeys } from '../domain/keys.ts';
+import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
+import { checkpointNote, signedHead } from '../log/heads.ts';
+import type { Inclusion, Proof, TrailEntry } from '../client/types.ts';
+
+/** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
+export const MAX_ENTRIES = 1000;
+
+const PUBLIC_ERRORS = ['bad_request', 'rate_limited'];
+
+/** A path or query value that must be a whole number; anything else (sign, fraction, 2^53 and up) is a 400 naming it. */
+function wholeNumber(raw: string, name: string): number {
+  const n = /^(0|[1-9][0-9]{0,15})$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) throw badRequest(`${name} must be a whole number, got ${JSON.stringify(raw.slice(0, 40))}`);
+  return n;
+}
+
+/** Query parameters: only the named ones, each at most once (unknown fields are a 400, CONTRACT §2). */
+function queryParams(query: URLSearchParams, allowed: string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of query) {
+    if (!allowed.includes(k)) throw badRequest(`${k} is not a known query parameter (known: ${allowed.join(', ')})`);
+    if (out[k] !== undefined) throw badRequest(`${k} is given more than once`);
+    out[k] = v;
+  }
+  return out;
+}
+
+type LeafRow = { doc: string; escrow_id: string; leaf_index: string; leaf_hash: string; size: string };
+
+/** The proof's log row with the committed log size, read together so the size covers the leaf. */
+async function leafOf(q: Queryable, proofId: string): Promise<LeafRow> {
+  const [row] = await q.query<LeafRow>(
+    `SELECT p.doc, p.escrow_id, p.leaf_index::text AS leaf_index, p.leaf_hash, s.size::text AS size
+       FROM proofs p CROSS JOIN log_state s WHERE p.id = $1 AND s.id = 1`,
+    [proofId],
+  );
+  if (!row) throw notFound(`no proof with id ${proofId}`);
+  return row;
+}
+
+/** Inclusion of a leaf in the log at its current size, with the signed head of that size (CONTRACT §4). */
+async function inclusionOf(q: Queryable, row: LeafRow): Promise<Inclusion> {
+  const leafIndex = Number(row.leaf_index);
+  const size = Number(row.size);
+  const [{ auditPath, rootHash }, head] = await Promise.all([inclusionAt(q, leafIndex, size), signedHead(q, size)]);
+  return { leafIndex, leafHash: row.leaf_hash, logSize: size, rootHash, auditPath, head };
+}
+
+async function consistency({ params, svc }: Ctx): Promise<Response> {
+  const first = wholeNumber(params.firstSize, 'firstSize');
+  const givenSecond = params.secondSize === undefined ? undefined : wholeNumber(params.secondSize, 'secondSize');
+  const current = await logSize(svc.db);
+  const second = givenSecond ?? current;
+  // SPEC part 8: 1 <= firstSize <= secondSize <= current size, else 400.
+  if (first < 1) throw badRequest('firstSize must be at least 1 (a consistency proof from the empty log proves nothing)');
+  if (second > current) throw badRequest(`secondSize ${second} is greater than the current log size ${current}`);
+  if (first > second) {
+    throw badRequest(givenSecond === undefined
+      ? `firstSize ${first} is greater than the current log size ${current}`
+      : `firstSize ${first} is greater than secondSize ${second}`);
+  }
+  const proof = await consistencyBetween(svc.db, first, second);
+  return json({ firstSize: first, secondSize: second, firstRoot: proof.firstRoot, secondRoot: proof.secondRoot, path: proof.path });
+}
+
+const CONSISTENCY = {
+  method: 'GET', access: 'public', rate: 'public', tag: 'log',
+  success: { status: 200, description: '{firstSize, secondSize, firstRoot, secondRoot, path: [hex64]} (RFC 9162 §2.1.4)' },
+  errors: PUBLIC_ERRORS,
+  handler: consistency,
+} as const;
+
+type TrailRow = { idx: number; prev_hash: string; hash: string; at: string; event: string; body: string };
+
+export const logRoutes = () => defineRoutes([
+  {
+    method: 'GET', path: '/v1/log/head', access: 'public', rate: 'public', tag: 'log',
+    summary: 'The current log size and root hash, signed by the active issuer key over JCS({logSize, rootHash, signedAt}).',
+    success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
+    errors: ['rate_limited'],
+    async handler({ svc }) {
+      return json(await signedHead(svc.db));
+    },
+  },
+  {
+    method: 'GET', path: '/v1/log/proof/:proofId', access: 'public', rate: 'public', tag: 'log',
+    summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
+    success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
+    errors: ['not_found', 'rate_limited'],
+    async handler({ params, svc }) {
+      const inclusion = await inclusionOf(svc.db, await leafOf(svc.db, params.proofId));
+      return json({ proofId: params.proofId, ...inclusion });
+    },
+  },
+  { ...CONSISTENCY, path: '/v1/log/consistency/:firstSize', summary: 'Consistency proof from firstSize to the current log size.' },
+  { ...CONSISTENCY, path: '/v1/log/consistency/:firstSize/:secondSize', summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).' },
+  {
+    method: 'GET', path: '/v1/log/entries', access: 'public', rate: 'public', tag: 'log',
+    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call.`,
+    success: { status: 200, description: '{entries: [{leafIndex, proof}]} in leaf order' },
+    errors: PUBLIC_ERRORS,
+    async handler({ query, svc }) {
+      const raw = queryParams(query, ['start', 'end']);
+      const start = raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
+      const askedEnd = raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
+      if (askedEnd !== undefined && askedEnd < start) throw badRequest(`end ${askedEnd} is less than start ${start}`);
+      if (askedEnd !== undefined && askedEnd - start > MAX_ENTRIES) throw badRequest(`end - start must be at most ${MAX_ENTRIES}, got ${askedEnd - start}`);
+      const size = await logSize(svc.db);
+      if (start > size) throw badRequest(`start ${start} is beyond the log size ${size}`);
+      // A range reaching past the log is answered up to its end (as RFC 6962 §4.6 allows), so a
+      // follower can ask for a full page and get whatever exists.
+      const end = Math.min(askedEnd ?? start + MAX_ENTRIES, size);
+      const rows = await svc.db.query<{ leaf_index: string; doc: string }>(
+        // ORDER BY the bigint column, not the text alias (which would sort "10" before "2").
+        'SELECT p.leaf_index::text AS leaf_index, p.doc FROM proofs p WHERE p.leaf_index >= $1 AND p.leaf_index < $2 ORDER BY p.leaf_index',
+        [start, end],
+      );
+      return json({ entries: rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof })) });
+    },
+  },
+  {
+    method: 'GET', path: '/v1/log/checkpoint', access: 'public', rate: 'public', tag: 'log',
+    summary: 'The current head as a C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name).',
+    success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line' },
+    errors: ['rate_limited'],
+    async handler({ svc }) {
+      const { note } = await checkpointNote(svc.db, svc.config.logOrigin);
+      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+    },
+  },
+  {
+    method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tag: 'proofs',
+    summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, and every issuer key era.',
+    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey]}' },
+    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    async handler({ params, svc }) {
+      const row = await leafOf(svc.db, params.id);
+      const proof = JSON.parse(row.doc) as Proof;
+      const [trailRows, inclusion, keys] = await Promise.all([
+        // The proof covers the trail before its own proof.issued entry (CONTRACT §3 "Proof fields").
+        svc.db.query<TrailRow>(
+          'SELECT idx, prev_hash, hash, at, event, body FROM trail_entries WHERE escrow_id = $1 AND idx < $2 ORDER BY idx',
+          [row.escrow_id, proof.trailLength],
+        ),
+        inclusionOf(svc.db, row),
+        issuerKeys(svc.db),
+      ]);
+      const trail: TrailEntry[] = trailRows.map((t) => ({
+        index: Number(t.idx), prevHash: t.prev_hash, hash: t.hash, at: t.at, event: t.event, body: JSON.parse(t.body),
+      }));
+      return json({ proof, trail, inclusion, issuerKeys: keys });
+    },
+  },
+]);

@@ -1,0 +1,36 @@
+// Mandate routes (SPEC part 4, Mandates).
+import { object, unknown } from 'superstruct';
+import { defineRoutes } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { readJson } from '../http/body.ts';
+import { check, hex64 } from '../http/validate.ts';
+import { validateMandateCaps } from '../domain/mandateCaps.ts';
+import { getMandate, registerMandate } from '../domain/mandates.ts';
+import { SignatureS } from './schemas.ts';
+import { badRequest } from '../errors.ts';
+
+export const MandateBody = object({ principal: hex64, caps: unknown(), signature: SignatureS });
+
+export const mandateRoutes = () => defineRoutes([
+  {
+    method: 'POST', path: '/v1/mandates', access: 'key', rate: 'key', tag: 'mandates',
+    summary: 'Register a principal-signed mandate; idempotent by content hash (201 new, 200 existing with usage intact).',
+    body: MandateBody,
+    success: { status: 201, description: 'Mandate with hash and usage (200 when already registered)' },
+    errors: ['bad_request', 'unauthorized', 'mandate_violation', 'payload_too_large', 'rate_limited'],
+    async handler({ request, svc }) {
+      const b = check(await readJson(request), MandateBody);
+      if (b.caps === undefined) throw badRequest('caps is required');
+      const caps = validateMandateCaps(b.caps);
+      const r = await registerMandate(svc, { principal: b.principal, caps, signature: b.signature });
+      return json(r.mandate, r.created ? 201 : 200);
+    },
+  },
+  {
+    method: 'GET', path: '/v1/mandates/:id', access: 'key', rate: 'key', tag: 'mandates',
+    summary: 'Read a mandate with its hash and usage {spent, remaining}.',
+    success: { status: 200, description: 'Mandate' },
+    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    handler: async ({ params, svc }) => json(await getMandate(svc, params.id)),
+  },
+]);

@@ -1,0 +1,42 @@
+// Sandbox-only controls: the clock and custody faults (CONTRACT §3, §7). Hosted deployments: 403.
+import { define, object } from 'superstruct';
+import { defineRoutes } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { readJson } from '../http/body.ts';
+import { check, positiveInt } from '../http/validate.ts';
+
+const TEN_YEARS = 315_360_000;
+export const ClockBody = object({ advanceSeconds: positiveInt(TEN_YEARS) });
+const count = define<number>('count', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1000) || 'must be a whole number from 0 to 1000');
+export const FailNextBody = object({ count });
+
+export const sandboxRoutes = () => defineRoutes([
+  {
+    method: 'POST', path: '/v1/sandbox/clock', access: 'key', rate: 'key', sandboxOnly: true, tag: 'sandbox',
+    summary: 'Move the service\'s notion of now forward by advanceSeconds (never back); deadlines and timestamps follow it.',
+    body: ClockBody,
+    success: { status: 200, description: '{now}' },
+    errors: ['bad_request', 'forbidden', 'rate_limited'],
+    async handler({ request, svc }) {
+      const b = check(await readJson(request), ClockBody);
+      const [r] = await svc.db.query<{ now: Date }>(
+        `UPDATE clock SET offset_ms = offset_ms + $1::bigint * 1000 WHERE id = 1
+         RETURNING date_trunc('milliseconds', now() + offset_ms * interval '1 millisecond') AS now`,
+        [b.advanceSeconds],
+      );
+      return json({ now: r.now.toISOString() });
+    },
+  },
+  {
+    method: 'POST', path: '/v1/sandbox/custody/fail-next', access: 'key', rate: 'key', sandboxOnly: true, tag: 'sandbox',
+    summary: 'Make the next `count` settlement attempts fail (0 clears), to exercise custody_failed and the retry route.',
+    body: FailNextBody,
+    success: { status: 200, description: '{failNext}' },
+    errors: ['bad_request', 'forbidden', 'rate_limited'],
+    async handler({ request, svc }) {
+      const b = check(await readJson(request), FailNextBody);
+      const [r] = await svc.db.query<{ fail_next: number }>('UPDATE custody_faults SET fail_next = $1 WHERE id = 1 RETURNING fail_next', [b.count]);
+      return json({ failNext: Number(r.fail_next) });
+    },
+  },
+]);

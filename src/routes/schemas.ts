@@ -1,0 +1,14 @@
+// Request schemas shared by several routes (superstruct), beside the routes that validate with them.
+import { enums, object, optional } from 'superstruct';
+import { hex64, label, sigHex, positiveInt } from '../http/validate.ts';
+
+export const KeyRefS = object({ publicKey: hex64, label: optional(label) });
+export const SignatureS = object({ signer: hex64, signature: sigHex });
+/** Ten years: a longer stage deadline is almost certainly a unit mistake. */
+export const MAX_STAGE_SECONDS = 315_360_000;
+export const TimeoutsS = object({
+  deliverWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  resolveWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  decideWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  timeoutRuling: optional(enums(['release', 'refund', 'split'])),
+});

@@ -1,0 +1,81 @@
+// Webhook routes: register, list, unregister, dead letters and redelivery (SPEC part 4 "Webhooks", CONTRACT §5, §7).
+import { define, object } from 'superstruct';
+import { defineRoutes, type Ctx } from '../http/route.ts';
+import { json } from '../http/respond.ts';
+import { readJson } from '../http/body.ts';
+import { check } from '../http/validate.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { activeKey } from '../domain/keys.ts';
+import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
+import { listDeadLetters, listWebhooks, redeliverDeadLetter, registerWebhook, unregisterWebhook } from '../webhooks/registry.ts';
+
+const urlString = define<string>('url', (v) =>
+  typeof v !== 'string' ? 'must be a string (an absolute http(s) URL)'
+    : v.length === 0 ? 'must not be empty'
+      : v.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : true);
+export const WebhookBody = object({ url: urlString });
+
+/** The body's url, validated and normalised; 400 naming `url` otherwise. */
+async function bodyUrl(ctx: Ctx): Promise<string> {
+  const b = check(await readJson(ctx.request), WebhookBody);
+  return parseWebhookUrl(b.url).href;
+}
+
+const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).publicKey;
+
+export const webhookRoutes = () => defineRoutes([
+  {
+    method: 'POST', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
+    summary: 'Register a URL for every event (signed, retried, dead-lettered). Registering it again keeps one registration. Pin the returned signingKey to verify deliveries.',
+    body: WebhookBody,
+    success: { status: 201, description: '{ok: true, url (normalised), signingKey: hex64}' },
+    errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const url = await bodyUrl(ctx);
+      await checkDestination(new URL(url), ctx.svc.config.webhookAllowPrivate, ctx.svc.resolveHost);
+      await registerWebhook(ctx.svc.db, url);
+      return json({ ok: true, url, signingKey: await signingKey(ctx) }, 201);
+    },
+  },
+  {
+    method: 'GET', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
+    summary: 'Registered webhook URLs in registration order, and the deployment-wide signing key.',
+    success: { status: 200, description: '{webhooks: [url], signingKey: hex64}' },
+    errors: ['unauthorized', 'rate_limited'],
+    handler: async (ctx) => json({ webhooks: await listWebhooks(ctx.svc.db), signingKey: await signingKey(ctx) }),
+  },
+  {
+    method: 'DELETE', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
+    summary: 'Unregister a URL (body {url}); its pending deliveries are dropped, its dead letters stay listed.',
+    body: WebhookBody,
+    success: { status: 200, description: '{ok: true, url}' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const url = await bodyUrl(ctx);
+      if (!(await unregisterWebhook(ctx.svc.db, url))) throw notFound(`no webhook registered for ${url}`);
+      return json({ ok: true, url });
+    },
+  },
+  {
+    method: 'GET', path: '/v1/webhooks/dead-letters', access: 'key', rate: 'key', tag: 'webhooks',
+    summary: 'Deliveries that failed every attempt, oldest first, each with the event exactly as it was sent.',
+    success: { status: 200, description: '{deadLetters: [{id, url, event: EngineEvent, attempts, lastError, lastStatus?, firstAttemptAt, deadAt}]}' },
+    errors: ['unauthorized', 'rate_limited'],
+    handler: async (ctx) => json({ deadLetters: await listDeadLetters(ctx.svc.db) }),
+  },
+  {
+    method: 'POST', path: '/v1/webhooks/dead-letters/:id/redeliver', access: 'key', rate: 'key', tag: 'webhooks',
+    summary: 'Put a dead letter\'s event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list.',
+    success: { status: 202, description: '{ok: true, id}' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+    async handler(ctx) {
+      const raw = await readJson(ctx.request);
+      if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
+        throw badRequest('redeliver takes no body fields');
+      }
+      const id = ctx.params.id;
+      if (!(await redeliverDeadLetter(ctx.svc.db, id))) throw notFound(`no dead letter ${id}`);
+      return json({ ok: true, id }, 202);
+    },
+  },
+]);

@@ -1,0 +1,82 @@
+// Webhook registrations, dead letters and redelivery: the commands behind /v1/webhooks (SPEC part 4, CONTRACT §4, §7).
+import type { Db, Queryable } from '../db/types.ts';
+import { newId } from '../crypto/ids.ts';
+import { engineEvent, type EngineEvent } from './event.ts';
+
+/** A delivery that never succeeded (CONTRACT §4 "Dead letter"). */
+export interface DeadLetter {
+  id: string;
+  url: string;
+  event: EngineEvent;
+  attempts: number;
+  lastError: string;
+  lastStatus?: number;
+  firstAttemptAt: string;
+  deadAt: string;
+}
+
+/** Registers a URL; registering it again keeps the one registration (CONTRACT §5). */
+export async function registerWebhook(q: Queryable, url: string): Promise<void> {
+  await q.query('INSERT INTO webhooks (url, created_at) VALUES ($1, svc_now()) ON CONFLICT (url) DO NOTHING', [url]);
+}
+
+/** Registered URLs in registration order. */
+export async function listWebhooks(q: Queryable): Promise<string[]> {
+  const rows = await q.query<{ url: string }>('SELECT url FROM webhooks ORDER BY created_at, url');
+  return rows.map((r) => r.url);
+}
+
+/**
+ * Unregisters a URL and drops its pending deliveries in one transaction; false when it was not
+ * registered. A state change committing at the same moment may already have queued its events for
+ * the URL (its fan-out read the registration before this commit); those are still delivered once.
+ */
+export async function unregisterWebhook(db: Db, url: string): Promise<boolean> {
+  return db.tx(async (tx) => {
+    const gone = await tx.query('DELETE FROM webhooks WHERE url = $1 RETURNING url', [url]);
+    if (gone.length === 0) return false;
+    // Row locks on the URL's outbox rows: a row in flight on another instance is deleted once its
+    // claim statement ends (a few ms); that sender's result then matches no row and changes nothing.
+    await tx.query('DELETE FROM outbox WHERE url = $1', [url]);
+    return true;
+  });
+}
+
+const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
+
+/** Every dead letter, oldest first, with its event rebuilt from the trail exactly as it was sent. */
+export async function listDeadLetters(q: Queryable): Promise<DeadLetter[]> {
+  const rows = await q.query(
+    `SELECT d.id, d.url, d.escrow_id, d.attempts, d.last_error, d.last_status, d.first_attempt_at, d.dead_at,
+            t.event, t.at, t.body
+       FROM dead_letters d JOIN trail_entries t ON t.escrow_id = d.escrow_id AND t.idx = d.idx
+      ORDER BY d.seq`,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    url: r.url,
+    event: engineEvent(r.escrow_id, { event: r.event, at: r.at, body: JSON.parse(r.body) }),
+    attempts: Number(r.attempts),
+    lastError: r.last_error,
+    ...(r.last_status !== null && r.last_status !== undefined ? { lastStatus: Number(r.last_status) } : {}),
+    firstAttemptAt: iso(r.first_attempt_at),
+    deadAt: iso(r.dead_at),
+  }));
+}
+
+/**
+ * Puts a dead letter's event back in the outbox for its URL with a fresh attempt count (CONTRACT §7);
+ * false when the id is unknown. The dead letter moves: it leaves the list, and a new one appears if
+ * the redelivery fails again. Lock: the DELETE's row lock — two concurrent redeliveries of one id
+ * serialise on it and only the first finds the row, so the event is queued once.
+ */
+export async function redeliverDeadLetter(q: Queryable, id: string): Promise<boolean> {
+  const rows = await q.query(
+    `WITH d AS (DELETE FROM dead_letters WHERE id = $1 RETURNING escrow_id, idx, url)
+     INSERT INTO outbox (escrow_id, idx, url) SELECT escrow_id, idx, url FROM d RETURNING id::text AS id`,
+    [id],
+  );
+  return rows.length === 1;
+}
+
+export const newDeadLetterId = () => newId('dlr');

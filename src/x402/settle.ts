@@ -1,0 +1,89 @@
+// Settling an x402 payment: the whole escrow lifecycle for one request in one transaction (SPEC part 4 "x402 demo", CONTRACT §6).
+import type { Services } from '../services.ts';
+import type { Db, Queryable, Row, Stmt } from '../db/types.ts';
+import { AppError } from '../errors.ts';
+import { hashJson } from '../crypto/hash.ts';
+import { signJson } from '../crypto/ed25519.ts';
+import { parseAmount } from '../domain/amounts.ts';
+import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../domain/escrows.ts';
+import { deliverySigningBody, submitDelivery } from '../domain/deliver.ts';
+import type { PaymentAuthorization, PaymentRequirements, PaymentResponse } from '../client/x402.ts';
+import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal } from './offer.ts';
+import type { DemoPayee } from './payee.ts';
+
+/**
+ * The services with a database that joins `tx`: every `db.tx(fn)` the domain commands open runs
+ * `fn` inside `tx` (no savepoints), and their reads run there too. So createEscrow, fundEscrow and
+ * submitDelivery (which closes through closeMatter) are reused unchanged, yet commit together with
+ * the nonce or not at all: a throw anywhere rolls the whole lifecycle back (DESIGN, "Every command
+ * is one database transaction"). The same shape as routes/admin.ts's `serialised`.
+ */
+function joinTx(svc: Services, tx: Queryable): Services {
+  const refuse = () => Promise.reject(new Error('not available inside a joined transaction'));
+  const db: Db = {
+    kind: svc.db.kind,
+    query: <T extends Row>(text: string, params?: unknown[]) => tx.query<T>(text, params),
+    batch: (stmts: Stmt[]) => tx.batch(stmts),
+    tx: <T>(fn: (t: Queryable) => Promise<T>) => fn(tx),
+    exec: refuse,
+    close: refuse,
+  };
+  return { ...svc, db };
+}
+
+export interface SettleInput {
+  authorization: PaymentAuthorization;
+  offer: PaymentRequirements;
+  payee: DemoPayee;
+}
+
+/**
+ * One transaction: the nonce is taken; the escrow is created (payer = from, payee = the demo
+ * payee, amount = value, terms = a hash check on the resource), funded, delivered by the demo
+ * payee with its held key, verified, settled through custody, proven and logged, with trail
+ * entries and outbox rows (SPEC part 4: "the full escrow lifecycle runs for the request").
+ */
+export async function settlePayment(svc: Services, input: SettleInput): Promise<PaymentResponse> {
+  const { authorization: a, offer, payee } = input;
+  const refuse = (message: string) => paymentRefusal('payment_invalid', message, offer);
+  return svc.db.tx(async (tx) => {
+    // Database time, as every deadline (DESIGN): constant for the transaction, so the delivery's
+    // submittedAt below is exactly the time submitDelivery reads.
+    const [{ now }] = await tx.query<{ now: Date }>('SELECT svc_now() AS now');
+    if (Date.parse(a.validBefore) <= now.getTime()) {
+      throw refuse(`authorization.validBefore ${a.validBefore} has passed (service time ${now.toISOString()}); sign a fresh payment`);
+    }
+    // Lock: the nonce's primary-key entry in x402_nonces. A concurrent replay of the same nonce
+    // waits here until this transaction ends: if it commits, the replay inserts nothing and is
+    // refused; if it rolls back, the replay takes the nonce. So a nonce settles exactly once.
+    const taken = await tx.query('INSERT INTO x402_nonces (nonce, created_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING RETURNING nonce', [a.nonce, now]);
+    if (taken.length === 0) throw refuse(`nonce ${a.nonce} was already used: a payment settles once; sign a fresh payment`);
+
+    const inTx = joinTx(svc, tx);
+    const escrow = await createEscrow(inTx, {
+      amount: parseAmount(a.value, 'authorization.value'),
+      asset: a.asset,
+      terms: { description: offer.description, checks: [{ kind: 'hash', expected: DEMO_RESOURCE_HASH }] },
+      payer: { keyRef: { publicKey: a.from } },
+      payee: { keyRef: { publicKey: payee.publicKey, label: 'x402 demo payee' } },
+      timeouts: DEFAULT_TIMEOUTS,
+    });
+    const escrowId = escrow.id as string;
+    await fundEscrow(inTx, escrowId);
+    // The demo payee signs its delivery like any client-signed payee (SPEC part 2, Signed bodies).
+    const submittedAt = now.toISOString();
+    const signature = signJson(deliverySigningBody(escrowId, hashJson(DEMO_RESOURCE), submittedAt), payee.secretKey);
+    const result = await submitDelivery(inTx, escrowId, {
+      form: 'client', payload: DEMO_RESOURCE, submittedAt, signature: { signer: payee.publicKey, signature },
+    });
+    // The payload is the resource its terms hash, so the verdict passes; anything else is a bug (500).
+    if (!result.verdict.passed) throw new Error('x402 demo: the delivered resource failed its own terms');
+    if (!result.proof) {
+      // Custody could not settle: roll everything back (nonce included) rather than keep a paid
+      // escrow whose resource was never served; the same payment can be sent again.
+      throw new AppError('custody_failed', 'custody could not settle this payment; nothing was kept and the nonce is unused, so the same payment header can be sent again');
+    }
+    await tx.query('UPDATE x402_nonces SET escrow_id = $2 WHERE nonce = $1', [a.nonce, escrowId]);
+    return { escrowId, proofId: result.proof.id, outcome: 'released' };
+  });
+}

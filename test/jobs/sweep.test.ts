@@ -1,0 +1,161 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { describeStores, makeHarness, openStore, PG_URL, type Harness } from '../harness.ts';
+import { agent, failedDelivery, funded, PASSING_TERMS } from '../fixtures.ts';
+import { sweepOnce } from '../../src/jobs/sweep.ts';
+import type { CustodyAdapter } from '../../src/domain/custody.ts';
+import { createSimulatedCustody } from '../../src/domain/custody.ts';
+import { createApp } from '../../src/app.ts';
+
+const advance = (h: Harness, s: number) => h.req('POST', '/v1/sandbox/clock', { advanceSeconds: s });
+const names = async (h: Harness, id: string) => (await h.req('GET', `/v1/escrows/${id}/events`)).body.events.map((x: any) => x.event);
+
+describeStores('deadline sweep', (h) => {
+  test('the sandbox clock moves now forward and deadlines follow it', async () => {
+    const before = Date.now();
+    const r = await advance(h(), 3600);
+    assert.equal(r.status, 200);
+    assert.ok(Date.parse(r.body.now) >= before + 3600_000);
+    const e = await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
+    assert.ok(Date.parse(e.escrow.updatedAt) >= before + 3600_000, 'timestamps follow the shifted clock');
+  });
+
+  test('each expiring stage closes in a proof with escrow.timeout first (deliver, resolve, decide with each ruling)', async () => {
+    const deliver = await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
+    const resolve = await failedDelivery(h(), { timeouts: { resolveWithinSeconds: 60 } });
+    const decide = {} as Record<string, any>;
+    for (const ruling of ['refund', 'release', 'split'] as const) {
+      const d = await failedDelivery(h(), { amount: '1.000001', timeouts: { decideWithinSeconds: 60, timeoutRuling: ruling } });
+      await h().req('POST', `/v1/escrows/${d.id}/dispute`, { agentId: d.payer.id });
+      decide[ruling] = d;
+    }
+    const untouched = await funded(h(), { timeouts: { deliverWithinSeconds: 100_000 } });
+    assert.equal((await sweepOnce(h().app.svc)).closed, 0, 'nothing is due before the deadline');
+    await advance(h(), 61);
+    let r = await sweepOnce(h().app.svc);
+    while (r.closed === 100) r = await sweepOnce(h().app.svc);
+
+    const p1 = (await h().req('GET', `/v1/escrows/${deliver.id}/proof`)).body;
+    assert.equal(p1.outcome, 'refunded');
+    assert.equal((await h().req('GET', `/v1/escrows/${deliver.id}`)).body.state, 'refunded');
+    assert.deepEqual((await names(h(), deliver.id)).slice(-2), ['escrow.timeout', 'proof.issued']);
+    const t1 = (await h().req('GET', `/v1/escrows/${deliver.id}/events`)).body.events.at(-2).data;
+    assert.deepEqual(t1, { stage: 'deliver', outcome: 'refunded' });
+
+    assert.equal((await h().req('GET', `/v1/escrows/${resolve.id}/proof`)).body.outcome, 'refunded');
+    assert.equal((await h().req('GET', `/v1/escrows/${resolve.id}/events`)).body.events.at(-2).data.stage, 'resolve');
+
+    const expected = { refund: 'refunded', release: 'released', split: 'split' } as const;
+    for (const ruling of ['refund', 'release', 'split'] as const) {
+      const id = decide[ruling].id;
+      const proof = (await h().req('GET', `/v1/escrows/${id}/proof`)).body;
+      assert.equal(proof.outcome, expected[ruling]);
+      assert.equal((await h().req('GET', `/v1/escrows/${id}`)).body.state, 'resolved');
+      assert.deepEqual((await names(h(), id)).slice(-3), ['escrow.timeout', 'dispute.resolved', 'proof.issued']);
+      const dispute = (await h().req('GET', `/v1/escrows/${id}/dispute`)).body;
+      assert.equal(dispute.state, 'resolved');
+      assert.equal(dispute.ruling.decidedBy, 'timeout');
+      assert.equal(dispute.ruling.outcome, ruling);
+      if (ruling === 'split') {
+        assert.deepEqual(proof.shares, { payerBps: 5000, payeeBps: 5000 });
+        const c = (await h().req('GET', `/v1/escrows/${id}/custody`)).body;
+        assert.deepEqual([c.payerAmount, c.payeeAmount], ['0.500001', '0.5']);
+      }
+    }
+    assert.equal((await h().req('GET', `/v1/escrows/${untouched.id}`)).body.state, 'funded');
+    // A second sweep finds nothing left: each closed exactly once.
+    assert.equal((await sweepOnce(h().app.svc)).closed, 0);
+  });
+
+  test('a timeout that custody cannot settle is journaled and waits for the retry route', async () => {
+    const e = await funded(h(), { timeouts: { deliverWithinSeconds: 30 } });
+    await advance(h(), 31);
+    await h().req('POST', '/v1/sandbox/custody/fail-next', { count: 1 });
+    let r = await sweepOnce(h().app.svc);
+    while (r.closed === 100) r = await sweepOnce(h().app.svc);
+    const esc = (await h().req('GET', `/v1/escrows/${e.id}`)).body;
+    assert.equal(esc.state, 'funded');
+    assert.equal(esc.custody.status, 'settle-failed');
+    assert.equal(esc.deadlineAt, undefined);
+    assert.equal((await sweepOnce(h().app.svc)).failed, 0, 'the sweep leaves a failed entry alone');
+    const p = await h().req('POST', `/v1/escrows/${e.id}/custody/retry`);
+    assert.equal(p.body.outcome, 'refunded');
+    assert.deepEqual((await names(h(), e.id)).slice(-3), ['custody.failed', 'escrow.timeout', 'proof.issued']);
+  });
+
+  test('a fault in the middle of a sweep batch leaves that escrow exactly as it was and closes the others', async () => {
+    // A custody adapter that throws (as a crash would) on its second call.
+    let calls = 0;
+    const sim = createSimulatedCustody();
+    const flaky: CustodyAdapter = { kind: 'flaky', async settle(tx, req) { if (++calls === 2) throw new Error('boom'); return sim.settle(tx, req); } };
+    const app = createApp({ db: h().db, config: h().config, custody: flaky });
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await funded(h(), { timeouts: { deliverWithinSeconds: 10 } })).id);
+    await advance(h(), 11);
+    const errors: string[] = [];
+    let r = await sweepOnce(app.svc, { onError: (id) => errors.push(id) });
+    while (r.closed + r.errors === 100) r = await sweepOnce(app.svc, { onError: (id) => errors.push(id) });
+    assert.equal(errors.length, 1);
+    const broken = errors[0];
+    const esc = (await h().req('GET', `/v1/escrows/${broken}`)).body;
+    assert.equal(esc.state, 'funded');
+    assert.equal(esc.custody.status, 'locked');
+    assert.deepEqual(await names(h(), broken), ['escrow.created', 'escrow.funded']);
+    const [{ n }] = await h().db.query('SELECT count(*)::int AS n FROM custody WHERE escrow_id = $1', [broken]);
+    assert.equal(n, 0);
+    const [{ size }] = await h().db.query('SELECT size::int AS size FROM log_state');
+    const [{ proofs }] = await h().db.query('SELECT count(*)::int AS proofs FROM proofs');
+    assert.equal(size, proofs, 'the log holds exactly one leaf per proof');
+    // The next pass closes it.
+    await sweepOnce(app.svc);
+    assert.equal((await h().req('GET', `/v1/escrows/${broken}`)).body.state, 'refunded');
+  });
+});
+
+test('two instances sweeping one Postgres close each escrow exactly once (20 rounds)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
+  const schema = `t_sweep_${process.pid}_${Date.now().toString(36)}`;
+  const s1 = await openStore('postgres', { schema });
+  const s2 = await openStore('postgres', { schema });
+  const a = await makeHarness('postgres', {}, { db: s1.db });
+  const b = await makeHarness('postgres', {}, { db: s2.db });
+  try {
+    const payer = await agent(a);
+    const payee = await agent(a);
+    let total = 0;
+    for (let round = 0; round < 20; round++) {
+      const ids: string[] = [];
+      for (let i = 0; i < 15; i++) {
+        const e = (await a.req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id, timeouts: { deliverWithinSeconds: 5 } })).body;
+        await a.req('POST', `/v1/escrows/${e.id}/fund`);
+        ids.push(e.id);
+      }
+      await a.req('POST', '/v1/sandbox/clock', { advanceSeconds: 6 });
+      // Both instances sweep at once, repeatedly, with small batches so they interleave.
+      // A pass that loses the advisory-lock race skips (ran: false); each keeps going until a pass it
+      // ran finds nothing due.
+      const runs = await Promise.all([a, b].map(async (h) => {
+        let ran = 0;
+        for (let k = 0; k < 200; k++) {
+          const r = await sweepOnce(h.app.svc, { batch: 4 });
+          if (r.ran) ran++;
+          if (r.ran && r.closed + r.failed + r.errors === 0) break;
+        }
+        return ran;
+      }));
+      assert.ok(runs[0] > 0 && runs[1] > 0);
+      total += ids.length;
+      const rows = await s1.db.query(`SELECT e.state, count(p.id)::int AS proofs FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = ANY($1::text[]) GROUP BY e.id, e.state`, [ids]);
+      for (const r of rows) {
+        assert.equal(r.state, 'refunded');
+        assert.equal(r.proofs, 1);
+      }
+    }
+    const [{ n }] = await s1.db.query(`SELECT count(*)::int AS n FROM trail_entries WHERE event = 'escrow.timeout'`);
+    assert.equal(n, total);
+    const [{ size }] = await s1.db.query('SELECT size::int AS size FROM log_state');
+    assert.equal(size, total);
+  } finally {
+    await s1.db.close();
+    await s2.drop();
+  }
+});
