@@ -86,3 +86,17 @@ export async function withIdempotency(ctx: Ctx, body: unknown, run: (slot?: Idem
     await sleep(POLL_MS);
   }
 }
+
+/**
+ * Deletes stored responses past their 24 h retention, a bounded batch at a time, so the table does
+ * not grow without bound (keys are otherwise only cleared lazily when reused). Returns how many.
+ */
+export async function pruneIdempotency(db: { query: (text: string, params?: unknown[]) => Promise<unknown[]> }, batch = 1000): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM idempotency WHERE scope IN (
+       SELECT scope FROM idempotency WHERE created_at < now() - interval '24 hours' LIMIT $1)
+     RETURNING scope`,
+    [batch],
+  );
+  return rows.length;
+}

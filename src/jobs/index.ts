@@ -2,6 +2,7 @@
 import type { Services } from '../services.ts';
 import { startTicker, type Ticker } from './ticker.ts';
 import { sweepOnce } from './sweep.ts';
+import { pruneIdempotency } from '../http/idempotency.ts';
 import { startWebhookSender } from './webhooks.ts';
 
 export interface Jobs {
@@ -18,6 +19,8 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
       const r = await sweepOnce(svc, { onError: (id, err) => opts.log('sweep could not close an escrow', { escrowId: id, error: String(err) }) });
       if (!r.ran || r.closed + r.failed + r.errors < 100) break;
     }
+    // Expired Idempotency-Key records (24 h retention, CONTRACT §3): a bounded batch per tick.
+    await pruneIdempotency(svc.db);
   }, (err) => opts.log('sweep failed', { error: String(err) })));
   // The webhook sender: outbox rows claimed with SKIP LOCKED, so every instance can run it.
   tickers.push(startWebhookSender(svc, { log: opts.log }));

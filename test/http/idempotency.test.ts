@@ -58,3 +58,22 @@ describeStores('Idempotency-Key', (h) => {
     assert.equal(list.length, 1);
   });
 });
+
+describeStores('Idempotency-Key retention', (h) => {
+  test('records past 24 hours are pruned in bounded batches and the key can be used afresh', async () => {
+    const { pruneIdempotency } = await import('../../src/http/idempotency.ts');
+    const payer = await agent(h());
+    const payee = await agent(h());
+    const body = { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id };
+    const first = await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'old-key' });
+    await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'fresh-key' });
+    await h().db.query(`UPDATE idempotency SET created_at = now() - interval '25 hours' WHERE scope LIKE '%old-key'`);
+    assert.equal(await pruneIdempotency(h().db), 1);
+    assert.equal(await pruneIdempotency(h().db), 0);
+    const again = await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'old-key' });
+    assert.equal(again.status, 201);
+    assert.notEqual(again.body.id, first.body.id, 'after retention the key no longer replays');
+    const replay = await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'fresh-key' });
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  });
+});
