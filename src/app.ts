@@ -100,6 +100,8 @@ export function createApp(deps: AppDeps): App {
     }
     // Limits apply after authentication, so a key's budget is spent only by that key (SPEC part 8).
     ctx.rate = await spend(svc.rateLimiter, budgetFor(def, ctx.caller, svc.config));
+    // No id contains NUL (%00), and Postgres text cannot hold one: answer here, not with a database error.
+    if (Object.values(ctx.params).some((v) => v.includes('\u0000'))) throw new AppError('not_found', 'no resource has an id containing NUL (%00)');
     return def.handler(ctx);
   }
 

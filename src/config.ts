@@ -18,6 +18,14 @@ export interface Config {
   requestLogMaxLines: number;
   trustProxy: boolean;
   logOrigin: string;
+  /** Custody adapter: `simulated` (default) or `chain` (a local development EVM chain, src/custody/). */
+  custody: 'simulated' | 'chain';
+  /** JSON-RPC URL of the local dev chain (required with CUSTODY=chain). */
+  chainRpcUrl?: string;
+  /** The unlocked dev account that deploys and operates the escrow contract (default: eth_accounts[0]). */
+  chainAccount?: string;
+  /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
+  chainConfirmTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -57,6 +65,24 @@ function backoff(env: Env): number[] {
   return parts.map(Number);
 }
 
+function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount'> {
+  const custody = env.CUSTODY || 'simulated';
+  if (custody !== 'simulated' && custody !== 'chain') throw new ConfigError('CUSTODY', `must be simulated or chain, got ${JSON.stringify(env.CUSTODY)}`);
+  if (custody === 'simulated') return { custody };
+  const url = env.CHAIN_RPC_URL;
+  if (!url) throw new ConfigError('CHAIN_RPC_URL', 'is required with CUSTODY=chain (the JSON-RPC URL of a local development chain)');
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('CHAIN_RPC_URL', `must be an http(s) URL, got ${JSON.stringify(url)}`);
+  const account = env.CHAIN_ACCOUNT || undefined;
+  if (account !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(account)) throw new ConfigError('CHAIN_ACCOUNT', `must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(account)}`);
+  return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
+}
+
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
@@ -87,5 +113,7 @@ export function parseConfig(env: Env): Config {
     requestLogMaxLines: int(env, 'REQUEST_LOG_MAX_LINES', 100_000, 1, 1e9),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     logOrigin,
+    ...chain(env),
+    chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
   });
 }

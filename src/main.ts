@@ -13,6 +13,7 @@ import { nodeListener } from './node-adapter.ts';
 import { openRequestLog } from './requestLog.node.ts';
 import { startJobs } from './jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhooks/transport.node.ts';
+import { connectChainCustody, probeChain } from './custody/connect.ts';
 
 function log(msg: string, fields: Record<string, unknown> = {}) {
   process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n');
@@ -35,14 +36,24 @@ async function main() {
     }
     throw e;
   }
+  // CUSTODY=chain: refuse a chain that is not a local development chain before touching the store.
+  const chainOpts = config.custody === 'chain'
+    ? { rpcUrl: config.chainRpcUrl!, account: config.chainAccount, confirmTimeoutMs: config.chainConfirmTimeoutMs }
+    : undefined;
+  const probe = chainOpts ? await probeChain(chainOpts) : undefined;
   const db = await openStore(config);
   const applied = await migrate(db);
   await ensureKeys(db);
+  const custody = chainOpts ? await connectChainCustody(db, chainOpts, probe) : undefined;
+  if (custody) log('chain custody', { chain: custody.chain, contract: custody.contract, account: custody.account });
   const requestLog = config.requestLog
     ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) => log('request log write failed', { path: config.requestLog, error: String(err) }))
     : undefined;
-  const app = createApp({ db, config, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
-  const server = createServer(nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) }));
+  const app = createApp({ db, config, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
+  // Node enforces headersTimeout/requestTimeout only when it checks its connections, every
+  // connectionsCheckingInterval (default 30 s): checked each second, a slow-loris socket is closed
+  // about 10 s after it connects instead of up to 40 s.
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) }));
   // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
@@ -81,6 +92,11 @@ async function main() {
 }
 
 main().catch((err) => {
+  // A configuration found bad only at start (CHAIN_RPC_URL not a local dev chain …): one line naming it.
+  if (err instanceof ConfigError) {
+    process.stderr.write(`escrow-settlement: bad configuration: ${err.message}\n`);
+    process.exit(1);
+  }
   log('start-up failed', { error: String((err as Error)?.stack ?? err) });
   process.exit(1);
 });

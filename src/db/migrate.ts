@@ -1,10 +1,12 @@
 // Applies the numbered migrations once, under an advisory lock, so instances starting together are safe.
 import type { Db } from './types.ts';
 import m001 from './migrations/001_init.sql.ts';
+import m002 from './migrations/002_chain.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: '001_init', sql: m001 },
+  { version: 2, name: '002_chain', sql: m002 },
 ];
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).

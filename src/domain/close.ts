@@ -96,6 +96,10 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   const amounts = amountsOf(e.amount, outcome, shares);
   const reference = `cst_${e.id.slice(4)}`;
   const attempt = e.custodyAttempts + 1;
+  // Custody runs inside this transaction, before anything is written. An adapter that moves real
+  // value outside the database (src/custody/chainCustody.ts) can succeed while this transaction
+  // later rolls back, losing the journal; such an adapter must find its own earlier payout again
+  // from a key derived from the escrow id (not from this journal) and confirm it instead of paying twice.
   const settled = await svc.custody.settle(tx, {
     escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
   });
@@ -142,6 +146,8 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
     ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
     ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
     ...(shares ? { shares } : {}),
+    // Chain-backed custody: where the payout happened, inside the signed body (SPEC part 2, Proof).
+    ...(settled.anchor ? { anchor: settled.anchor } : {}),
     trailHead: head.hash,
     trailLength: head.index + 1,
     issuedAt: at,

@@ -1,6 +1,22 @@
-// Custody adapters: where a closing actually moves (simulated) value. The journal lives in SQL;
-// the adapter only settles or fails.
+// Custody adapters: where funding locks and a closing actually moves value (simulated rails, or
+// the chain adapter in src/custody/). The journal lives in SQL; the adapter only locks, settles or fails.
 import type { Queryable } from '../db/types.ts';
+import type { Proof } from '../client/types.ts';
+
+/** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
+export type Anchor = NonNullable<Proof['anchor']>;
+
+/** What funding asks custody to hold: the whole amount, for the payer and payee (Ed25519 public keys, hex). */
+export interface LockRequest {
+  escrowId: string;
+  reference: string;
+  amount: bigint;
+  asset: string;
+  payer: string;
+  payee: string;
+}
+
+export type LockResult = { ok: true } | { ok: false; error: string };
 
 export interface SettleRequest {
   escrowId: string;
@@ -12,10 +28,15 @@ export interface SettleRequest {
   asset: string;
 }
 
-export type SettleResult = { ok: true; reference: string } | { ok: false; error: string };
+export type SettleResult = { ok: true; reference: string; anchor?: Anchor } | { ok: false; error: string };
 
 export interface CustodyAdapter {
   readonly kind: string;
+  /**
+   * Called by funding inside its transaction; a failure refuses the funding (502 custody_failed,
+   * the escrow stays created). Absent: nothing to lock (simulated rails).
+   */
+  lock?(tx: Queryable, req: LockRequest): Promise<LockResult>;
   /** Called inside the closing transaction with its connection (sandbox fault counter lives there). */
   settle(tx: Queryable, req: SettleRequest): Promise<SettleResult>;
 }
@@ -28,11 +49,16 @@ export function createSimulatedCustody(): CustodyAdapter {
   return {
     kind: 'simulated',
     async settle(tx, req) {
-      // Takes the row lock only while faults are pending (fail_next > 0); otherwise the
-      // predicate is false, nothing is locked, and closings never contend here.
-      const failed = await tx.query('UPDATE custody_faults SET fail_next = fail_next - 1 WHERE id = 1 AND fail_next > 0 RETURNING fail_next');
-      if (failed.length > 0) return { ok: false, error: 'simulated custody failure (sandbox fail-next)' };
+      if (await takeSandboxFault(tx)) return { ok: false, error: 'simulated custody failure (sandbox fail-next)' };
       return { ok: true, reference: req.reference };
     },
   };
+}
+
+/** Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. */
+export async function takeSandboxFault(tx: Queryable): Promise<boolean> {
+  // Takes the row lock only while faults are pending (fail_next > 0); otherwise the
+  // predicate is false, nothing is locked, and closings never contend here.
+  const failed = await tx.query('UPDATE custody_faults SET fail_next = fail_next - 1 WHERE id = 1 AND fail_next > 0 RETURNING fail_next');
+  return failed.length > 0;
 }

@@ -101,12 +101,21 @@ export function toJson(e: EscrowRow): Record<string, unknown> {
 
 /**
  * Locks the escrow row for the rest of the transaction and reads the service clock.
- * Lock: FOR UPDATE OF e — every command on one escrow serialises here; another escrow's
- * commands never wait. On contention the second command waits, then sees the first's result.
+ * Lock: FOR UPDATE on the escrow row — every command on one escrow serialises here; another
+ * escrow's commands never wait. On contention the second command waits, then sees the first's result.
+ *
+ * Lock first, then read, in two statements: under READ COMMITTED a statement that waited for a row
+ * lock re-reads only the locked row (EvalPlanQual); rows joined to it would still come from the
+ * snapshot taken before the wait, so a refund that waited behind a delivery saw no delivery and
+ * signed a proof without its deliveryHash. The second statement's snapshot sees every commit.
  */
 export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
-  const rows = await tx.query(
-    `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
+  // Both statements go in one pipelined round trip; the second starts (and takes its snapshot)
+  // only once the first holds the lock.
+  const [locked, rows] = await tx.batch([
+    { text: 'SELECT id FROM escrows WHERE id = $1 FOR UPDATE', params: [id] },
+    {
+      text: `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
             v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
             c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status
        FROM escrows e
@@ -114,10 +123,11 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
        LEFT JOIN verdicts v ON v.escrow_id = e.id
        LEFT JOIN disputes ds ON ds.escrow_id = e.id
        LEFT JOIN custody c ON c.escrow_id = e.id
-      WHERE e.id = $1
-      FOR UPDATE OF e`,
-    [id],
-  );
+      WHERE e.id = $1`,
+      params: [id],
+    },
+  ]);
+  if (locked.length === 0) throw notFound(`no escrow ${id}`);
   if (rows.length === 0) throw notFound(`no escrow ${id}`);
   const r = rows[0];
   return {

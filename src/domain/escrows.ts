@@ -3,7 +3,7 @@ import type { Services } from '../services.ts';
 import type { Stmt } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { AppError, badRequest, notFound } from '../errors.ts';
 import { extend, GENESIS } from '../trail/chain.ts';
 import { idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { loadAgents } from './agents.ts';
@@ -119,6 +119,11 @@ export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Pr
   return svc.db.tx(async (tx) => {
     const e = await lockEscrow(tx, id);
     const state = transition('fund', e);
+    // Custody holds the amount before the escrow says it is funded; a refusal leaves it created.
+    const held = await svc.custody.lock?.(tx, {
+      escrowId: id, reference: `cst_${id.slice(4)}`, amount: e.amount, asset: e.asset, payer: e.payer.publicKey, payee: e.payee.publicKey,
+    });
+    if (held && !held.ok) throw new AppError('custody_failed', `custody could not lock the funds (${held.error}); the escrow stays created: fund it again`);
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.deliverWithinSeconds * 1000);
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
     const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };

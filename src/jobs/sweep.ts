@@ -56,8 +56,12 @@ export async function sweepOnce(svc: Services, opts: { batch?: number; onError?:
     // schema; the other instances skip this pass instead of waiting. Released at commit.
     const [{ locked }] = await tx.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':escrow-sweep')) AS locked`);
     if (!locked) return { ran: false, closed: 0, failed: 0, errors: 0 };
+    // Lock: every escrow of the batch is row-locked here, before any closing takes the log's
+    // sequencer row (log_state) or the custody fault row; escrows a command holds are skipped until
+    // the next pass. Locking them one by one mid-batch deadlocked: the sweep held log_state and
+    // waited for an escrow whose command held that escrow and waited for log_state.
     const due = await tx.query<{ id: string }>(
-      'SELECT id FROM escrows WHERE deadline_at <= svc_now() ORDER BY deadline_at, id LIMIT $1',
+      'SELECT id FROM escrows WHERE deadline_at <= svc_now() ORDER BY deadline_at, id LIMIT $1 FOR UPDATE SKIP LOCKED',
       [batch],
     );
     const result: SweepResult = { ran: true, closed: 0, failed: 0, errors: 0 };

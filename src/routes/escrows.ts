@@ -105,9 +105,10 @@ export const escrowRoutes = () => defineRoutes([
   },
   {
     method: 'POST', path: '/v1/escrows/:id/fund', access: 'key', rate: 'key', tag: 'escrows',
-    summary: 'Fund a created escrow (simulated); stamps the delivery deadline into deadlineAt.',
+    summary: 'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
     success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited'],
+    // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
     async handler(ctx) {
       const raw = await readJson(ctx.request);
       if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
