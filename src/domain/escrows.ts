@@ -143,25 +143,52 @@ export interface ListQuery {
   cursor?: string;
 }
 
-/** Escrows in creation order. Without `limit`, every escrow (SPEC); with it, a page and nextCursor. */
-export async function listEscrows(svc: Services, q: ListQuery): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
-  let after = 0n;
-  if (q.cursor !== undefined) {
-    const m = /^c_(\d{1,18})$/.exec(q.cursor);
-    if (!m) throw badRequest('cursor is not a cursor this service issued (use nextCursor from a previous page)');
-    after = BigInt(m[1]);
-  }
-  const take = q.limit === undefined ? null : q.limit + 1;
-  const rows = await svc.db.query(
-    `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
-      WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
-      ORDER BY e.seq LIMIT $3`,
-    [after.toString(), q.state ?? null, take],
-  );
-  const more = take !== null && rows.length === take;
+const LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
+  WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
+  ORDER BY e.seq LIMIT $3`;
+
+function parseCursor(cursor: string | undefined): bigint {
+  if (cursor === undefined) return 0n;
+  const m = /^c_(\d{1,18})$/.exec(cursor);
+  if (!m) throw badRequest('cursor is not a cursor this service issued (use nextCursor from a previous page)');
+  return BigInt(m[1]);
+}
+
+/** One page of escrows in creation order, and the cursor of the next page (null at the end). */
+export async function listEscrows(svc: Services, q: ListQuery & { limit: number }): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
+  const rows = await svc.db.query(LIST_SQL, [parseCursor(q.cursor).toString(), q.state ?? null, q.limit + 1]);
+  const more = rows.length === q.limit + 1;
   const page = more ? rows.slice(0, q.limit) : rows;
-  return {
-    escrows: page.map((r) => toJson(fromRow(r))),
-    nextCursor: more ? `c_${page[page.length - 1].seq}` : null,
-  };
+  return { escrows: page.map((r) => toJson(fromRow(r))), nextCursor: more ? `c_${page[page.length - 1].seq}` : null };
+}
+
+/**
+ * Every escrow (SPEC: the list without `limit`), streamed as `{"escrows":[…],"nextCursor":null}`
+ * in batches of 500 read by cursor, so 100k escrows never sit in memory at once (bench run 6:
+ * buffering them peaked at 710 MB).
+ */
+export function streamAllEscrows(svc: Services, q: ListQuery): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let after = parseCursor(q.cursor);
+  let first = true;
+  let started = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!started) {
+        started = true;
+        controller.enqueue(enc.encode('{"escrows":['));
+      }
+      const rows = await svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, 500]);
+      if (rows.length > 0) {
+        const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));
+        controller.enqueue(enc.encode((first ? '' : ',') + parts.join(',')));
+        first = false;
+        after = BigInt(rows[rows.length - 1].seq);
+      }
+      if (rows.length < 500) {
+        controller.enqueue(enc.encode('],"nextCursor":null}'));
+        controller.close();
+      }
+    },
+  });
 }

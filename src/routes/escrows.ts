@@ -8,7 +8,7 @@ import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
 import { parseAmount } from '../domain/amounts.ts';
 import { validateTerms } from '../domain/checks.ts';
-import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, listEscrows, type PartyInput } from '../domain/escrows.ts';
+import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, listEscrows, streamAllEscrows, type PartyInput } from '../domain/escrows.ts';
 import { getEscrow, readTrail, toJson } from '../domain/escrowRow.ts';
 import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
@@ -93,7 +93,13 @@ export const escrowRoutes = () => defineRoutes([
         if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw badRequest('limit must be a whole number from 1 to 1000');
         limit = Number(limitRaw);
       }
-      return json(await listEscrows(svc, { state: state as (typeof STATES)[number] | undefined, limit, cursor: query.get('cursor') ?? undefined }));
+      const q = { state: state as (typeof STATES)[number] | undefined, cursor: query.get('cursor') ?? undefined };
+      // A cursor is validated before the stream starts, so a bad one is still a 400.
+      if (limit === undefined) {
+        if (q.cursor !== undefined) await listEscrows(svc, { ...q, limit: 1 });
+        return new Response(streamAllEscrows(svc, q), { headers: { 'content-type': 'application/json; charset=utf-8' } });
+      }
+      return json(await listEscrows(svc, { ...q, limit }));
     },
   },
   {

@@ -271,3 +271,31 @@ describeStores('escrow creation errors', (h) => {
     expectError(await h().req('GET', '/v1/escrows?sort=asc'), 400, 'bad_request');
   });
 });
+
+describeStores('listing every escrow', (h) => {
+  test('without limit the list streams across batches: every escrow once, in creation order, valid JSON', async () => {
+    const { id } = await escrow(h());
+    // 1,234 more rows cloned in SQL from that escrow (the list reads rows, not the trail).
+    await h().db.query(
+      `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms, terms_hash,
+         timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at)
+       SELECT 'esc_bulk' || lpad(g::text, 6, '0'), state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
+         terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at
+       FROM escrows, generate_series(1, 1234) g WHERE id = $1`,
+      [id],
+    );
+    const res = await h().app.fetch(new Request('http://t/v1/escrows'));
+    assert.equal(res.status, 200);
+    const body = JSON.parse(await res.text());
+    const [{ n }] = await h().db.query('SELECT count(*)::int AS n FROM escrows');
+    assert.equal(body.escrows.length, n);
+    assert.equal(body.nextCursor, null);
+    const bulk = body.escrows.map((e: any) => e.id).filter((x: string) => x.startsWith('esc_bulk'));
+    assert.equal(bulk.length, 1234);
+    assert.deepEqual(bulk, [...bulk].sort());
+    assert.equal(new Set(body.escrows.map((e: any) => e.id)).size, n);
+    const filtered = JSON.parse(await (await h().app.fetch(new Request('http://t/v1/escrows?state=settled'))).text());
+    for (const e of filtered.escrows) assert.equal(e.state, 'settled');
+    expectError(await h().req('GET', '/v1/escrows?cursor=bad'), 400, 'bad_request');
+  });
+});

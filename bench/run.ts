@@ -1,0 +1,304 @@
+// `npm run bench`: the service against its floor, row by row, in one process run (DESIGN habit 14).
+//
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench   # real Postgres
+//   npm run bench                                                              # PGlite fallback
+//   BENCH_QUICK=1 npm run bench                                                # smoke-sized run
+//
+// Prints one table (stdout) and writes it, with every raw number, to bench/results.json (BENCH_OUT).
+// On Postgres every run uses throwaway schemas (bench_<pid>_<time>_*) dropped at the end. Sizes and
+// durations (defaults in bench/lib.ts CFG): BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_CONCURRENCY,
+// BENCH_VERIFY_SECONDS, BENCH_VERIFY_CONNECTIONS, BENCH_CRYPTO_SECONDS, BENCH_LOG_SIZES,
+// BENCH_LOG_SAMPLES, BENCH_SWEEP_ESCROWS, BENCH_SWEEP_IDLE_PROBES, BENCH_WEBHOOK_SECONDS,
+// BENCH_WEBHOOK_CONCURRENCY, BENCH_WEBHOOK_DRAIN_SECONDS, BENCH_MEMORY_ESCROWS;
+// BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
+// dist/escrow-settlement.mjs (npm run build first) instead of `node --import tsx src/main.ts`.
+//
+// The service runs as a child process (main.ts: node:http + nodeListener on port 0) for runs 1, 2, 5
+// and 6, so its RSS and CPU are its own (/proc/<pid>); runs 3 and 4 call src/ in this process.
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { CFG, childTarget, cleanup, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
+import { floorLifecycle, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
+import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
+import { logBench } from './log.ts';
+import { sweepFloor, sweepService, sweepTwoInstances } from './sweep.ts';
+import { webhookBench } from './webhooks.ts';
+import { memoryAfter } from './memory.ts';
+
+interface Row {
+  run: string;
+  measure: string;
+  service: string;
+  floor: string;
+  ratio: string;
+  target: string;
+  result: '' | 'PASS' | 'MISS';
+}
+
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+const add = (r: Partial<Row> & Pick<Row, 'run' | 'measure'>) => rows.push({ service: '', floor: '', ratio: '', target: '', result: '', ...r });
+const pass = (ok: boolean): Row['result'] => (ok ? 'PASS' : 'MISS');
+const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const ms = (p50: number, p99: number) => `${f(p50, 2)} / ${f(p99, 2)} ms`;
+const pctOf = (a: number, b: number) => `${f((a / b) * 100, 0)}%`;
+const times = (a: number, b: number) => `${f(a / b, 2)}x`;
+const sizeLabel = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n));
+const STORE_LABEL = STORE === 'postgres' ? 'Postgres' : 'PGlite (fallback: no BENCH_DATABASE_URL; in-memory, one connection)';
+
+/** The service process runs 1, 2 and 5 (a webhook is registered only for run 5, after 1 and 2). */
+async function serviceProcess(): Promise<{ child: Child; store: Store | null }> {
+  const { target, store } = await childTarget('svc');
+  return { child: await startChild(target, { VERIFY_RATE_LIMIT_MAX: '1000000000' }), store };
+}
+
+async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorStore: Store | null): Promise<void> {
+  const wantLifecycle = CFG.only.includes('lifecycle');
+  const wantVerify = CFG.only.includes('verify');
+  if (!wantLifecycle && !wantVerify) return;
+  const service = await serviceLifecycle(child.url);
+  if (wantLifecycle && floorStore) {
+    const floor = await floorLifecycle(rawDb(floorStore));
+    const sampler = rssSampler(child);
+    const runs: Array<{ service: LifecycleRun; floor: LifecycleRun; sessions: { service: SessionStats; floor: SessionStats } }> = [];
+    for (const c of CFG.concurrency) {
+      log(`lifecycle: concurrency ${c} (${CFG.seconds} s each side)`);
+      if (CFG.warmupSeconds > 0) await service.run(c, CFG.warmupSeconds);
+      let sessions = sessionSampler(serviceAppName(svcStore));
+      const cpu0 = child.cpuMs();
+      const s = await service.run(c, CFG.seconds);
+      const cpu = child.cpuMs() - cpu0;
+      s.serviceCpu = { msPerLifecycle: cpu / s.lifecycles, coreShare: cpu / s.elapsedMs };
+      const svcSessions = await sessions.stop();
+      if (CFG.warmupSeconds > 0) await floor.run(c, CFG.warmupSeconds);
+      sessions = sessionSampler(floorAppName(floorStore));
+      const fl = await floor.run(c, CFG.seconds);
+      const floorSessions = await sessions.stop();
+      runs.push({ service: s, floor: fl, sessions: { service: svcSessions, floor: floorSessions } });
+      log(`lifecycle c=${c}: service ${f(s.perSecond)}/s, floor ${f(fl.perSecond)}/s`);
+    }
+    await floorStore.close();
+    const sampledMax = sampler.stop();
+    const { hwmMb, rssMb } = child.rss();
+    raw.lifecycle = runs;
+    raw.memoryRun1 = { vmHwmMb: hwmMb, vmRssMbAtEnd: rssMb, sampledMaxRssMb: sampledMax, service: CFG.service };
+    for (const { service: s, floor: fl } of runs) {
+      const gated = s.concurrency === 16;
+      add({
+        run: '1 lifecycle', measure: `c=${s.concurrency}: lifecycles/s (create→fund→deliver; service process CPU ${f(s.serviceCpu!.msPerLifecycle, 1)} ms per lifecycle, ${f(s.serviceCpu!.coreShare * 100, 0)}% of a core)`,
+        service: f(s.perSecond), floor: f(fl.perSecond), ratio: pctOf(s.perSecond, fl.perSecond),
+        target: gated ? '≥ 50% of floor' : '', result: gated ? pass(s.perSecond >= 0.5 * fl.perSecond) : '',
+      });
+    }
+    if (STORE === 'postgres') {
+      for (const { service: s, sessions } of runs) {
+        const on = (x: SessionStats) => Object.entries(x.waitingOn).slice(0, 2).map(([k, v]) => `${k} ${f(v * 100, 0)}%`).join(', ') || 'none';
+        add({
+          run: '1 lifecycle', measure: `c=${s.concurrency}: DB sessions waiting on a lock / idle in transaction (avg; service waits on: ${on(sessions.service)})`,
+          service: `${f(sessions.service.lockWaiting, 2)} / ${f(sessions.service.idleInTx, 2)}`, floor: `${f(sessions.floor.lockWaiting, 2)} / ${f(sessions.floor.idleInTx, 2)}`,
+        });
+      }
+    }
+    for (const { service: s, floor: fl } of runs) {
+      for (const step of STEPS) {
+        const gated = s.concurrency === 16;
+        add({
+          run: '1 lifecycle', measure: `c=${s.concurrency}: ${step} p50 / p99`,
+          service: ms(s.steps[step].p50, s.steps[step].p99), floor: ms(fl.steps[step].p50, fl.steps[step].p99),
+          ratio: `${times(s.steps[step].p99, fl.steps[step].p99)} (p99)`, target: gated ? 'p99 < 25 ms' : '', result: gated ? pass(s.steps[step].p99 < 25) : '',
+        });
+      }
+    }
+    add({
+      run: '6 memory', measure: `service peak RSS during run 1 (VmHWM, ${CFG.service === 'bundle' ? 'bundle' : 'node --import tsx'})`,
+      service: `${f(hwmMb)} MB`, floor: '', ratio: '', target: '< 300 MB', result: pass(hwmMb < 300),
+    });
+  }
+  if (wantVerify) {
+    let proof = service.lastProof();
+    if (!proof) {
+      await service.run(1, 0.01);
+      proof = service.lastProof();
+    }
+    log(`verify: POST /v1/verify for ${CFG.verifySeconds} s, ${CFG.verifyConnections} connections`);
+    const v = await verifyService(child.url, proof, CFG.verifyConnections, CFG.verifySeconds, CFG.warmupSeconds);
+    const fl = verifyFloor(proof, CFG.cryptoSeconds);
+    raw.verify = { service: v, floor: fl };
+    if (v.non2xx > 0) log(`verify: ${v.non2xx} answers were not 2xx`);
+    add({
+      run: '2 verify', measure: `POST /v1/verify req/s (${v.tool}, ${v.connections} conns; p50 ${f(v.p50Ms, 2)} ms, p99 ${f(v.p99Ms, 2)} ms${v.non2xx ? `; ${v.non2xx} non-2xx` : ''}) vs raw Ed25519 verify/s`,
+      service: f(v.perSecond), floor: f(fl.perSecond), ratio: pctOf(v.perSecond, fl.perSecond),
+    });
+    const cc = cryptoCompare(proof, CFG.cryptoSeconds);
+    raw.crypto = cc;
+    add({
+      run: '2 verify', measure: 'Ed25519 sign/s: the service\'s library (noble, src/crypto/ed25519.ts) vs node:crypto (OpenSSL), same key and message',
+      service: f(cc.nobleSignPerSecond, 0), floor: f(cc.nodeSignPerSecond, 0), ratio: pctOf(cc.nobleSignPerSecond, cc.nodeSignPerSecond),
+    });
+    add({
+      run: '2 verify', measure: 'Ed25519 verify/s: noble (strict, the service\'s policy) vs node:crypto (OpenSSL)',
+      service: f(cc.nobleVerifyPerSecond, 0), floor: f(cc.nodeVerifyPerSecond, 0), ratio: pctOf(cc.nobleVerifyPerSecond, cc.nodeVerifyPerSecond),
+    });
+  }
+}
+
+async function logRun(): Promise<void> {
+  const store = await newStore('log');
+  const runs = await logBench(store, CFG.logSizes, CFG.logSamples);
+  await store.close();
+  raw.log = runs;
+  const kinds = [
+    ['root', 'root (head\'s rootAt)'],
+    ['inclusion', 'inclusion (inclusionAt)'],
+    ['consistency', 'consistency (consistencyBetween)'],
+    ['httpHeadUncached', 'GET /v1/log/head, uncached (root+sign+store)'],
+  ] as const;
+  for (const r of runs) {
+    for (const [k, label] of kinds) {
+      add({
+        run: '3 log', measure: `${sizeLabel(r.size)} leaves: ${label} p50 / p99`,
+        service: ms(r[k].p50, r[k].p99), floor: ms(r.pointRead.p50, r.pointRead.p99), ratio: times(r[k].p50, r.pointRead.p50),
+      });
+    }
+  }
+  if (runs.length >= 2) {
+    const small = runs[0];
+    const big = runs[runs.length - 1];
+    for (const [k, label] of kinds) {
+      const ratio = big[k].p50 / small[k].p50;
+      add({
+        run: '3 log', measure: `${label}: p50 at ${sizeLabel(big.size)} / at ${sizeLabel(small.size)}`,
+        service: `${f(big[k].p50, 2)} / ${f(small[k].p50, 2)} ms`, floor: `${f(big.pointRead.p50, 2)} / ${f(small.pointRead.p50, 2)} ms`,
+        ratio: `${f(ratio, 2)}x`, target: 'within 3x', result: pass(ratio <= 3),
+      });
+    }
+  }
+}
+
+async function sweepRun(): Promise<void> {
+  const n = CFG.sweepEscrows;
+  log(`sweep: ${n} expired escrows, service`);
+  let store = await newStore('sweep');
+  const s = await sweepService(store, n, CFG.sweepIdleProbes);
+  await store.close();
+  log(`sweep: service ${f(s.ms / 1000, 2)} s; floor`);
+  store = await newStore('sweepfloor');
+  const fl = await sweepFloor(store, n);
+  await store.close();
+  log(`sweep: floor ${f(fl.ms / 1000, 2)} s; two instances`);
+  store = await newStore('sweep2');
+  const two = await sweepTwoInstances(store, n);
+  await store.close();
+  raw.sweep = { service: s, floor: fl, twoInstances: two };
+  add({
+    run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance: s (escrows/s)`,
+    service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
+    ratio: times(s.ms, fl.ms), target: 'within 2x of floor', result: pass(s.ms <= 2 * fl.ms),
+  });
+  add({
+    run: '4 sweep', measure: `a user's deliver p50 / p99 while that sweep runs (${s.deliverDuringSweep.n} probes; idle: ${ms(s.deliverIdle.p50, s.deliverIdle.p99)})`,
+    service: ms(s.deliverDuringSweep.p50, s.deliverDuringSweep.p99), floor: '', ratio: '',
+  });
+  add({
+    run: '4 sweep', measure: `same, 2 instances together (closed ${two.byInstance.join(' + ')}; proofs ${two.proofs}, distinct ${two.distinctEscrows}, log ${two.logSize})`,
+    service: `${f(two.ms / 1000, 2)} s (${f(two.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s`,
+    ratio: times(two.ms, fl.ms), target: 'exactly once: proofs == escrows', result: pass(two.exactlyOnce),
+  });
+}
+
+async function webhookRun(child: Child): Promise<void> {
+  log(`webhooks: ${CFG.webhookConcurrency} concurrent escrows for ${CFG.webhookSeconds} s`);
+  const w = await webhookBench(child, CFG.webhookSeconds, CFG.webhookConcurrency, CFG.webhookDrainSeconds);
+  raw.webhooks = w;
+  add({
+    run: '5 webhooks', measure: `${w.concurrency} concurrent escrows, 1 receiver: delivered events/s (produced ${f(w.producedPerSecond, 0)}/s; ${w.delivered}/${w.produced} delivered, ${w.duplicates} dup) vs serial raw POST/s`,
+    service: f(w.deliveredPerSecond), floor: f(w.floor.perSecond), ratio: pctOf(w.deliveredPerSecond, w.floor.perSecond),
+  });
+  add({
+    run: '5 webhooks', measure: `end to end, commit (answer returned) → receipt p50 / p99 (from event at: p99 ${f(w.e2eFromAt.p99, 0)} ms; backlog drained at ${f(w.drainPerSecond, 0)}/s, gap between receipts p50 ${f(w.gap.p50, 2)} ms, service CPU ${f(w.drainCpu.msPerEvent, 1)} ms/event = ${f(w.drainCpu.coreShare * 100, 0)}% of a core)`,
+    service: ms(w.e2e.p50, w.e2e.p99), floor: '', ratio: '',
+  });
+}
+
+async function memoryRun(): Promise<void> {
+  const m = await memoryAfter(CFG.memoryEscrows);
+  raw.memoryAfter = m;
+  add({
+    run: '6 memory', measure: `RSS with ${sizeLabel(m.escrows)} escrows, fresh process after paged lists, 100 reads, head, 20 lifecycles (VmRSS / VmHWM)`,
+    service: `${f(m.afterRoutes.rssMb)} / ${f(m.afterRoutes.hwmMb)} MB`, target: '< 300 MB', result: pass(m.afterRoutes.hwmMb < 300),
+  });
+  add({
+    run: '6 memory', measure: `then GET /v1/escrows unpaginated (${sizeLabel(m.escrows)} rows, ${f(m.unpaginated.bytes / 1e6)} MB body, ${f(m.unpaginated.ms, 0)} ms) VmRSS / VmHWM`,
+    service: `${f(m.unpaginated.rssMb)} / ${f(m.unpaginated.hwmMb)} MB`, target: '< 300 MB', result: pass(m.unpaginated.hwmMb < 300),
+  });
+}
+
+function table(): string {
+  const head: Row = { run: 'Run', measure: 'Measure', service: 'Service', floor: 'Floor', ratio: 'Service/Floor', target: 'Target', result: 'Result' as Row['result'] };
+  const cols = Object.keys(head) as Array<keyof Row>;
+  const all = [head, ...rows];
+  const width = (k: keyof Row) => Math.max(...all.map((r) => String(r[k]).length));
+  const line = (r: Row) => `| ${cols.map((k) => String(r[k]).padEnd(width(k))).join(' | ')} |`;
+  return [line(head), `|${cols.map((k) => '-'.repeat(width(k) + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const load0 = loadavg();
+  log(`store: ${STORE_LABEL}${CFG.quick ? ' (BENCH_QUICK)' : ''}; runs: ${CFG.only.join(', ')}`);
+  if (CFG.only.some((r) => r === 'lifecycle' || r === 'verify' || r === 'webhooks')) {
+    // The service process and the floor's store start together (each takes seconds on PGlite).
+    const [{ child, store }, floorStore] = await Promise.all([
+      serviceProcess(),
+      CFG.only.includes('lifecycle') ? newStore('lifefloor') : Promise.resolve(null),
+    ]);
+    await lifecycleAndVerify(child, store, floorStore);
+    if (CFG.only.includes('webhooks')) await webhookRun(child);
+    await child.stop();
+    await store?.close();
+  }
+  if (CFG.only.includes('log')) await logRun();
+  if (CFG.only.includes('sweep')) await sweepRun();
+  if (CFG.only.includes('memory')) await memoryRun();
+  // Rows in run order (memory run 1 was measured during run 1, printed with run 6).
+  rows.sort((a, b) => a.run.localeCompare(b.run));
+  const meta = {
+    at: new Date(started).toISOString(),
+    store: STORE,
+    storeLabel: STORE_LABEL,
+    database: CFG.databaseUrl ? CFG.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@') : null,
+    quick: CFG.quick,
+    service: CFG.service,
+    node: process.version,
+    cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
+    memoryGb: round(totalmem() / 2 ** 30, 1),
+    loadavgAtStart: load0.map((n) => round(n, 2)),
+    seconds: (Date.now() - started) / 1000,
+    config: { ...CFG, databaseUrl: undefined },
+  };
+  const text = table();
+  const header = `escrow-settlement bench: ${STORE_LABEL}${CFG.quick ? ', BENCH_QUICK' : ''}; node ${process.version}, ${meta.cpus}; load ${load0.map((n) => n.toFixed(2)).join(' ')}; ${f(meta.seconds, 0)} s`;
+  process.stdout.write(`${header}\n\n${text}\n`);
+  const targets = rows.filter((r) => r.result).map((r) => ({ run: r.run, measure: r.measure, target: r.target, value: r.ratio || r.service, result: r.result }));
+  writeFileSync(CFG.out, JSON.stringify({ meta, header, table: rows, targets, raw }, null, 2) + '\n');
+  log(`wrote ${CFG.out}`);
+}
+
+let exiting = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    if (exiting) return;
+    exiting = true;
+    log(`${sig}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .then(() => cleanup())
+  .then(() => process.exit(0))
+  .catch(async (err) => {
+    process.stderr.write(`bench failed: ${(err as Error)?.stack ?? err}\n`);
+    await cleanup();
+    process.exit(1);
+  });

@@ -1,0 +1,157 @@
+// Run 4: the deadline sweep closing N expired escrows (seeded directly in SQL, state funded, deadline
+// passed), against its floor (the same statements straight to the database), and with two service
+// instances (two apps on two pools, one schema) sweeping together: exactly once is asserted.
+import type { Db } from '../src/db/types.ts';
+import { sweepOnce } from '../src/jobs/sweep.ts';
+import { lockEscrow } from '../src/domain/escrowRow.ts';
+import type { App } from '../src/app.ts';
+import { entries, FLOOR_SQL as SQL, floorClose, ids, PAYLOAD, TERMS } from './lifecycle.ts';
+import { dist, inProcessApp, log, rawDb, samePool, sleep, type Dist, type Store } from './lib.ts';
+import { seedFunded } from './seed.ts';
+
+const BATCH = 100; // what the running service sweeps per pass (src/jobs/index.ts)
+
+export interface SweepRun {
+  escrows: number;
+  ms: number;
+  perSecond: number;
+}
+
+export interface SweepPairRun extends SweepRun {
+  byInstance: [number, number];
+  skippedPasses: number;
+  proofs: number;
+  distinctEscrows: number;
+  logSize: number;
+  refunded: number;
+  exactlyOnce: boolean;
+}
+
+async function counts(db: Db) {
+  const [r] = await db.query(
+    `SELECT (SELECT count(*) FROM proofs)::int AS proofs, (SELECT count(DISTINCT escrow_id) FROM proofs)::int AS distinct_escrows,
+            (SELECT size FROM log_state WHERE id = 1)::int AS log_size, (SELECT count(*) FROM escrows WHERE state = 'refunded')::int AS refunded,
+            (SELECT count(*) FROM log_nodes WHERE level = 0)::int AS leaves`,
+  );
+  return { proofs: r.proofs as number, distinctEscrows: r.distinct_escrows as number, logSize: r.log_size as number, refunded: r.refunded as number, leaves: r.leaves as number };
+}
+
+async function call(app: App, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await app.fetch(new Request(`http://bench.local${path}`, {
+    method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  }), { ip: '127.0.0.1' });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+/**
+ * A user's delivery while the sweep works: one escrow at a time through app.fetch (same process as
+ * the sweeper, as on a service instance), timing only the delivery (the step that closes a matter
+ * and so appends to the log, like every sweep close).
+ */
+async function deliveryProbe(app: App, until: () => boolean, max = Infinity): Promise<number[]> {
+  const payer = (await call(app, 'POST', '/v1/agents', { label: 'payer' })).id;
+  const payee = (await call(app, 'POST', '/v1/agents', { label: 'payee' })).id;
+  const lat: number[] = [];
+  while (!until() && lat.length < max) {
+    const e = await call(app, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', payerAgentId: payer, payeeAgentId: payee, terms: TERMS });
+    await call(app, 'POST', `/v1/escrows/${e.id}/fund`);
+    const t = performance.now();
+    await call(app, 'POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee, payload: PAYLOAD });
+    lat.push(performance.now() - t);
+    await sleep(5);
+  }
+  return lat;
+}
+
+export async function sweepService(store: Store, n: number, idleProbes: number): Promise<SweepRun & { deliverIdle: Dist; deliverDuringSweep: Dist }> {
+  await seedFunded(store.db, n, 'swp', 'past');
+  const app = inProcessApp(store.db);
+  // The delivery probe alone first (the seeded escrows are not swept yet: nothing else runs).
+  const deliverIdle = dist(await deliveryProbe(app, () => false, idleProbes));
+  let sweeping = true;
+  const probe = deliveryProbe(app, () => !sweeping);
+  const t = performance.now();
+  try {
+    for (;;) {
+      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
+      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
+      if (r.ran && r.closed === 0) break;
+    }
+  } finally {
+    sweeping = false;
+  }
+  const ms = performance.now() - t;
+  const deliverDuringSweep = dist(await probe);
+  const c = await counts(store.db);
+  const probes = deliverIdle.n + deliverDuringSweep.n;
+  if (c.refunded !== n || c.proofs !== n + probes || c.logSize !== n + probes) throw new Error(`sweep closed ${c.refunded}/${n} (proofs ${c.proofs}, log ${c.logSize}, probes ${probes})`);
+  return { escrows: n, ms, perSecond: (n * 1000) / ms, deliverIdle, deliverDuringSweep };
+}
+
+/** sweepOnce's statements (src/jobs/sweep.ts with closeMatter's timeout path), fixed values. */
+export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
+  await seedFunded(store.db, n, 'swp', 'past');
+  const db = rawDb(store);
+  let seq = 0;
+  const t = performance.now();
+  for (;;) {
+    const closed = await db.tx(async (tx) => {
+      const [{ locked }] = await tx.query(SQL.advisory);
+      if (!locked) throw new Error('floor sweep: advisory lock not granted');
+      const due = await tx.query<{ id: string }>(SQL.due, [BATCH]);
+      for (const { id } of due) {
+        const n2 = ids(seq++);
+        await tx.query('SAVEPOINT sweep_one');
+        const e = await lockEscrow(tx, id);
+        await floorClose(tx, id, e.now, {
+          n: n2,
+          outcome: 'refunded',
+          verdict: 'none',
+          payer: '25500000',
+          payee: '0',
+          writes: [],
+          trail: entries(2, [
+            { event: 'escrow.timeout', body: { stage: 'deliver', outcome: 'refunded' } },
+            { event: 'proof.issued', body: { proofId: n2.prf, outcome: 'refunded' } },
+          ]),
+        });
+        await tx.query('RELEASE SAVEPOINT sweep_one');
+      }
+      return due.length;
+    });
+    if (closed === 0) break;
+  }
+  const ms = performance.now() - t;
+  const c = await counts(store.db);
+  if (c.proofs !== n || c.refunded !== n) throw new Error(`floor sweep closed ${c.refunded}/${n}`);
+  return { escrows: n, ms, perSecond: (n * 1000) / ms };
+}
+
+/** Two instances (two apps, two pools, one schema) sweeping at once, each as its ticker would. */
+export async function sweepTwoInstances(store: Store, n: number): Promise<SweepPairRun> {
+  await seedFunded(store.db, n, 'swp', 'past');
+  const apps = [inProcessApp(store.db), inProcessApp(samePool(store))];
+  let skippedPasses = 0;
+  const t = performance.now();
+  const byInstance = await Promise.all(apps.map(async (app) => {
+    let closed = 0;
+    for (;;) {
+      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
+      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
+      if (!r.ran) {
+        // The other instance holds the sweep lock: this pass is skipped; try again shortly.
+        skippedPasses++;
+        await sleep(1);
+        continue;
+      }
+      closed += r.closed;
+      if (r.closed === 0) return closed;
+    }
+  }));
+  const ms = performance.now() - t;
+  const c = await counts(store.db);
+  const exactlyOnce = c.proofs === n && c.distinctEscrows === n && c.logSize === n && c.leaves === n && c.refunded === n && byInstance[0] + byInstance[1] === n;
+  return { escrows: n, ms, perSecond: (n * 1000) / ms, byInstance: byInstance as [number, number], skippedPasses, ...c, exactlyOnce };
+}
