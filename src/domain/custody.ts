@@ -57,8 +57,14 @@ export function createSimulatedCustody(): CustodyAdapter {
 
 /** Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. */
 export async function takeSandboxFault(tx: Queryable): Promise<boolean> {
-  // Takes the row lock only while faults are pending (fail_next > 0); otherwise the
-  // predicate is false, nothing is locked, and closings never contend here.
-  const failed = await tx.query('UPDATE custody_faults SET fail_next = fail_next - 1 WHERE id = 1 AND fail_next > 0 RETURNING fail_next');
+  // Takes the row lock only while faults are pending (fail_next > 0), and never waits for it: a
+  // closing that waited behind another's fault, then found none left, kept the row locked
+  // (EvalPlanQual) while it appended to the log, and deadlocked with a sweep pass that held the log
+  // row and checked for a fault. SKIP LOCKED: a fault another closing is taking is not this one's.
+  const failed = await tx.query(
+    `UPDATE custody_faults SET fail_next = fail_next - 1
+      WHERE id = (SELECT id FROM custody_faults WHERE id = 1 AND fail_next > 0 FOR UPDATE SKIP LOCKED)
+      RETURNING fail_next`,
+  );
   return failed.length > 0;
 }
