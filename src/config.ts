@@ -26,6 +26,8 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** PUBLIC_URL: the absolute base URL clients reach the service at, without a trailing slash (x402 resources). */
+  publicUrl: string;
 }
 
 export class ConfigError extends Error {
@@ -83,6 +85,25 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
+/**
+ * PUBLIC_URL (CONTRACT §8): an absolute http(s) base URL, no query or fragment; a trailing slash is
+ * dropped. Default: the listening address (IPv6 in brackets). Never taken from a request's Host.
+ */
+function publicUrl(env: Env, host: string, port: number): string {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.length > 1024) {
+    throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+}
+
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
@@ -115,5 +136,6 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    publicUrl: publicUrl(env, host, int(env, 'PORT', 4280, 0, 65535)),
   });
 }
