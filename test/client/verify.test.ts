@@ -15,7 +15,7 @@ import { hex, leafHashOf, makeTrail, outsideKey } from '../log/fixtures.ts';
 import { makeBundle } from './bundle.ts';
 
 const flip = (s: string) => (s[0] === '0' ? '1' : '0') + s.slice(1);
-const ALL = ['proof.signature', 'proof.issuer', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match'];
+const ALL = ['proof.signature', 'proof.issuer', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match', 'parties.complete'];
 
 const { bundle, old, active, tree } = await makeBundle();
 const failing = (b: Bundle, opts = {}) => verifyBundle(b, opts).checks.filter((c) => !c.ok);

@@ -1,0 +1,136 @@
+// Bundles carry the parties (issue 18.6): real matters closed through the front door, then checked offline.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { describeStores, type Harness } from '../harness.ts';
+import { agent, failedDelivery, PASSING_TERMS } from '../fixtures.ts';
+import {
+  createPaymentHeader, decodePaymentResponse, generateKeys, signDelivery, signDisputeAction, signMandate, signRuling, verifyBundle,
+  type Bundle, type IssuerKey, type PartySignature,
+} from '../../src/client/index.ts';
+import { outsideKey } from '../log/fixtures.ts';
+
+const flipByte = (hex: string) => (parseInt(hex.slice(0, 2), 16) ^ 0x01).toString(16).padStart(2, '0') + hex.slice(2);
+const ok = (r: { status: number; text: string }, status = 200) => assert.equal(r.status, status, r.text);
+
+async function bundleOf(h: Harness, proofId: string): Promise<{ bundle: Bundle; pinned: IssuerKey[] }> {
+  const b = await h.req('GET', `/v1/proofs/${proofId}/bundle`);
+  ok(b);
+  return { bundle: b.body, pinned: (await h.req('GET', '/.well-known/proof-issuer.json')).body.keys };
+}
+
+/** Mandate, client-signed delivery, dispute opening and evidence, and a co-signed split ruling: every key client-side. */
+async function clientSignedMatter(h: Harness) {
+  const [principal, payer, payee] = [generateKeys(), generateKeys(), generateKeys()];
+  const m = await h.req('POST', '/v1/mandates', signMandate(principal.secretKey, {
+    agent: payer.publicKey, perEscrowMax: '100', cumulativeMax: '1000', allowedAssets: ['USDC'], expiresAt: '2099-01-01T00:00:00.000Z',
+  }));
+  ok(m, 201);
+  const e = await h.req('POST', '/v1/escrows', { amount: '10', asset: 'USDC', terms: PASSING_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey }, mandateId: m.body.id });
+  ok(e, 201);
+  const id = e.body.id as string;
+  ok(await h.req('POST', `/v1/escrows/${id}/fund`));
+  ok(await h.req('POST', `/v1/escrows/${id}/delivery`, signDelivery(payee.secretKey, { escrowId: id, payload: { body: 'no title' } })), 201);
+  ok(await h.req('POST', `/v1/escrows/${id}/dispute`, signDisputeAction(payer.secretKey, { escrowId: id, action: 'dispute.open', reason: 'no title' })), 201);
+  const ev = await h.req('POST', `/v1/escrows/${id}/dispute/evidence`, signDisputeAction(payee.secretKey, { escrowId: id, action: 'dispute.evidence', note: 'it had one', payload: { title: 'x' } }));
+  ok(ev);
+  const ruling = { escrowId: id, disputeId: ev.body.id, outcome: 'split' as const, rationale: 'halves', shares: { payerBps: 5000, payeeBps: 5000 } };
+  const r = await h.req('POST', `/v1/escrows/${id}/dispute/resolve`, {
+    outcome: 'split', rationale: 'halves', shares: ruling.shares, signatures: [signRuling(payer.secretKey, ruling), signRuling(payee.secretKey, ruling)],
+  });
+  ok(r);
+  return { proofId: r.body.proof.id as string, kinds: ['mandate', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling', 'ruling'] };
+}
+
+/** Sandbox forms throughout (the service signs with the held keys) and an arbiter's ruling. */
+async function sandboxArbiterMatter(h: Harness) {
+  const arbiter = await agent(h, 'arbiter');
+  const e = await failedDelivery(h, { arbiterAgentId: arbiter.id });
+  ok(await h.req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id, reason: 'no title' }), 201);
+  ok(await h.req('POST', `/v1/escrows/${e.id}/dispute/evidence`, { agentId: e.payee.id, note: 'it had one' }));
+  const r = await h.req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'refund', agentIds: [arbiter.id] });
+  ok(r);
+  return { proofId: r.body.proof.id as string, kinds: ['delivery', 'dispute.open', 'dispute.evidence', 'ruling'], arbiter: arbiter.publicKey };
+}
+
+/** An x402 payment: the payer's authorization and the demo payee's delivery. */
+async function x402Matter(h: Harness) {
+  const offer = (await h.req('GET', '/v1/x402/demo')).body.accepts[0];
+  const r = await h.req('GET', '/v1/x402/demo', undefined, { 'X-PAYMENT': createPaymentHeader(offer, generateKeys().secretKey) });
+  ok(r);
+  return { proofId: decodePaymentResponse(r.headers.get('x-payment-response')!).proofId, kinds: ['x402', 'delivery'] };
+}
+
+const MATTERS = [
+  ['a client-signed matter with a mandate and a co-signed ruling', clientSignedMatter],
+  ['a sandbox matter ruled by its arbiter', sandboxArbiterMatter],
+  ['an x402 payment', x402Matter],
+] as const;
+
+describeStores('bundles carry the parties', (h) => {
+  for (const [what, make] of MATTERS) {
+    test(`${what}: the bundle carries each party signature, and flipping one byte of any one fails exactly that one`, async () => {
+      const { proofId, kinds } = await make(h());
+      const { bundle, pinned } = await bundleOf(h(), proofId);
+      const sigs = bundle.parties!.signatures;
+      assert.deepEqual(sigs.map((s) => s.kind), kinds);
+      const intact = verifyBundle(bundle, { trustedKeys: pinned });
+      assert.equal(intact.ok, true, JSON.stringify(intact.checks.filter((c) => !c.ok)));
+      assert.deepEqual(intact.checks.filter((c) => c.name.startsWith('parties')).map((c) => c.name), [...kinds.map((k, i) => `parties[${i}].${k}`), 'parties.complete']);
+      for (let i = 0; i < sigs.length; i++) {
+        const b = structuredClone(bundle);
+        b.parties!.signatures[i].signature = flipByte(b.parties!.signatures[i].signature);
+        const r = verifyBundle(b, { trustedKeys: pinned });
+        assert.equal(r.ok, false);
+        const bad = r.checks.filter((c) => !c.ok);
+        assert.deepEqual(bad.map((c) => c.name), [`parties[${i}].${kinds[i]}`], `flipping signature ${i}`);
+        assert.match(bad[0].detail, new RegExp(`^${kinds[i].replace('.', '\\.')} signature (does not verify|could not be checked)`));
+      }
+    });
+  }
+
+  test('dropping any one signature the trail relies on fails parties.complete, naming what is missing', async () => {
+    const { proofId } = await clientSignedMatter(h());
+    const { bundle } = await bundleOf(h(), proofId);
+    const expected = [/mandateHash but no mandate signature/, /\(delivery\.submitted\) has no delivery signature/, /\(dispute\.opened\) has no dispute\.open signature/,
+      /\(dispute\.evidence\) has no dispute\.evidence signature/, /by co-signature\) has no ruling signature of the payer/, /by co-signature\) has no ruling signature of the payee/];
+    bundle.parties!.signatures.forEach((_, i) => {
+      const b = structuredClone(bundle);
+      b.parties!.signatures.splice(i, 1);
+      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      assert.deepEqual(bad.map((c) => c.name), ['parties.complete'], `dropping ${i}`);
+      assert.match(bad[0].detail, expected[i]);
+    });
+    // A bundle from before parties were carried says so rather than passing silently.
+    const legacy = structuredClone(bundle);
+    delete legacy.parties;
+    assert.deepEqual(verifyBundle(legacy).checks.filter((c) => !c.ok).map((c) => c.name), ['parties.complete']);
+  });
+
+  test('a valid signature that does not belong to the matter fails its own check, saying why', async () => {
+    const { proofId, arbiter } = await sandboxArbiterMatter(h());
+    const { bundle } = await bundleOf(h(), proofId);
+    const rulingAt = bundle.parties!.signatures.findIndex((s) => s.kind === 'ruling');
+    const stranger = outsideKey();
+    const cases: Array<[string, (s: PartySignature) => void, RegExp]> = [
+      ['signed by an outsider', (s) => { s.publicKey = stranger.publicKey; s.signature = stranger.sign(s.signedBody); }, /signer is neither payer, payee nor the named arbiter/],
+      ['pointed at another trail entry', (s) => { s.trailIndex = 0; }, /trail entry 0 is escrow\.created, not dispute\.resolved/],
+    ];
+    assert.equal(bundle.parties!.signatures[rulingAt].publicKey, arbiter);
+    for (const [what, change, detail] of cases) {
+      const b = structuredClone(bundle);
+      change(b.parties!.signatures[rulingAt]);
+      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      assert.equal(bad[0].name, `parties[${rulingAt}].ruling`, what);
+      assert.match(bad[0].detail, detail, what);
+    }
+  });
+
+  test('a malformed parties field fails bundle.format naming the field', async () => {
+    const { proofId } = await x402Matter(h());
+    const { bundle } = await bundleOf(h(), proofId);
+    const b = structuredClone(bundle) as any;
+    b.parties.signatures[0].publicKey = 'nope';
+    const r = verifyBundle(b);
+    assert.deepEqual(r.checks.map((c) => [c.name, c.detail]), [['bundle.format', 'parties.signatures[0].publicKey must be 64 lowercase hex characters']]);
+  });
+});
