@@ -1,7 +1,7 @@
 // Reading an x402 payment from a request: which header, its version and shape, and every check against the offer that needs no database (CONTRACT §6, SPEC part 7).
 import { canonicalBytes, canonicalize } from '../crypto/jcs.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
-import { AMOUNT_DECIMALS, MICRO } from '../domain/amounts.ts';
+import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
 import { decodeBase64Json, X402_HEADERS, type PaymentPayload, type PaymentPayloadV2, type ProofSandboxPayload } from '../client/x402.ts';
 import { paymentRefusal, type Offer, type X402Code } from './offer.ts';
 import { v1Problem, v2Problem } from './shape.ts';
