@@ -6,7 +6,8 @@ import { verifyBundle } from './verify.ts';
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> [--trusted-key HEX ...]
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
-signature and key, the evidence trail, the log inclusion and the signed tree head.
+signature and key, the evidence trail, the log inclusion, the signed tree head, and each party
+signature the closing relied on.
 --trusted-key HEX  pin an issuer public key (repeatable); signers must then be among the pinned keys.
 Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
 

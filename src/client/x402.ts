@@ -227,8 +227,9 @@ export function proofSandboxScheme(secretKey: string, opts: PaymentOptions = {})
   publicKeyFromSecret(secretKey);
   return {
     scheme: X402_SCHEME,
-    async createPaymentPayload(x402Version: number, requirements: PaymentRequirementsV2) {
-      return { x402Version, payload: createSchemePayload(requirements, secretKey, opts) as unknown as Record<string, unknown> };
+    // Typed as the SDK hands requirements over (extra: any record); createSchemePayload checks extra at run time.
+    async createPaymentPayload(x402Version: number, requirements: Omit<PaymentRequirementsV2, 'extra'> & { extra: Record<string, unknown> }) {
+      return { x402Version, payload: createSchemePayload(requirements as PaymentRequirementsV2, secretKey, opts) as unknown as Record<string, unknown> };
     },
   };
 }

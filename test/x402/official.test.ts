@@ -18,10 +18,8 @@ const RESOURCE = `${PUBLIC_URL}${DEMO}`;
 
 /** The official v2 HTTP client with this service's scheme registered for its network. */
 function officialClient(secretKey: string) {
-  const client = new x402Client().register(X402_NETWORK_V2 as `${string}:${string}`, proofSandboxScheme(secretKey) as never);
-  // USDC on a network @x402/core does not know is not one of its default assets: allow it explicitly.
-  client.setSpendControls(false);
-  return new x402HTTPClient(client);
+  // As the README shows it. USDC on a network @x402/core does not know is not one of its default assets: allow it explicitly.
+  return new x402HTTPClient(new x402Client().register(X402_NETWORK_V2, proofSandboxScheme(secretKey)).setSpendControls(false));
 }
 
 describeStores('x402 v2 with @x402/core', (h) => {
