@@ -1,7 +1,7 @@
 // Custody adapters: where funding locks and a closing actually moves value (simulated rails, or
 // the chain adapter in src/custody/). The journal lives in SQL; the adapter only locks, settles or fails.
 import type { Queryable } from '../db/types.ts';
-import type { Proof } from '../client/types.ts';
+import type { Proof } from '@escrow-settlement/client/types';
 
 /** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
 export type Anchor = NonNullable<Proof['anchor']>;

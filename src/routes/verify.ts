@@ -8,8 +8,8 @@ import { amountStr, asset, check, hex64, idOf, sigHex, timestamp } from '../http
 import { issuerKeys } from '../domain/keys.ts';
 import { verifyJson } from '../crypto/ed25519.ts';
 import { canonicalize } from '../crypto/jcs.ts';
-import { proofBody } from '../client/verify.ts';
-import type { Proof } from '../client/types.ts';
+import { proofBody } from '@escrow-settlement/client/verify';
+import type { Proof } from '@escrow-settlement/client/types';
 
 const bps = size(integer(), 0, 10_000);
 const anchorPart = size(string(), 1, 256);
