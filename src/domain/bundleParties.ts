@@ -1,6 +1,6 @@
 // The parties' side of an offline bundle: every signature the service relied on to close the matter, bound to its trail entry (issue 18.6).
 import type { Queryable } from '../db/types.ts';
-import type { BundleParties, PartySignature, Proof, TrailEntry } from '../client/types.ts';
+import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/client/types';
 import { canonicalize } from '../crypto/jcs.ts';
 
 const ORDER: Record<PartySignature['kind'], number> = { mandate: 0, x402: 1, delivery: 2, 'dispute.open': 3, 'dispute.evidence': 4, ruling: 5 };

@@ -2,7 +2,7 @@
 // Deliveries and mandates already keep theirs in their own rows; this table holds the rest:
 // dispute openings, evidence, ruling signatures and x402 authorizations.
 import type { Queryable, Stmt } from '../db/types.ts';
-import type { PartySignatureKind } from '../client/types.ts';
+import type { PartySignatureKind } from '@escrow-settlement/client/types';
 import { fromHex } from '../crypto/bytes.ts';
 import { signJson } from '../crypto/ed25519.ts';
 import type { PartyAct } from './parties.ts';

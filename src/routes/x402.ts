@@ -1,14 +1,14 @@
 // The x402 demo route: a paid resource settled through the escrow lifecycle (SPEC part 4 "x402 demo", CONTRACT §6).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { encodeBase64Json, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, type PaymentResponse } from '../client/x402.ts';
+import { encodeBase64Json, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, type PaymentResponse } from '@escrow-settlement/client/x402';
 import { DEMO_PATH, DEMO_RESOURCE, PRICE, ASSET, demoOffer, paymentRefusal, resourceUrl } from '../x402/offer.ts';
 import { checkPayment, presentedPayment } from '../x402/header.ts';
 import { demoPayee } from '../x402/payee.ts';
 import { settlePayment } from '../x402/settle.ts';
 
 /*
- * x402 v1 and v2, as the official SDKs speak them (see src/client/x402.ts X402_HEADERS):
+ * x402 v1 and v2, as the official SDKs speak them (see client/src/x402.ts X402_HEADERS):
  *   request    X-PAYMENT (x402Version 1)          PAYMENT-SIGNATURE (x402Version 2, with `accepted`)
  *   402        JSON body {x402Version: 1, accepts, error: envelope}   PAYMENT-REQUIRED: base64 PaymentRequired v2
  *   200        X-PAYMENT-RESPONSE and PAYMENT-RESPONSE, both always: base64 {success, transaction, network, payer, escrowId, proofId, outcome}

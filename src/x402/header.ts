@@ -2,7 +2,7 @@
 import { canonicalBytes, canonicalize } from '../crypto/jcs.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
 import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
-import { decodeBase64Json, X402_HEADERS, type PaymentPayload, type PaymentPayloadV2, type ProofSandboxPayload } from '../client/x402.ts';
+import { decodeBase64Json, X402_HEADERS, type PaymentPayload, type PaymentPayloadV2, type ProofSandboxPayload } from '@escrow-settlement/client/x402';
 import { paymentRefusal, type Offer, type X402Code } from './offer.ts';
 import { v1Problem, v2Problem } from './shape.ts';
 

@@ -5,7 +5,7 @@ import { AMOUNT_DECIMALS } from '../units/amounts.ts';
 import {
   encodeBase64Json, toAtomicAmount, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, X402_SCHEME,
   type PaymentRequiredV2, type PaymentRequirements, type PaymentRequirementsV2,
-} from '../client/x402.ts';
+} from '@escrow-settlement/client/x402';
 
 export const PRICE = '0.01';
 export const ASSET = 'USDC';

@@ -6,7 +6,7 @@ import { agent, failedDelivery, PASSING_TERMS } from '../fixtures.ts';
 import {
   createPaymentHeader, decodePaymentResponse, generateKeys, signDelivery, signDisputeAction, signMandate, signRuling, verifyBundle,
   type Bundle, type IssuerKey, type PartySignature,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 import { outsideKey } from '../log/fixtures.ts';
 
 const flipByte = (hex: string) => (parseInt(hex.slice(0, 2), 16) ^ 0x01).toString(16).padStart(2, '0') + hex.slice(2);

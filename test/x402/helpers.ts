@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Harness, Res } from '../harness.ts';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { PaymentRequiredV2Schema } from '@x402/core/schemas';
-import type { PaymentRequired, PaymentRequiredV2, PaymentRequirements } from '../../src/client/index.ts';
+import type { PaymentRequired, PaymentRequiredV2, PaymentRequirements } from '@escrow-settlement/client';
 
 export const DEMO = '/v1/x402/demo';
 

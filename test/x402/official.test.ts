@@ -10,7 +10,7 @@ import { describeStores } from '../harness.ts';
 import {
   createPaymentHeader, createPaymentV2, generateKeys, proofSandboxScheme, verifyBundle, X402_NETWORK_V2,
   type Bundle, type IssuerKey,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, pay, requiredV2 } from './helpers.ts';
 
 const PUBLIC_URL = 'https://escrow.example.com';

@@ -1,7 +1,7 @@
 // Re-checking the parties' signatures a bundle carries (issue 18.6): each verifies over its signed body and is bound to its trail entry and role; none the trail relies on is missing. Web APIs only.
-import { canonicalize } from '../crypto/jcs.ts';
-import { sha256Hex } from '../crypto/hash.ts';
-import { verifyJson } from '../crypto/ed25519.ts';
+import { canonicalize } from './crypto/jcs.ts';
+import { sha256Hex } from './crypto/hash.ts';
+import { verifyJson } from './crypto/ed25519.ts';
 import type { Bundle, Check, PartySignature, TrailEntry } from './types.ts';
 
 type Obj = Record<string, unknown>;

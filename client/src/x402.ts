@@ -1,5 +1,5 @@
 // x402 from the payer's side, v1 and v2: the wire shapes, signing a payment for a 402 offer, reading the service's headers (SPEC part 4 "x402 demo", CONTRACT §6). Web APIs only.
-import { fromBase64, toBase64, toHex, utf8 } from '../crypto/bytes.ts';
+import { fromBase64, toBase64, toHex, utf8 } from './crypto/bytes.ts';
 import { publicKeyFromSecret, signBody } from './keys.ts';
 
 /*
