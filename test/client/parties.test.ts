@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describeStores, type Harness } from '../harness.ts';
 import { agent, failedDelivery, PASSING_TERMS } from '../fixtures.ts';
 import {
-  createPaymentHeader, decodePaymentResponse, generateKeys, signDelivery, signDisputeAction, signMandate, signRuling, verifyBundle,
+  createPaymentHeader, decodePaymentResponse, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling, verifyBundle,
   type Bundle, type IssuerKey, type PartySignature,
 } from '@escrow-settlement/client';
 import { outsideKey } from '../log/fixtures.ts';
@@ -38,7 +38,7 @@ async function clientSignedMatter(h: Harness) {
     outcome: 'split', rationale: 'halves', shares: ruling.shares, signatures: [signRuling(payer.secretKey, ruling), signRuling(payee.secretKey, ruling)],
   });
   ok(r);
-  return { proofId: r.body.proof.id as string, kinds: ['mandate', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling', 'ruling'] };
+  return { proofId: r.body.proof.id as string, kinds: ['mandate', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling', 'ruling'], keys: { principal, payer, payee } };
 }
 
 /** Sandbox forms throughout (the service signs with the held keys) and an arbiter's ruling. */
@@ -55,9 +55,10 @@ async function sandboxArbiterMatter(h: Harness) {
 /** An x402 payment: the payer's authorization and the demo payee's delivery. */
 async function x402Matter(h: Harness) {
   const offer = (await h.req('GET', '/v1/x402/demo')).body.accepts[0];
-  const r = await h.req('GET', '/v1/x402/demo', undefined, { 'X-PAYMENT': createPaymentHeader(offer, generateKeys().secretKey) });
+  const payer = generateKeys();
+  const r = await h.req('GET', '/v1/x402/demo', undefined, { 'X-PAYMENT': createPaymentHeader(offer, payer.secretKey) });
   ok(r);
-  return { proofId: decodePaymentResponse(r.headers.get('x-payment-response')!).proofId, kinds: ['x402', 'delivery'] };
+  return { proofId: decodePaymentResponse(r.headers.get('x-payment-response')!).proofId, kinds: ['x402', 'delivery'], payer };
 }
 
 const MATTERS = [
@@ -122,6 +123,36 @@ describeStores('bundles carry the parties', (h) => {
       const bad = verifyBundle(b).checks.filter((c) => !c.ok);
       assert.equal(bad[0].name, `parties[${rulingAt}].ruling`, what);
       assert.match(bad[0].detail, detail, what);
+    }
+  });
+
+  test('a body changed and re-signed by the right party still fails: it no longer matches the matter', async () => {
+    const matter = await clientSignedMatter(h());
+    const { bundle } = await bundleOf(h(), matter.proofId);
+    const x = await x402Matter(h());
+    const { bundle: paid } = await bundleOf(h(), x.proofId);
+    const { principal, payer, payee } = matter.keys;
+    // [which bundle, signature index, key that re-signs, change to the signed body, what the check must say]
+    const rows: Array<[Bundle, number, string, (b: any) => void, RegExp]> = [
+      [bundle, 0, principal.secretKey, (b) => (b.caps.perEscrowMax = '99'), /sha256\(JCS\(\{principal, caps\}\)\) is not proof\.mandateHash/],
+      [bundle, 1, payee.secretKey, (b) => (b.contentHash = 'e'.repeat(64)), /signed contentHash is not the delivery's/],
+      [bundle, 2, payer.secretKey, (b) => (b.reason = 'another reason'), /signed reason is not the dispute's/],
+      [bundle, 3, payee.secretKey, (b) => (b.contentHash = 'e'.repeat(64)), /signed contentHash \(or the note's hash\) is not the evidence's/],
+      [bundle, 3, payee.secretKey, (b) => (b.escrowId = 'esc_01jd0000000000000000000000'), /signed body is not \{escrowId: esc_\w+, action: "dispute\.evidence"/],
+      [bundle, 4, payer.secretKey, (b) => (b.outcome = 'refund'), /signed outcome\/shares are not the ruling the trail records/],
+      [bundle, 4, payer.secretKey, (b) => (b.shares = { payerBps: 1, payeeBps: 9999 }), /signed outcome\/shares/],
+      [paid, 0, x.payer.secretKey, (b) => (b.value = '0.02'), /authorization\.value is not the proof's amount 0\.01/],
+      [paid, 0, x.payer.secretKey, (b) => (b.asset = 'EURC'), /authorization\.asset is not the proof's asset/],
+    ];
+    for (const [source, i, secretKey, change, detail] of rows) {
+      const b = structuredClone(source);
+      const s = b.parties!.signatures[i];
+      change(s.signedBody);
+      s.signature = signBody(secretKey, s.signedBody).signature;
+      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      assert.deepEqual(bad.map((c) => c.name), [`parties[${i}].${s.kind}`], detail.source);
+      assert.match(bad[0].detail, /verifies but does not belong to this matter/);
+      assert.match(bad[0].detail, detail);
     }
   });
 
