@@ -1,7 +1,7 @@
 // The request log file (CONTRACT §1 REQUEST_LOG, REQUEST_LOG_MAX_LINES): one JSON line per request, rotated to `<path>.1`. Node only.
 import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
-import type { RequestLogRecord, RequestLogSink } from './app.ts';
+import type { RequestLogRecord, RequestLogSink } from '../app.ts';
 
 export interface RequestLogWriter extends RequestLogSink {
   /** Flushes what is buffered and closes the file (shutdown). */

@@ -1,11 +1,11 @@
 // The Node webhook transport: node:http(s) with the SSRF check at connect time (DNS rebinding cannot pass).
-// Imported only by main.ts; the core stays on Web APIs (DESIGN "The shape").
+// Imported only by the Node edge (src/node/start.ts); the core stays on Web APIs (DESIGN "The shape").
 import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { lookup as dnsLookup, promises as dnsPromises, type LookupAddress, type LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { isPrivateAddress } from './address.ts';
-import { hostOf, literalRefusal, type ResolveHost, type WebhookTransport } from './transport.ts';
+import { isPrivateAddress } from '../webhooks/address.ts';
+import { hostOf, literalRefusal, type ResolveHost, type WebhookTransport } from '../webhooks/transport.ts';
 
 /** What the receiver's answer body may cost us after its status is known: it is read and thrown away. */
 const MAX_DRAIN_BYTES = 64 * 1024;

@@ -1,4 +1,4 @@
-// Node edge: adapts node:http to app.fetch. The only module besides main.ts that touches node:*.
+// Node edge: adapts node:http to app.fetch. Part of src/node/, the only place besides src/main.ts that touches node:*.
 //
 // The bridge is @hono/node-server's request listener: measured with bench/adapter.ts it serves the
 // same app markedly faster than building a Headers + Request per call and reading every Response
@@ -9,7 +9,7 @@
 // body not read any further, and the error envelopes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
-import type { App } from './app.ts';
+import type { App } from '../app.ts';
 
 export interface AdapterOptions {
   trustProxy: boolean;

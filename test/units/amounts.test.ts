@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppError } from '../../src/errors.ts';
-import { AMOUNT_RE, formatAmount, parseAmount, splitAmount } from '../../src/domain/amounts.ts';
+import { AMOUNT_RE, formatAmount, parseAmount, splitAmount } from '../../src/units/amounts.ts';
 
 const parses: Array<[string, bigint, string]> = [
   ['10', 10_000_000n, 'a whole number'],
