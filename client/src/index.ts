@@ -2,6 +2,7 @@
 export * from './types.ts';
 export * from './verify.ts';
 export { partyChecks } from './parties.ts';
+export * from './issuer.ts';
 export * from './anchor.ts';
 export * from './webhook.ts';
 export * from './keys.ts';

@@ -171,7 +171,7 @@ describe('the API client', () => {
       assert.equal(paid.resource.resource, 'x402-demo');
       assert.equal(paid.payment.outcome, 'released');
       assert.equal(paid.payment.network, v2 ? 'proof:local' : 'proof-local');
-      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId)).ok, true);
+      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId), { trustedKeys: (await api.issuerKeys()).keys }).ok, true);
     }
   });
 

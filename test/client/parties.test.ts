@@ -91,25 +91,26 @@ describeStores('bundles carry the parties', (h) => {
 
   test('dropping any one signature the trail relies on fails parties.complete, naming what is missing', async () => {
     const { proofId } = await clientSignedMatter(h());
-    const { bundle } = await bundleOf(h(), proofId);
+    const { bundle, pinned } = await bundleOf(h(), proofId);
+    const trust = { trustedKeys: pinned };
     const expected = [/mandateHash but no mandate signature/, /\(delivery\.submitted\) has no delivery signature/, /\(dispute\.opened\) has no dispute\.open signature/,
       /\(dispute\.evidence\) has no dispute\.evidence signature/, /by co-signature\) has no ruling signature of the payer/, /by co-signature\) has no ruling signature of the payee/];
     bundle.parties!.signatures.forEach((_, i) => {
       const b = structuredClone(bundle);
       b.parties!.signatures.splice(i, 1);
-      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      const bad = verifyBundle(b, trust).checks.filter((c) => !c.ok);
       assert.deepEqual(bad.map((c) => c.name), ['parties.complete'], `dropping ${i}`);
       assert.match(bad[0].detail, expected[i]);
     });
     // A bundle from before parties were carried says so rather than passing silently.
     const legacy = structuredClone(bundle);
     delete legacy.parties;
-    assert.deepEqual(verifyBundle(legacy).checks.filter((c) => !c.ok).map((c) => c.name), ['parties.complete']);
+    assert.deepEqual(verifyBundle(legacy, trust).checks.filter((c) => !c.ok).map((c) => c.name), ['parties.complete']);
   });
 
   test('a valid signature that does not belong to the matter fails its own check, saying why', async () => {
     const { proofId, arbiter } = await sandboxArbiterMatter(h());
-    const { bundle } = await bundleOf(h(), proofId);
+    const { bundle, pinned } = await bundleOf(h(), proofId);
     const rulingAt = bundle.parties!.signatures.findIndex((s) => s.kind === 'ruling');
     const stranger = outsideKey();
     const cases: Array<[string, (s: PartySignature) => void, RegExp]> = [
@@ -120,7 +121,7 @@ describeStores('bundles carry the parties', (h) => {
     for (const [what, change, detail] of cases) {
       const b = structuredClone(bundle);
       change(b.parties!.signatures[rulingAt]);
-      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      const bad = verifyBundle(b, { trustedKeys: pinned }).checks.filter((c) => !c.ok);
       assert.equal(bad[0].name, `parties[${rulingAt}].ruling`, what);
       assert.match(bad[0].detail, detail, what);
     }
@@ -128,7 +129,7 @@ describeStores('bundles carry the parties', (h) => {
 
   test('a body changed and re-signed by the right party still fails: it no longer matches the matter', async () => {
     const matter = await clientSignedMatter(h());
-    const { bundle } = await bundleOf(h(), matter.proofId);
+    const { bundle, pinned } = await bundleOf(h(), matter.proofId);
     const x = await x402Matter(h());
     const { bundle: paid } = await bundleOf(h(), x.proofId);
     const { principal, payer, payee } = matter.keys;
@@ -149,7 +150,7 @@ describeStores('bundles carry the parties', (h) => {
       const s = b.parties!.signatures[i];
       change(s.signedBody);
       s.signature = signBody(secretKey, s.signedBody).signature;
-      const bad = verifyBundle(b).checks.filter((c) => !c.ok);
+      const bad = verifyBundle(b, { trustedKeys: pinned }).checks.filter((c) => !c.ok);
       assert.deepEqual(bad.map((c) => c.name), [`parties[${i}].${s.kind}`], detail.source);
       assert.match(bad[0].detail, /verifies but does not belong to this matter/);
       assert.match(bad[0].detail, detail);
