@@ -4,10 +4,15 @@
 FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the build needs esbuild and PGlite only, neither of which runs an install
+# The client workspace package: the service takes its wire types from it.
+COPY client/package.json client/tsconfig.json ./client/
+COPY client/src ./client/src
+# --ignore-scripts: the build needs esbuild, TypeScript and PGlite, none of which needs an install
 # script; the dev-only tools (ganache, solc) are downloaded by `npm ci` but their native add-ons
-# are never compiled, and nothing of node_modules leaves this stage.
+# are never compiled, and nothing of node_modules leaves this stage. The root's `prepare` (the
+# client's tsc) is skipped with them, so it runs as its own step.
 RUN npm ci --no-audit --no-fund --ignore-scripts
+RUN npm run build:client
 COPY tsconfig.json build.mjs ./
 COPY src ./src
 RUN npm run build

@@ -6,7 +6,7 @@ import { canonicalize } from '../../src/crypto/jcs.ts';
 import {
   API_ROUTES, ApiError, contentHash, createClient, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling,
   verifyBundle, verifyConsistency, verifyInclusion, verifyProof, type ApiClient, type Terms,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 
 const h = await makeHarness('pglite');
 const hosted = await makeHarness('pglite', { API_KEY: 'client-test-root-key-0123' });
@@ -169,7 +169,7 @@ describe('the API client', () => {
       const paid = await api.x402.pay<{ resource: string }>(buyer.secretKey, { v2 });
       assert.equal(paid.resource.resource, 'x402-demo');
       assert.equal(paid.payment.outcome, 'released');
-      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId)).ok, true);
+      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId), { trustedKeys: (await api.issuerKeys()).keys }).ok, true);
     }
   });
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { failedDelivery, funded, settled, escrow } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
-import { verifyAnchor, verifyBundle, verifyProof } from '../../src/client/index.ts';
+import { verifyAnchor, verifyBundle, verifyProof } from '@escrow-settlement/client';
 import { escrowRefOf, payoutAddressOf } from '../../src/custody/mapping.ts';
 import { readHold } from '../../src/custody/contract.ts';
 import { chainHarness, describeChain, WEI } from './helpers.ts';
@@ -50,7 +50,7 @@ describeChain('chain custody lifecycle', (ctx) => {
 
     const bundle = (await h.req('GET', `/v1/proofs/${proof.id}/bundle`)).body;
     assert.deepEqual(bundle.proof.anchor, proof.anchor);
-    assert.equal(verifyBundle(bundle).ok, true);
+    assert.equal(verifyBundle(bundle, { trustedKeys: (await h.req('GET', '/.well-known/proof-issuer.json')).body.keys }).ok, true);
 
     const ok = await verifyAnchor(proof, { rpcUrl: chain.url });
     assert.equal(ok.ok, true, JSON.stringify(ok.checks));

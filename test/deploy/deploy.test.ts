@@ -77,13 +77,13 @@ function commands() {
 
 test('the Dockerfile\'s own build, start and health-check commands work outside Docker, from dist/ alone, under its start-up rule', { timeout: 300_000 }, async () => {
   const { runs, cmd, health, env } = commands();
-  assert.deepEqual(runs.slice(0, 2), ['npm ci --no-audit --no-fund --ignore-scripts', 'npm run build']);
+  assert.deepEqual(runs.slice(0, 3), ['npm ci --no-audit --no-fund --ignore-scripts', 'npm run build:client', 'npm run build']);
   assert.deepEqual(env, { NODE_ENV: 'production', PORT: '4280', HOST: '0.0.0.0', DATA_DIR: '/data' });
   const build = mkdtempSync(join(tmpdir(), 'escrow-build-'));
   const run = mkdtempSync(join(tmpdir(), 'escrow-run-'));
   try {
     // Stage 1: exactly the files the Dockerfile copies, then its RUN lines.
-    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
+    for (const f of ['package.json', 'package-lock.json', 'client/package.json', 'client/tsconfig.json', 'client/src', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
     for (const line of runs.slice(0, 2)) execFileSync('sh', ['-c', line], { cwd: build, stdio: 'pipe', env: { ...process.env, NODE_V8_COVERAGE: '' } });
     // Stage 2: only dist/, no node_modules anywhere near it; none of the dev tools made it into the bundle.
     cpSync(join(build, 'dist'), join(run, 'dist'), { recursive: true });

@@ -4,7 +4,7 @@ import { describeStores, expectError } from '../harness.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
 import { verifyConsistency, verifyInclusion } from '../../src/tlog/verify.ts';
 import { parseCheckpoint, verifyNote } from '../../src/tlog/checkpoint.ts';
-import { verifyBundle } from '../../src/client/verify.ts';
+import { verifyBundle } from '@escrow-settlement/client/verify';
 import { hex, issueSynthetic, leafHashOf, naiveRoot, nodeVerifyHex, unhex, type Issued } from './fixtures.ts';
 
 const N = 40;
@@ -175,7 +175,8 @@ describeStores('log routes', (h) => {
       assert.deepEqual(Object.keys(res.body).sort(), ['inclusion', 'issuerKeys', 'proof', 'trail']);
       assert.deepEqual(res.body.proof, one.proof);
       assert.deepEqual(res.body.trail, one.trail, 'the proof.issued entry after trailLength is left out');
-      const result = verifyBundle(res.body);
+      const pinned = (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys;
+      const result = verifyBundle(res.body, { trustedKeys: pinned });
       assert.equal(result.ok, true, JSON.stringify(result.checks.filter((c) => !c.ok)));
     }
   });

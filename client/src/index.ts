@@ -1,0 +1,12 @@
+// The client module: what a party runs locally, with Web APIs only (DESIGN "client/").
+export * from './types.ts';
+export * from './verify.ts';
+export * from './issuer.ts';
+export * from './anchor.ts';
+export * from './webhook.ts';
+export * from './keys.ts';
+export * from './sign.ts';
+export * from './x402.ts';
+export * from './resources.ts';
+export * from './api.ts';
+export { ApiError, type ApiErrorCode, type ClientOptions, type FetchLike } from './http.ts';

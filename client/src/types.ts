@@ -1,0 +1,100 @@
+// Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles (SPEC part 2, CONTRACT §4, §7).
+
+/** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body (SPEC part 2, Signature). */
+export interface Signature {
+  signer: string;
+  signature: string;
+}
+
+/** The terminal settlement proof (SPEC part 2, Proof). Unknown future fields are covered by the signature. */
+export interface Proof {
+  id: string;
+  escrowId: string;
+  outcome: 'released' | 'refunded' | 'split';
+  payer: string;
+  payee: string;
+  amount: string;
+  asset: string;
+  termsHash: string;
+  deliveryHash?: string;
+  verdictId?: string;
+  disputeId?: string;
+  mandateHash?: string;
+  shares?: { payerBps: number; payeeBps: number };
+  trailHead: string;
+  trailLength: number;
+  issuedAt: string;
+  anchor?: { chain: string; contract: string; escrowRef: string; txHash: string };
+  signature: Signature;
+}
+
+/** One link of an escrow's evidence trail (SPEC part 2, TrailEntry). */
+export interface TrailEntry {
+  index: number;
+  prevHash: string;
+  hash: string;
+  at: string;
+  event: string;
+  body: unknown;
+}
+
+/** One issuer key era (SPEC part 2, IssuerKey); validUntil only on rotated-out keys. */
+export interface IssuerKey {
+  keyId: string;
+  alg: 'ed25519';
+  publicKey: string;
+  validFrom: string;
+  validUntil?: string;
+  /** C2SP note verifier key under the log's origin (issuer document only): checks GET /v1/log/checkpoint. */
+  vkey?: string;
+}
+
+/** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}) (CONTRACT §4). */
+export interface SignedHead {
+  logSize: number;
+  rootHash: string;
+  signedAt: string;
+  keyId: string;
+  signature: Signature;
+}
+
+/** Where a proof sits in the log: RFC 9162 §2.1.3 audit path from its leaf to the root of `logSize` leaves. */
+export interface Inclusion {
+  leafIndex: number;
+  leafHash: string;
+  logSize: number;
+  rootHash: string;
+  auditPath: string[];
+  head: SignedHead;
+}
+
+/** RFC 9162 §2.1.4 consistency proof between two tree sizes (CONTRACT §4). */
+export interface ConsistencyProof {
+  firstSize: number;
+  secondSize: number;
+  firstRoot: string;
+  secondRoot: string;
+  path: string[];
+}
+
+/** Everything needed to audit one matter with no network (CONTRACT §7, offline bundle). */
+export interface Bundle {
+  proof: Proof;
+  trail: TrailEntry[];
+  inclusion: Inclusion;
+  issuerKeys: IssuerKey[];
+}
+
+/** One named verification step and what it found. */
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface VerifyResult {
+  ok: boolean;
+  checks: Check[];
+  /** Things the caller chose that weaken the result (verifyBundle with trustBundleKeys). */
+  warnings?: string[];
+}
