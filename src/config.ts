@@ -26,6 +26,8 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
+  logIntegrateWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -115,5 +117,6 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });
 }

@@ -4,6 +4,7 @@ import { notFound } from '../errors.ts';
 import { formatAmount } from './amounts.ts';
 import type { EscrowState, Facts } from './states.ts';
 import type { TrailEntry } from '../trail/chain.ts';
+import { ACTIVE_ISSUER_SQL } from './keys.ts';
 
 export interface KeyRef {
   publicKey: string;
@@ -50,6 +51,8 @@ export interface Locked extends EscrowRow {
   custodyAttempts: number;
   custodyClosing: string | null;
   custodyJournalStatus: string | null;
+  /** The active issuer key's id, read in the same statement (a closing signs with it; no extra round trip). */
+  issuerKeyId: string;
 }
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
@@ -117,7 +120,8 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
     {
       text: `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
             v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
-            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status
+            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
+            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id
        FROM escrows e
        LEFT JOIN deliveries d ON d.escrow_id = e.id
        LEFT JOIN verdicts v ON v.escrow_id = e.id
@@ -141,6 +145,7 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
     custodyAttempts: Number(r.custody_attempts ?? 0),
     custodyClosing: r.custody_closing ?? null,
     custodyJournalStatus: r.custody_journal_status ?? null,
+    issuerKeyId: r.issuer_key_id,
   };
 }
 
