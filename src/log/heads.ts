@@ -6,7 +6,7 @@ import { canonicalBytes } from '../crypto/jcs.ts';
 import { toHex } from '../crypto/bytes.ts';
 import type { Queryable } from '../db/types.ts';
 import { formatCheckpoint, signNote } from '../tlog/checkpoint.ts';
-import type { SignedHead } from '../client/types.ts';
+import type { SignedHead } from '@escrow-settlement/client/types';
 import type { HeadKeys, HeadSigner } from './keys.ts';
 import { rootAt } from './store.ts';
 

@@ -8,7 +8,7 @@ import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../domain/proofs.t
 import { readTrail } from '../domain/escrowRow.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
 import { checkpointNote, signedHead } from '../log/heads.ts';
-import type { Inclusion } from '../client/types.ts';
+import type { Inclusion } from '@escrow-settlement/client/types';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;

@@ -9,7 +9,7 @@ import { sequenceLeaf } from '../../src/log/sequence.ts';
 import { integrateBatch } from '../../src/log/integrate.ts';
 import { issuerHeadKeys } from '../../src/domain/keys.ts';
 import { recordIndices } from '../../src/domain/proofLog.ts';
-import type { Proof, TrailEntry } from '../../src/client/types.ts';
+import type { Proof, TrailEntry } from '@escrow-settlement/client/types';
 
 export const sha256 = (...parts: Array<Uint8Array | string>): Buffer => {
   const h = createHash('sha256');
