@@ -4,7 +4,7 @@
 // the same field and point arithmetic, only the per-key part is kept.
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { concatBytes as concat } from './bytes.ts';
+import { concatBytes as concat, fromHex } from './bytes.ts';
 import './ed25519.ts'; // wires noble's synchronous SHA-512
 
 // The group order L (RFC 8032 §5.1).
@@ -49,4 +49,19 @@ export function createSigner(secretKey: Uint8Array): Signer {
       return concat(R, bytes32LE((r + k * s) % L));
     },
   };
+}
+
+// Signers of held keys (sandbox agents) by secret hex, so an agent signing its deliveries derives
+// its public half once. Bounded: past the bound the cache starts over (a miss only costs a derive).
+const held = new Map<string, Signer>();
+const HELD_MAX = 10_000;
+
+export function heldSigner(secretKeyHex: string): Signer {
+  let s = held.get(secretKeyHex);
+  if (!s) {
+    if (held.size >= HELD_MAX) held.clear();
+    s = createSigner(fromHex(secretKeyHex, 'secretKey'));
+    held.set(secretKeyHex, s);
+  }
+  return s;
 }
