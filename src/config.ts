@@ -28,6 +28,8 @@ export interface Config {
   chainConfirmTimeoutMs: number;
   /** SANDBOX_PUBLIC=1: an open sandbox (no API_KEY) may listen on a non-loopback HOST, on purpose. */
   sandboxPublic: boolean;
+  /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
+  logIntegrateWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -138,5 +140,6 @@ export function parseConfig(env: Env): Config {
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
     sandboxPublic: exposure(env, host, apiKey),
+    logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });
 }
