@@ -13,7 +13,7 @@ mkdirSync(out, { recursive: true });
 
 /**
  * The console: rebuild src/console/assets.gen.ts from src/console/ui/ first, so the bundle embeds the
- * current console (the module is committed too; test/console/assets.test.ts checks it is current).
+ * current console (the module is committed too; test/console/pages.test.ts checks it is current).
  */
 async function buildConsole() {
   const { writeConsoleAssets } = await import('./scripts/build-console.mjs');

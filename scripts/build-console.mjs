@@ -2,7 +2,7 @@
 // them into src/console/assets.gen.ts, a plain TS module the core serves from memory: no fs at run
 // time, so `npx tsx src/main.ts`, the single-file bundle and Deno all serve the same bytes.
 //
-// The generated module is committed; test/console/assets.test.ts rebuilds in memory and fails when
+// The generated module is committed; test/console/pages.test.ts rebuilds in memory and fails when
 // the committed module is stale ("run npm run build:console"). Run: node scripts/build-console.mjs
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';

@@ -57,3 +57,23 @@ test('axe-core reports no serious or critical violation on any view, and the vie
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Escrow settlement');
   assert.deepEqual(e!.problems, []);
 });
+
+test('the log explorer shows the size and checkpoint, draws a leaf\'s inclusion path to the root, and checks consistency in the page', skipNoBrowser, async () => {
+  const { page } = e!;
+  for (let i = 0; i < 3; i++) await lifecycle(e!, { pass: true });
+  const head = await e!.api('GET', '/v1/log/head');
+  await page.goto(`${e!.base}/console#/log?start=0`);
+  assert.equal(await page.getByTestId('log-size').textContent(), String(head.logSize));
+  assert.match(await page.locator('pre').first().textContent() ?? '', new RegExp(`^escrow-settlement.local/log\\n${head.logSize}\\n`));
+  await page.getByRole('button', { name: 'Show the inclusion path of leaf 1' }).click();
+  const fig = page.getByTestId('inclusion');
+  await fig.waitFor();
+  assert.match(await fig.locator('figcaption').textContent() ?? '', /root recomputed here equals rootHash/);
+  const inc = await e!.api('GET', `/v1/log/proof/${(await e!.api('GET', '/v1/log/entries?start=1&end=2')).entries[0].proof.id}`);
+  assert.equal(await fig.locator('.tnode.sibling').count(), inc.auditPath.length);
+  await page.getByLabel('From size').fill('1');
+  await page.getByLabel('to size').fill(String(head.logSize));
+  await page.getByRole('button', { name: 'Prove consistency' }).click();
+  assert.match(await page.getByTestId('consistency').textContent() ?? '', /consistent \(checked here\)/);
+  assert.deepEqual(e!.problems, []);
+});

@@ -37,16 +37,16 @@ export function inclusionDrawing(p: { proofId: string; leafIndex: number; leafHa
   const y = (level: number) => height - 30 - level * rowH;
   const box = (x: number, yy: number, label: string, cls: string, title: string) => s('g', { class: `tnode ${cls}` },
     s('title', null, title), s('rect', { x: x - 100, y: yy - 14, width: 200, height: 28, rx: 6 }), s('text', { x, y: yy + 5, 'text-anchor': 'middle' }, label));
-  const parts: SVGElement[] = [box(300, y(0), `leaf ${p.leafIndex}: ${cut(p.leafHash)}`, 'path', `leaf hash ${p.leafHash}`)];
+  const parts: SVGElement[] = [box(360, y(0), `leaf ${p.leafIndex}: ${cut(p.leafHash)}`, 'path', `leaf hash ${p.leafHash}`)];
   steps.forEach((st, i) => {
-    const sx = st.siblingLeft ? 110 : 490;
-    parts.push(s('line', { x1: 300, y1: y(i) - 14, x2: 300, y2: y(i + 1) + 14, class: 'tedge path' }));
-    parts.push(s('line', { x1: sx, y1: y(i) - 14, x2: 300, y2: y(i + 1) + 14, class: 'tedge' }));
+    const sx = st.siblingLeft ? 110 : 610;
+    parts.push(s('line', { x1: 360, y1: y(i) - 14, x2: 360, y2: y(i + 1) + 14, class: 'tedge path' }));
+    parts.push(s('line', { x1: sx, y1: y(i) - 14, x2: 360, y2: y(i + 1) + 14, class: 'tedge' }));
     parts.push(box(sx, y(i), `sibling ${cut(st.sibling)}`, 'sibling', `audit path[${i}] ${st.sibling} (${st.siblingLeft ? 'left' : 'right'})`));
     const last = i === steps.length - 1;
-    parts.push(box(300, y(i + 1), `${last ? 'root' : 'node'} ${cut(st.parent)}`, last ? (ok ? 'path root ok' : 'path root bad') : 'path', `${last ? 'recomputed root' : 'node'} ${st.parent}`));
+    parts.push(box(360, y(i + 1), `${last ? 'root' : 'node'} ${cut(st.parent)}`, last ? (ok ? 'path root ok' : 'path root bad') : 'path', `${last ? 'recomputed root' : 'node'} ${st.parent}`));
   });
-  const svg = s('svg', { viewBox: `0 0 600 ${height}`, class: 'tree', role: 'img', 'aria-label': `Inclusion path of leaf ${p.leafIndex} in a ${p.logSize}-leaf log: ${steps.length} sibling hashes up to the root` }, parts);
+  const svg = s('svg', { viewBox: `0 0 720 ${height}`, class: 'tree', role: 'img', 'aria-label': `Inclusion path of leaf ${p.leafIndex} in a ${p.logSize}-leaf log: ${steps.length} sibling hashes up to the root` }, parts);
   return h('figure', { class: 'inclusion', 'data-testid': 'inclusion' },
     svg as unknown as HTMLElement,
     h('figcaption', null, badge(ok, 'root recomputed here equals rootHash', 'recomputed root differs from rootHash'),
