@@ -80,7 +80,7 @@ export function docsPage(doc: Json): string {
 <h1>${esc(doc.info?.title ?? 'API')} <span class="ver">${esc(doc.info?.version ?? '')}</span></h1>
 <p>${text(doc.info?.description)}</p>
 <p>Rendered from <a href="/v1/openapi.json">the OpenAPI ${esc(doc.openapi)} document</a> this service serves. Every error is <code>{"error": {"code", "message", "docsUrl"}}</code>; each code is explained on <a href="/docs/errors">the error codes page</a>.</p>
-${[...byTag].map(([tag, ops]) => `<section aria-labelledby="tag-${esc(tag)}"><h2 id="tag-${esc(tag)}">${esc(tag)}</h2>${ops.join('\n')}</section>`).join('\n')}
+${[...byTag].map(([tag, ops]) => `<section aria-label="${esc(tag)} operations"><h2 id="tag-${esc(tag)}">${esc(tag)}</h2>${ops.join('\n')}</section>`).join('\n')}
 <section aria-labelledby="schemas"><h2 id="schemas">Schemas</h2>${schemas.join('\n')}</section>
 </main></div>`;
   return docsShell(`${doc.info?.title ?? 'API'}: API reference`, body);

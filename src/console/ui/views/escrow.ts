@@ -1,6 +1,6 @@
 // One escrow: its state machine, trail (each hash rechecked here), events, webhook attempts, custody
 // journal, dispute and proof. Polls every 2 s so deadlines closing (sandbox clock) show on screen.
-import { ApiError, get, hosted, post } from '../api.ts';
+import { ApiError, get, post } from '../api.ts';
 import { errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
@@ -48,7 +48,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         h('dt', null, 'Deadline'), h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
         h('dt', null, 'Custody'), h('dd', null, e.custody?.status ?? '—'),
         h('dt', null, 'Created'), h('dd', null, when(e.createdAt))),
-      e.custody?.status === 'settle-failed' && !hosted() ? retryCustody() : null,
+      e.custody?.status === 'settle-failed' ? retryCustody() : null,
       section('State machine', stateMachine(path, e.state)),
       section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
       section('Events', events.length === 0 ? h('p', null, 'No events.') : table(['#', 'event', 'at', 'data'], events.map((ev, i) => [
