@@ -16,7 +16,7 @@ mkdirSync(out, { recursive: true });
  * current console (the module is committed too; test/console/pages.test.ts checks it is current).
  */
 async function buildConsole() {
-  const { writeConsoleAssets } = await import('./scripts/build-console.mjs');
+  const { writeConsoleAssets } = await import('./src/console/build.mjs');
   const r = await writeConsoleAssets();
   console.log(`console: ${r.jsGzip} B JS gzipped (budget 153600)${r.changed ? ', src/console/assets.gen.ts rewritten' : ''}`);
 }

@@ -27,6 +27,12 @@ test('the hosted console refuses without a key: no data, no API call, a wrong ke
   assert.deepEqual(apiCalls, []);
   // Sandbox controls do not exist in hosted mode.
   assert.equal(await page.getByRole('link', { name: 'Sandbox' }).count(), 0);
+  // Offline verification needs no key: the verify page opens without one.
+  await page.getByRole('link', { name: 'Offline verification' }).click();
+  await page.getByLabel('Bundle (JSON)').waitFor();
+  assert.deepEqual(apiCalls, []);
+  await page.getByRole('link', { name: 'Escrows' }).click();
+  await page.getByTestId('key-gate').waitFor();
 
   await page.getByLabel('API key').fill('wrong-key');
   await page.getByRole('button', { name: 'Use this key' }).click();

@@ -21,7 +21,7 @@ after(async () => {
 });
 
 test('the committed src/console/assets.gen.ts is what the build makes from src/console/ui/ (else: npm run build:console)', async () => {
-  const build = await import(pathToFileURL(`${ROOT}scripts/build-console.mjs`).href);
+  const build = await import(pathToFileURL(`${ROOT}src/console/build.mjs`).href);
   const built = await build.buildConsoleAssets();
   const committed = readFileSync(`${ROOT}src/console/assets.gen.ts`, 'utf8');
   assert.ok(committed === built.module, 'src/console/assets.gen.ts is stale: run `npm run build:console` and commit it');

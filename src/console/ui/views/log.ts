@@ -41,7 +41,7 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
       h('dt', null, 'Signed'), h('dd', null, when(head.signedAt), ' by ', h('code', null, head.keyId))),
     section('Checkpoint', h('p', null, 'The current head as a C2SP signed note, for standard transparency tooling and witnesses.'), pre(checkpoint)),
     section(`Entries ${size ? `${start}–${start + entries.length - 1}` : ''}`,
-      entries.length === 0 ? h('p', null, 'The log is empty.') : table(['leaf', 'proof', 'escrow', 'outcome', 'issued', ''], entries.map((e: any) => [
+      entries.length === 0 ? h('p', null, 'The log is empty.') : table(['leaf', 'proof', 'escrow', 'outcome', 'issued', 'inclusion'], entries.map((e: any) => [
         String(e.leafIndex), h('code', null, e.proof.id), h('a', { href: `#/escrows/${e.proof.escrowId}` }, e.proof.escrowId), e.proof.outcome, when(e.proof.issuedAt),
         h('button', { type: 'button', class: 'small', onclick: () => void showInclusion(e.proof.id), 'aria-label': `Show the inclusion path of leaf ${e.leafIndex}` }, 'Inclusion path')])),
       h('nav', { class: 'pager', 'aria-label': 'Log pages' },
