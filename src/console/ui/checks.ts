@@ -1,6 +1,6 @@
 // Renders a verifyBundle result: every check with pass or fail and its detail, in words a person reads.
-import type { Bundle, VerifyResult } from '../../client/types.ts';
-import { verifyBundle } from '../../client/verify.ts';
+import type { Bundle, VerifyResult } from '@escrow-settlement/client/types';
+import { verifyBundle } from '@escrow-settlement/client/verify';
 import { badge, h } from './dom.ts';
 import { pinnedKeys } from './pins.ts';
 
