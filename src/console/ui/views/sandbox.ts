@@ -5,12 +5,17 @@ import { errorBox, h, mount, section, table, when } from '../dom.ts';
 
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86400 };
 
+let clockReadable = true;
 async function clockNow(): Promise<string | null> {
+  if (!clockReadable) return null;
   try {
     return (await get('/v1/sandbox/clock')).now;
   } catch (err) {
-    // GET /v1/sandbox/clock is newer than POST; an older service has only the POST.
-    if (err instanceof ApiError && (err.status === 404 || err.status === 405)) return null;
+    // GET /v1/sandbox/clock is newer than POST; an older service has only the POST: stop asking.
+    if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
+      clockReadable = false;
+      return null;
+    }
     throw err;
   }
 }
@@ -30,13 +35,28 @@ export async function demoMatter(kind: 'settled' | 'disputed'): Promise<string> 
   return escrow.id;
 }
 
+const TRACKED = 20;
+const POLL_MS = 2000;
+
+/** The open escrows with the soonest deadlines, redrawn as they close. */
+function deadlinesTable(tracked: any[], now: string | null): HTMLElement {
+  if (tracked.length === 0) return h('p', null, 'No open escrow has a deadline. Create a disputed demo matter, then advance the clock by 3 days.');
+  return table(['escrow', 'state', 'deadline', ''], tracked.map((e) => [
+    h('a', { href: `#/escrows/${e.id}` }, e.id), h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state), when(e.deadlineAt),
+    !e.deadlineAt ? 'closed' : now && e.deadlineAt <= now ? 'due: closes in the next sweep' : 'not due']), `Open escrows with the soonest deadlines (up to ${TRACKED}), refreshed every 2 s`);
+}
+
 export async function sandboxView(main: HTMLElement) {
-  const now = await clockNow();
+  let now = await clockNow();
   const waiting: any[] = [];
+  let tracked: any[] = [];
   for (const st of ['funded', 'delivered', 'disputed']) {
     const page = await get(`/v1/escrows?state=${st}&limit=200`);
     waiting.push(...page.escrows.filter((e: any) => e.custody?.status === 'settle-failed'));
+    tracked.push(...page.escrows.filter((e: any) => e.deadlineAt));
   }
+  tracked = tracked.sort((a, b) => (a.deadlineAt < b.deadlineAt ? -1 : 1)).slice(0, TRACKED);
+  const deadlines = h('div', { 'aria-live': 'polite' }, deadlinesTable(tracked, now));
   const status = h('div', { role: 'status', 'aria-live': 'polite', 'data-testid': 'sandbox-status' });
   const act = (fn: () => Promise<string | void>) => async (e: Event) => {
     e.preventDefault();
@@ -62,10 +82,13 @@ export async function sandboxView(main: HTMLElement) {
       h('form', { class: 'inline', onsubmit: act(async () => {
         const seconds = Number(amount.value) * UNITS[unit.value];
         const r = await post('/v1/sandbox/clock', { advanceSeconds: seconds });
+        now = r.now;
         clockShown.replaceChildren(when(r.now));
+        deadlines.replaceChildren(deadlinesTable(tracked, now));
         return `Clock advanced by ${amount.value} ${unit.value}; service time is now ${r.now}.`;
       }) }, h('label', { for: 'advance-amount' }, 'Advance by'), amount, h('label', { for: 'advance-unit', class: 'sr-only' }, 'Unit'), unit,
-      h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock'))),
+      h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock')),
+      h('h3', null, 'Deadlines'), deadlines),
     section('Custody faults',
       h('form', { class: 'inline', onsubmit: act(async () => `The next ${(await post('/v1/sandbox/custody/fail-next', { count: Number(failCount.value) })).failNext} settlement attempts will fail.`) },
         h('label', { for: 'fail-count' }, 'Make the next settlements fail'), failCount, h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set')),
@@ -73,4 +96,17 @@ export async function sandboxView(main: HTMLElement) {
         h('a', { href: `#/escrows/${e.id}` }, e.id), e.state, when(e.updatedAt),
         h('button', { type: 'button', onclick: act(async () => { await post(`/v1/escrows/${e.id}/custody/retry`); return `Custody confirmed for ${e.id}.`; }) }, 'Retry')]), 'Escrows whose settlement failed')),
     status);
+  // Watch them close: each tracked escrow is re-read until the user leaves the page.
+  let stopped = false;
+  const timer = setInterval(async () => {
+    try {
+      const [fresh, clock] = await Promise.all([Promise.all(tracked.map((e) => get(`/v1/escrows/${e.id}`))), clockNow()]);
+      if (stopped) return;
+      tracked = fresh;
+      now = clock ?? now;
+      if (clock) clockShown.replaceChildren(when(clock));
+      deadlines.replaceChildren(deadlinesTable(tracked, now));
+    } catch { /* keep the last good table */ }
+  }, POLL_MS);
+  return () => { stopped = true; clearInterval(timer); };
 }
