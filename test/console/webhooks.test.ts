@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { after, test } from 'node:test';
-import { BROWSER, openEnv, skipNoBrowser, type Env } from './browser.ts';
+import { axe, BROWSER, openEnv, skipNoBrowser, type Env } from './browser.ts';
 
 // The receiver: refuses until told to accept, and records what it accepted.
 let accepting = false;
@@ -47,6 +47,8 @@ test('the redeliver button puts a dead letter back and it is delivered', skipNoB
 
   await page.reload();
   await page.getByTestId('redeliver').waitFor();
+  // The page with attempts and a dead letter passes axe as the other views do.
+  assert.deepEqual(await axe(page), []);
   // Both failed attempts are shown under Deliveries.
   assert.equal(await page.locator('ol.attempts li[data-outcome="retry"]').count(), 1);
   assert.equal(await page.locator('ol.attempts li[data-outcome="dead"]').count(), 1);

@@ -41,7 +41,7 @@ const POLL_MS = 2000;
 /** The open escrows with the soonest deadlines, redrawn as they close. */
 function deadlinesTable(tracked: any[], now: string | null): HTMLElement {
   if (tracked.length === 0) return h('p', null, 'No open escrow has a deadline. Create a disputed demo matter, then advance the clock by 3 days.');
-  return table(['escrow', 'state', 'deadline', ''], tracked.map((e) => [
+  return table(['escrow', 'state', 'deadline', 'status'], tracked.map((e) => [
     h('a', { href: `#/escrows/${e.id}` }, e.id), h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state), when(e.deadlineAt),
     !e.deadlineAt ? 'closed' : now && e.deadlineAt <= now ? 'due: closes in the next sweep' : 'not due']), `Open escrows with the soonest deadlines (up to ${TRACKED}), refreshed every 2 s`);
 }
@@ -92,7 +92,7 @@ export async function sandboxView(main: HTMLElement) {
     section('Custody faults',
       h('form', { class: 'inline', onsubmit: act(async () => `The next ${(await post('/v1/sandbox/custody/fail-next', { count: Number(failCount.value) })).failNext} settlement attempts will fail.`) },
         h('label', { for: 'fail-count' }, 'Make the next settlements fail'), failCount, h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set')),
-      waiting.length === 0 ? h('p', null, 'No escrow is waiting for a custody retry.') : table(['escrow', 'state', 'updated', ''], waiting.map((e) => [
+      waiting.length === 0 ? h('p', null, 'No escrow is waiting for a custody retry.') : table(['escrow', 'state', 'updated', 'action'], waiting.map((e) => [
         h('a', { href: `#/escrows/${e.id}` }, e.id), e.state, when(e.updatedAt),
         h('button', { type: 'button', onclick: act(async () => { await post(`/v1/escrows/${e.id}/custody/retry`); return `Custody confirmed for ${e.id}.`; }) }, 'Retry')]), 'Escrows whose settlement failed')),
     status);

@@ -42,7 +42,7 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
           ` ${a.outcome}, ${a.durationMs} ms, `, when(a.at))))]), 'Recent deliveries (50 attempts per page), each with its attempts in order'),
       attempts.nextCursor ? h('nav', { class: 'pager', 'aria-label': 'Delivery pages' }, h('a', { href: `#/webhooks?cursor=${attempts.nextCursor}` }, 'Older »')) : null),
     section('Dead letters',
-      dead.deadLetters.length === 0 ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.') : table(['id', 'event', 'url', 'attempts', 'last error', 'dead at', ''], dead.deadLetters.map((d: any) => [
+      dead.deadLetters.length === 0 ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.') : table(['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'], dead.deadLetters.map((d: any) => [
         h('code', null, d.id), h('span', null, h('a', { href: `#/escrows/${d.event.escrowId}` }, d.event.escrowId), ' ', h('code', null, d.event.event)),
         d.url, String(d.attempts), d.lastError, when(d.deadAt),
         h('button', { type: 'button', 'data-testid': 'redeliver', 'aria-label': `Redeliver ${d.event.event} of ${d.event.escrowId} to ${d.url}`, onclick: async (e: Event) => {
