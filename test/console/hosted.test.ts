@@ -2,7 +2,7 @@
 // refuses a wrong one, and keeps a good one in sessionStorage only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BROWSER, openEnv, skipNoBrowser, type Env } from './browser.ts';
+import { axe, BROWSER, openEnv, skipNoBrowser, type Env } from './browser.ts';
 
 const KEY = 'console-hosted-root-key-0123456789';
 const e: Env | null = BROWSER ? await openEnv({ API_KEY: KEY }) : null;
@@ -14,6 +14,7 @@ test('hosted `/` is a landing page linking the console, the API reference and th
   for (const [name, href] of [['Console', '/console'], ['API reference', '/docs'], ['OpenAPI document', '/v1/openapi.json']]) {
     assert.equal(await page.getByRole('link', { name, exact: true }).getAttribute('href'), href);
   }
+  assert.deepEqual(await axe(page), []);
 });
 
 test('the hosted console refuses without a key: no data, no API call, a wrong key is refused, a good one is kept for the tab only', skipNoBrowser, async () => {
@@ -24,6 +25,7 @@ test('the hosted console refuses without a key: no data, no API call, a wrong ke
   await page.goto(`${e!.base}/console#/escrows`);
   await page.getByTestId('key-gate').waitFor();
   assert.equal(await page.locator('table').count(), 0);
+  assert.deepEqual(await axe(page), []);
   assert.deepEqual(apiCalls, []);
   // Sandbox controls do not exist in hosted mode.
   assert.equal(await page.getByRole('link', { name: 'Sandbox' }).count(), 0);
