@@ -94,3 +94,20 @@ test('the verify page makes no network request while verifying, and one changed 
   await page.unroute('**/*');
   assert.deepEqual(e!.problems, []);
 });
+
+test('with no pinned key the page does not call a bundle valid: only the trust check fails, and it says to pin', skipNoBrowser, async () => {
+  const { proofId } = await lifecycle(e!, { pass: true });
+  const bundle = await e!.api('GET', `/v1/proofs/${proofId}/bundle`);
+  const { page } = e!;
+  await page.goto(`${e!.base}/console#/verify`);
+  if (await page.getByRole('button', { name: 'Forget pinned keys' }).count()) await page.getByRole('button', { name: 'Forget pinned keys' }).click();
+  await page.getByTestId('pin-keys').waitFor();
+  await page.getByLabel('Bundle (JSON)').fill(JSON.stringify(bundle));
+  await page.getByTestId('verify-run').click();
+  await page.getByTestId('verdict').waitFor();
+  assert.match(await page.getByTestId('verdict').textContent() ?? '', /^Not valid: 1 of \d+ checks fail \(An issuer key is pinned\)/);
+  const checks = await shownChecks(e!);
+  assert.deepEqual(Object.entries(checks).filter(([, ok]) => !ok).map(([n]) => n), ['issuer.trust']);
+  assert.match(await page.locator('.checks .warn').textContent() ?? '', /Pin the issuer key/);
+  assert.deepEqual(e!.problems, []);
+});

@@ -9,6 +9,7 @@ const LABELS: Record<string, string> = {
   'proof.signature': 'Issuer signature over the proof',
   'proof.issuer': 'Signer is a published issuer key',
   'proof.issuer.trusted': 'Signer is your pinned issuer key',
+  'issuer.trust': 'An issuer key is pinned',
   'trail.chain': 'Trail hash chain',
   'trail.length': 'Trail length matches the proof',
   'trail.head': 'Trail head matches the proof',
@@ -23,7 +24,8 @@ export const checkLabel = (name: string) => LABELS[name] ?? (name.startsWith('pa
 
 /**
  * Verifies a bundle in this page against the pinned keys: pure computation, no network. With no
- * pin, the issuer keys inside the bundle are all there is, and the result says so.
+ * pin nothing says who issued it, so the result is not valid (check issuer.trust), never "valid
+ * against the bundle's own keys".
  */
 export function verifyHere(bundle: Bundle): { result: VerifyResult; pinned: number } {
   const pins = pinnedKeys();
@@ -36,7 +38,7 @@ export function renderChecks(result: VerifyResult, pinned: number): HTMLElement 
   return h('div', { class: 'checks', role: 'status', 'aria-live': 'polite' },
     h('p', { class: result.ok ? 'verdict ok' : 'verdict bad', 'data-testid': 'verdict' },
       result.ok ? `Valid: all ${result.checks.length} checks pass.` : `Not valid: ${failed.length} of ${result.checks.length} checks fail (${failed.map((c) => checkLabel(c.name)).join('; ')}).`),
-    pinned === 0 ? h('p', { class: 'warn' }, 'No issuer key is pinned: the bundle was checked against the issuer keys it carries itself. Pin the issuer key to check who signed it.') : null,
+    pinned === 0 ? h('p', { class: 'warn' }, 'No issuer key is pinned, so nothing here says who issued this proof: anyone can make a bundle that is consistent with a key of their own. Pin the issuer key, then verify again.') : null,
     h('ul', { class: 'checklist' }, result.checks.map((c) =>
       h('li', { class: c.ok ? 'ok' : 'bad', 'data-check': c.name },
         badge(c.ok), ' ', h('strong', null, checkLabel(c.name)), h('span', { class: 'detail' }, c.detail)))));
