@@ -5,6 +5,7 @@ import { activeKey, type SigningKey } from '../domain/keys.ts';
 import { claimDue, deadLetter, markDelivered, scheduleRetry, storeSignature, type ClaimedRow, type Failure } from '../webhooks/outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId } from '../webhooks/event.ts';
 import { newDeadLetterId } from '../webhooks/registry.ts';
+import { recordAttempt } from '../webhooks/attempts.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from '../webhooks/transport.ts';
 
 /**
@@ -79,15 +80,23 @@ async function deliver(svc: Services, transport: WebhookTransport, key: SigningK
     secretKey: key.secretKey,
     userAgent: `escrow-settlement/${svc.version}`,
   });
+  const started = performance.now();
   const res = await guarded(transport, timeoutMs)({ url: row.url, headers, body: p.body, timeoutMs, allowPrivate });
-  if ('status' in res && res.status >= 200 && res.status <= 299) {
+  const ok = 'status' in res && res.status >= 200 && res.status <= 299;
+  // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
+  // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
+  const last = row.attempts > backoff.length;
+  await recordAttempt(svc.db, {
+    escrowId: row.escrowId, idx: row.idx, url: row.url, attempt: row.attempts,
+    status: 'status' in res ? res.status : null, error: ok ? null : 'status' in res ? `HTTP ${res.status}` : res.error,
+    durationMs: performance.now() - started, outcome: ok ? 'delivered' : last ? 'dead' : 'retry',
+  });
+  if (ok) {
     await markDelivered(svc.db, row.id);
     return 'delivered';
   }
   const f: Failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
-  // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
-  // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
-  if (row.attempts > backoff.length) {
+  if (last) {
     await deadLetter(svc.db, row, f, newDeadLetterId());
     return 'dead';
   }

@@ -121,6 +121,16 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64 }),
   'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64 }),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),
+  'GET /v1/webhooks/attempts': obj({
+    attempts: arr(obj({ id: str, escrowId: str, index: int, event: str, url: str, attempt: int, status: int, error: str, durationMs: int, outcome: { type: 'string', enum: ['delivered', 'retry', 'dead'] }, at: ts },
+      ['id', 'escrowId', 'index', 'event', 'url', 'attempt', 'durationMs', 'outcome', 'at'])),
+    nextCursor: str,
+  }, ['attempts']),
+  // The console and docs pages (src/routes/console.ts): HTML, or a script / stylesheet.
+  'GET /': { type: 'string', description: 'HTML landing page (hosted); the open sandbox answers 303 to /console' },
+  'GET /console': { type: 'string', description: 'HTML page of the console' },
+  'GET /console/assets/:name': { type: 'string', description: 'a content-hashed script or stylesheet' },
+  'GET /docs': { type: 'string', description: 'HTML rendering of this document' },
   'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])) }),
   'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),
   'POST /v1/admin/issuer/rotate': obj({ active: ref('IssuerKey'), retired: ref('IssuerKey') }),
