@@ -3,7 +3,7 @@
 //   payout address = the last 20 bytes of keccak256(the party's 32-byte Ed25519 public key);
 //   amount         = micro-units × 10^12 wei, so 1 whole unit of any asset is 1 ether on the dev chain.
 import { fromHex } from '../crypto/bytes.ts';
-import { AMOUNT_RE, MICRO, splitAmount } from '../domain/amounts.ts';
+import { AMOUNT_RE, MICRO, splitAmount } from '../units/amounts.ts';
 import type { Proof } from '../client/types.ts';
 import { keccakHex, type Hex } from './abi.ts';
 

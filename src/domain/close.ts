@@ -5,7 +5,7 @@ import type { Queryable, Stmt } from '../db/types.ts';
 import type { Services } from '../services.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
-import { formatAmount, splitAmount } from './amounts.ts';
+import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { activeKey } from './keys.ts';
 import { extend, type NewEvent } from '../trail/chain.ts';
 import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';

@@ -1,7 +1,7 @@
 // Pure part of mandate enforcement: strict MandateCaps validation and the cap check at escrow creation (SPEC part 2 MandateCaps; CONTRACT §3 Mandate usage).
 
 import { AppError, badRequest } from '../errors.ts';
-import { formatAmount, parseAmount } from './amounts.ts';
+import { formatAmount, parseAmount } from '../units/amounts.ts';
 import { HEX64_RE, parseIsoDateTime, requireIsoDateTime } from './checks.ts';
 import { isJsonObject, keyPath, rejectUnknownFields } from './predicates.ts';
 

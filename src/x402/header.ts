@@ -2,7 +2,7 @@
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { isHex64 } from '../crypto/bytes.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
-import { AMOUNT_DECIMALS, MICRO } from '../domain/amounts.ts';
+import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
 import { decodeBase64Json, X402_HEADERS, type PaymentAuthorization, type PaymentPayload, type PaymentRequirements } from '../client/x402.ts';
 import { paymentRefusal } from './offer.ts';
 
