@@ -1,6 +1,5 @@
 // What a webhook delivery carries: the EngineEvent body (JCS), its signature and the two header styles (CONTRACT §5).
 import { toHex, utf8 } from '../crypto/bytes.ts';
-import { sign } from '../crypto/ed25519.ts';
 import { canonicalize } from '../crypto/jcs.ts';
 import { signedContent, v1aSignature, v1Signature } from './standard.ts';
 import type { EngineEvent } from '../client/webhook.ts';
@@ -28,9 +27,12 @@ export function eventBody(escrowId: string, entry: { event: string; at: string; 
  */
 export const webhookId = (escrowId: string, idx: number) => `${escrowId}_${idx}`;
 
+/** Ed25519 with the deployment's webhook key (src/webhooks/signer.ts: the key expanded once). */
+export type Signer = (message: Uint8Array) => Uint8Array;
+
 /** x-proof-signature: hex Ed25519 over the raw body (SPEC part 6, Webhook delivery step 2). Made once per event. */
-export function signBody(body: string, secretKey: Uint8Array): string {
-  return toHex(sign(utf8(body), secretKey));
+export function signBody(body: string, sign: Signer): string {
+  return toHex(sign(utf8(body)));
 }
 
 export interface HeaderInput {
@@ -40,7 +42,7 @@ export interface HeaderInput {
   timestamp: number;
   proofSignature: string;
   publicKey: string;
-  secretKey: Uint8Array;
+  sign: Signer;
   /** The endpoint's Standard Webhooks secret (HMAC key bytes); absent only for an unregistered URL's redelivery. */
   hmacKey: Uint8Array | null;
   userAgent: string;
@@ -54,7 +56,7 @@ export interface HeaderInput {
  */
 export function deliveryHeaders(h: HeaderInput): Record<string, string> {
   const content = signedContent(h.id, h.timestamp, h.body);
-  const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.secretKey)];
+  const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.sign)];
   return {
     'content-type': 'application/json',
     'user-agent': h.userAgent,

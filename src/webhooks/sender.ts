@@ -4,7 +4,8 @@ import type { Services } from '../services.ts';
 import { fromHex } from '../crypto/bytes.ts';
 import { newId } from '../crypto/ids.ts';
 import { claimRuns, deadLetter, flushAndLock, release, scheduleRetry, type ClaimedRow, type Failure, type NewSignature } from './outbox.ts';
-import { deliveryHeaders, eventBody, signBody, webhookId } from './event.ts';
+import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
+import { signerFor } from './signer.ts';
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
@@ -18,7 +19,7 @@ export const LEASE_MARGIN_MS = 5_000;
 const START_SAFETY_MS = 1_000;
 /** A URL answering within this (2xx) counts as fast and gets a queue of PREFETCH runs behind its in-flight ones. */
 const FAST_MS = 1_000;
-const PREFETCH_RUNS = 4;
+const PREFETCH_RUNS = 15;
 /** Rows one sender holds at most, over all URLs (queued or in flight). */
 export const MAX_HELD = 4096;
 
@@ -71,6 +72,7 @@ export class SenderEngine {
   private toRelease: Held[] = [];
   private readonly sigCache = new Map<string, { signature: string; signer: string }>();
   private readonly keyCache = new Map<string, Uint8Array>();
+  private signerOf: { hex: string; sign: Signer } | null = null;
   private readonly inflight = new Set<Promise<void>>();
   private readonly transport: WebhookTransport;
   private readonly leaseMs: number;
@@ -148,16 +150,20 @@ export class SenderEngine {
     return l;
   }
 
-  /** Decoded key bytes, cached: the Ed25519 key (hex) and each endpoint's HMAC secret (base64). */
-  private key(kind: 'ed25519' | 'hmac', text: string): Uint8Array {
-    const id = `${kind}:${text}`;
-    let k = this.keyCache.get(id);
+  /** Each endpoint's HMAC key (the stored base64 secret, decoded once). */
+  private hmacKey(secret: string): Uint8Array {
+    let k = this.keyCache.get(secret);
     if (!k) {
-      k = kind === 'ed25519' ? fromHex(text, 'webhook key') : secretKeyBytes(text);
       if (this.keyCache.size > 10_000) this.keyCache.clear();
-      this.keyCache.set(id, k);
+      this.keyCache.set(secret, (k = secretKeyBytes(secret)));
     }
     return k;
+  }
+
+  /** The Ed25519 signer of the webhook key (hex, read with every claim), expanded once per key. */
+  private signer(secretHex: string): Signer {
+    if (this.signerOf?.hex !== secretHex) this.signerOf = { hex: secretHex, sign: signerFor(fromHex(secretHex, 'webhook key')) };
+    return this.signerOf.sign;
   }
 
   /** The body and the event's x-proof signature: stored, or made once here and stored by the next tick. */
@@ -167,7 +173,7 @@ export class SenderEngine {
     const id = webhookId(row.escrowId, row.idx);
     let sig = this.sigCache.get(id);
     if (!sig) {
-      sig = { signature: signBody(body, this.key('ed25519', row.keySecret)), signer: row.keyPublic };
+      sig = { signature: signBody(body, this.signer(row.keySecret)), signer: row.keyPublic };
       this.sigCache.set(id, sig);
       this.sigs.push({ escrowId: row.escrowId, idx: row.idx, signature: sig.signature, publicKey: sig.signer });
     }
@@ -224,8 +230,8 @@ export class SenderEngine {
         timestamp: Math.floor(this.svc.nowMs() / 1000),
         proofSignature: h.signature,
         publicKey: h.signer,
-        secretKey: this.key('ed25519', row.keySecret),
-        hmacKey: row.secret ? this.key('hmac', row.secret) : null,
+        sign: this.signer(row.keySecret),
+        hmacKey: row.secret ? this.hmacKey(row.secret) : null,
         userAgent: `escrow-settlement/${this.svc.version}`,
       });
       const res = await this.transport({ url: row.url, headers, body: h.body, timeoutMs, allowPrivate });

@@ -4,7 +4,6 @@
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { fromBase64, fromHex, toBase64, utf8 } from '../crypto/bytes.ts';
-import { sign } from '../crypto/ed25519.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 export const PUBLIC_KEY_PREFIX = 'whpk_';
@@ -29,8 +28,8 @@ export function v1Signature(content: Uint8Array, secretKey: Uint8Array): string 
 }
 
 /** `v1a,<base64 Ed25519>` by the deployment's webhook key (the spec's asymmetric scheme). */
-export function v1aSignature(content: Uint8Array, edSecretKey: Uint8Array): string {
-  return `v1a,${toBase64(sign(content, edSecretKey))}`;
+export function v1aSignature(content: Uint8Array, sign: (message: Uint8Array) => Uint8Array): string {
+  return `v1a,${toBase64(sign(content))}`;
 }
 
 /** The HMAC key of a stored secret; cached by the caller (decoding is per endpoint, not per event). */
