@@ -57,24 +57,68 @@ export interface NewSignature {
  */
 const CLAIM_LOCK = `pg_try_advisory_xact_lock(hashtext(current_schema() || ':webhook-claim'))`;
 
+/** A failed attempt to record: retry after waitMs, or (deadLetterId set) move to the dead letters. */
+export interface FailedAttempt {
+  id: string;
+  /** The attempt count of the claim that made it: the fence (a row re-claimed since is left alone). */
+  attempts: number;
+  error: string;
+  status: number | null;
+  waitMs: number;
+  deadLetterId: string | null;
+}
+
+/** What a sender has gathered since its last tick, written by one statement. */
+export interface Results {
+  delivered: string[];
+  failed: FailedAttempt[];
+  sigs: NewSignature[];
+}
+
 /**
  * One statement, the start of every tick: deletes the rows delivered since the last tick (a 2xx is
- * final, whoever holds the row now), stores new x-proof signatures (Ed25519 is deterministic, so a
- * conflicting row holds the same bytes), counts the deliveries, and tries the claim lock.
+ * final, whoever holds the row now); schedules each failed attempt's retry and drops its lease, or
+ * moves it to dead_letters after its last attempt, each fenced on `attempts` so a result that comes
+ * back after the lease expired and another sender re-claimed the row changes nothing; stores new
+ * x-proof signatures (Ed25519 is deterministic, so a conflicting row holds the same bytes); counts
+ * all of it; and tries the claim lock. Lock: row locks on the rows written, and on
+ * webhook_counters (id = 1) once per tick, not once per event.
  */
-export async function flushAndLock(tx: Tx, delivered: string[], sigs: NewSignature[], wantLock: boolean): Promise<boolean> {
-  const [r] = await tx.query<{ locked: boolean }>(
+export async function flushAndLock(tx: Tx, r: Results, wantLock: boolean): Promise<boolean> {
+  const retry = r.failed.filter((f) => f.deadLetterId === null);
+  const dead = r.failed.filter((f) => f.deadLetterId !== null);
+  const [row] = await tx.query<{ locked: boolean }>(
     `WITH d AS (DELETE FROM outbox WHERE id = ANY($1::bigint[]) RETURNING 1),
           s AS (INSERT INTO event_signatures (escrow_id, idx, signature, public_key)
                 SELECT * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[])
                 ON CONFLICT (escrow_id, idx) DO NOTHING RETURNING 1),
-          c AS (UPDATE webhook_counters SET delivered = delivered + (SELECT count(*) FROM d)
-                 WHERE id = 1 AND $6::int > 0 RETURNING 1)
+          r AS (UPDATE outbox o
+                   SET next_attempt_at = now() + x.wait * interval '1 millisecond', lease_until = NULL, lease_owner = NULL,
+                       last_error = x.error, last_status = x.status
+                  FROM unnest($8::bigint[], $9::int[], $10::int[], $11::text[], $12::int[]) AS x(id, attempts, wait, error, status)
+                 WHERE o.id = x.id AND o.attempts = x.attempts RETURNING 1),
+          g AS (DELETE FROM outbox o
+                 USING unnest($13::bigint[], $14::int[], $15::text[], $16::text[], $17::int[]) AS x(id, attempts, dl, error, status)
+                 WHERE o.id = x.id AND o.attempts = x.attempts
+                 RETURNING x.dl, o.escrow_id, o.idx, o.url, o.attempts, x.error, x.status, o.first_attempt_at),
+          i AS (INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, last_status, first_attempt_at, dead_at)
+                SELECT dl, escrow_id, idx, url, attempts, error, status, COALESCE(first_attempt_at, svc_now()), svc_now() FROM g
+                RETURNING 1),
+          c AS (UPDATE webhook_counters
+                   SET delivered = delivered + (SELECT count(*) FROM d), failed = failed + $18::int,
+                       dead_lettered = dead_lettered + (SELECT count(*) FROM i)
+                 WHERE id = 1 AND $6::int + $18::int > 0 RETURNING 1)
      SELECT CASE WHEN $7::boolean THEN ${CLAIM_LOCK} ELSE false END AS locked,
-            (SELECT count(*) FROM s) + (SELECT count(*) FROM c) AS written`,
-    [delivered, sigs.map((s) => s.escrowId), sigs.map((s) => s.idx), sigs.map((s) => s.signature), sigs.map((s) => s.publicKey), delivered.length, wantLock],
+            (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM r) AS written`,
+    [
+      r.delivered, r.sigs.map((x) => x.escrowId), r.sigs.map((x) => x.idx), r.sigs.map((x) => x.signature), r.sigs.map((x) => x.publicKey),
+      r.delivered.length, wantLock,
+      retry.map((f) => f.id), retry.map((f) => f.attempts), retry.map((f) => f.waitMs), retry.map((f) => f.error), retry.map((f) => f.status),
+      dead.map((f) => f.id), dead.map((f) => f.attempts), dead.map((f) => f.deadLetterId), dead.map((f) => f.error), dead.map((f) => f.status),
+      r.failed.length,
+    ],
   );
-  return r.locked === true;
+  return row.locked === true;
 }
 
 /**
@@ -166,40 +210,7 @@ export async function release(q: Queryable, owner: string, rows: Array<{ id: str
   );
 }
 
-// The counter updates below take the row lock on webhook_counters (id = 1) for their one statement:
-// concurrent senders queue on it for microseconds; the counts are exact across instances.
-
 export interface Failure {
   error: string;
   status: number | null;
-}
-
-/**
- * A failed attempt: schedule the next one after `waitMs` and drop the lease, fenced on `attempts` so a
- * result that comes back after the lease expired and another sender re-claimed the row changes nothing.
- */
-export async function scheduleRetry(q: Queryable, row: ClaimedRow, f: Failure, waitMs: number): Promise<void> {
-  await q.query(
-    `WITH u AS (
-       UPDATE outbox SET next_attempt_at = now() + $3 * interval '1 millisecond', lease_until = NULL, lease_owner = NULL,
-                         last_error = $4, last_status = $5
-        WHERE id = $1::bigint AND attempts = $2 RETURNING 1)
-     UPDATE webhook_counters SET failed = failed + 1 WHERE id = 1`,
-    [row.id, row.attempts, waitMs, f.error, f.status],
-  );
-}
-
-/** The last attempt failed: move the row to dead_letters in one statement (same fence as scheduleRetry). */
-export async function deadLetter(q: Queryable, row: ClaimedRow, f: Failure, deadLetterId: string): Promise<void> {
-  await q.query(
-    `WITH d AS (
-       DELETE FROM outbox WHERE id = $1::bigint AND attempts = $2
-       RETURNING escrow_id, idx, url, attempts, first_attempt_at
-     ), i AS (
-       INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, last_status, first_attempt_at, dead_at)
-       SELECT $3, escrow_id, idx, url, attempts, $4, $5, COALESCE(first_attempt_at, svc_now()), svc_now() FROM d
-       RETURNING 1)
-     UPDATE webhook_counters SET failed = failed + 1, dead_lettered = dead_lettered + (SELECT count(*) FROM i) WHERE id = 1`,
-    [row.id, row.attempts, deadLetterId, f.error, f.status],
-  );
 }

@@ -3,7 +3,7 @@
 import type { Services } from '../services.ts';
 import { fromHex } from '../crypto/bytes.ts';
 import { newId } from '../crypto/ids.ts';
-import { claimRuns, deadLetter, flushAndLock, release, scheduleRetry, type ClaimedRow, type Failure, type NewSignature } from './outbox.ts';
+import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
 import { signerFor } from './signer.ts';
 import { newDeadLetterId } from './registry.ts';
@@ -68,6 +68,7 @@ export class SenderEngine {
   private readonly lanes = new Map<string, Lane>();
   private readonly held = new Map<string, Held>();
   private delivered: string[] = [];
+  private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
   private toRelease: Held[] = [];
   private readonly sigCache = new Map<string, { signature: string; signer: string }>();
@@ -92,10 +93,6 @@ export class SenderEngine {
     return this.inflight.size;
   }
 
-  /** Whether delivered rows or new signatures wait to be written. */
-  get dirty(): boolean {
-    return this.delivered.length > 0 || this.sigs.length > 0 || this.toRelease.length > 0;
-  }
 
   /**
    * One transaction: write the results gathered since the last tick and, when `claim` and the claim
@@ -112,27 +109,28 @@ export class SenderEngine {
       });
       for (const h of rows) this.held.delete(h.row.id);
     }
-    const delivered = this.delivered;
-    const sigs = this.sigs;
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     this.delivered = [];
+    this.failed = [];
     this.sigs = [];
     const wantClaim = claim && limit > 0;
     let rows: ClaimedRow[] = [];
     try {
-      if (!wantClaim && delivered.length === 0 && sigs.length === 0) return 0;
+      if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
       rows = await this.svc.db.tx(async (tx) => {
-        const locked = await flushAndLock(tx, delivered, sigs, wantClaim);
+        const locked = await flushAndLock(tx, results, wantClaim);
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
         const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
         return claimRuns(tx, { owner: this.owner, hold, slowUrls, holdSlow: this.opts.perUrl, limit, leaseMs: this.leaseMs });
       });
     } catch (err) {
-      this.delivered.push(...delivered);
-      this.sigs.push(...sigs);
+      this.delivered.push(...results.delivered);
+      this.failed.push(...results.failed);
+      this.sigs.push(...results.sigs);
       throw err;
     }
-    for (const s of sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
+    for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
     const now = Date.now();
     for (const row of rows) {
       // A row still held here (its lease ran out under us and we claimed it again) is not sent twice.
@@ -216,7 +214,7 @@ export class SenderEngine {
     for (const lane of this.lanes.values()) this.toRelease.push(...lane.queue.splice(0));
   }
 
-  /** One attempt of one row: a 2xx is flushed by the next tick; a failure is recorded at once. */
+  /** One attempt of one row; its result (delivered, retry or dead letter) is written by the next tick. */
   private async deliver(h: Held, lane: Lane): Promise<Outcome> {
     const { row } = h;
     const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate, webhookBackoffMs: backoff } = this.svc.config;
@@ -241,17 +239,16 @@ export class SenderEngine {
         this.delivered.push(row.id);
         return 'delivered';
       }
-      const f: Failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
+      const failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
       // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
       // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
-      if (row.attempts > backoff.length) {
-        await deadLetter(this.svc.db, row, f, newDeadLetterId());
-        return 'dead';
-      }
-      await scheduleRetry(this.svc.db, row, f, backoff[row.attempts - 1]);
-      return 'retry';
+      const dead = row.attempts > backoff.length;
+      this.failed.push({ id: row.id, attempts: row.attempts, ...failure, waitMs: dead ? 0 : backoff[row.attempts - 1], deadLetterId: dead ? newDeadLetterId() : null });
+      return dead ? 'dead' : 'retry';
     } catch (err) {
-      this.opts.onError?.('webhook delivery could not be recorded', err, row.url);
+      // Building the headers failed (a corrupt stored secret, say): the row stays leased and is due
+      // again when the lease ends; the log says why.
+      this.opts.onError?.('webhook delivery failed before sending', err, row.url);
       return 'error';
     }
   }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describeStores } from '../harness.ts';
 import { settled } from '../fixtures.ts';
 import { startWebhookSender } from '../../src/jobs/webhooks.ts';
+import { webhookMetrics } from '../../src/webhooks/metrics.ts';
 import { eventsOf, inTrailOrder, pending, receiver, register, sleep, unregister, waitFor } from './helpers.ts';
 
 const ENV = { WEBHOOK_BACKOFF_MS: '20,20,20,20', WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_CONCURRENCY: '3' };
@@ -57,6 +58,38 @@ describeStores('webhook concurrency', (h) => {
       await sender.stop();
       await stuck.close();
       await fast.close();
+    }
+  });
+
+  test('a URL answering 500 to everything: each of its 20 events gets exactly 5 attempts and one dead letter, counted once; a good URL gets all 20', async () => {
+    const bad = await receiver(() => 500);
+    const good = await receiver();
+    const before = await webhookMetrics(h().db);
+    const sender = startWebhookSender(h().app.svc, { log: () => {}, pollMs: 10 });
+    try {
+      await register(h(), bad.url, good.url);
+      await Promise.all([settled(h()), settled(h()), settled(h()), settled(h())]);
+      await waitFor(async () => (await pending(h().app.svc)) === 0, 'every event delivered or dead-lettered', 20_000);
+      assert.equal(good.got.length, 20);
+      assert.equal(bad.got.length, 100);
+      const attempts = new Map<string, number>();
+      for (const g of bad.got) attempts.set(g.headers['webhook-id'], (attempts.get(g.headers['webhook-id']) ?? 0) + 1);
+      assert.deepEqual([...new Set(attempts.values())], [5], 'five attempts per event');
+      assert.equal(attempts.size, 20);
+      assert.ok(bad.maxOpen <= 3);
+      const dead = (await h().req('GET', '/v1/webhooks/dead-letters')).body.deadLetters.filter((d: any) => d.url === bad.url);
+      assert.equal(dead.length, 20);
+      for (const d of dead) assert.deepEqual([d.attempts, d.lastStatus, d.lastError], [5, 500, 'HTTP 500']);
+      const after = await webhookMetrics(h().db);
+      assert.deepEqual(
+        { delivered: after.delivered - before.delivered, failed: after.failed - before.failed, dead: after.deadLettered - before.deadLettered },
+        { delivered: 20, failed: 100, dead: 20 },
+      );
+    } finally {
+      await unregister(h(), bad.url, good.url);
+      await sender.stop();
+      await bad.close();
+      await good.close();
     }
   });
 
