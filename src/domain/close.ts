@@ -12,8 +12,9 @@ import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
 import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from './proof.ts';
 import type { EscrowState } from './states.ts';
 import { appendLeaf } from '../log/store.ts';
+import type { RulingOutcome } from '@escrow-settlement/client/resources';
 
-export type RulingOutcome = 'release' | 'refund' | 'split';
+export type { RulingOutcome };
 export type DecidedBy = 'co-signature' | 'arbiter' | 'timeout';
 
 export interface Ruling {

@@ -4,11 +4,9 @@ import { notFound } from '../errors.ts';
 import { formatAmount } from '../units/amounts.ts';
 import type { EscrowState, Facts } from './states.ts';
 import type { TrailEntry } from '../trail/chain.ts';
+import type { KeyRef } from '@escrow-settlement/client/resources';
 
-export interface KeyRef {
-  publicKey: string;
-  label?: string;
-}
+export type { KeyRef };
 
 export interface Timeouts {
   deliverWithinSeconds: number;

@@ -1,15 +1,10 @@
 // Amounts as integer micro-units (BigInt, 6 decimals): parse, format, split; never floats (CONTRACT §2 Amounts).
 
 import { badRequest } from '../errors.ts';
+import { AMOUNT_DECIMALS, AMOUNT_RE, MAX_INTEGER_DIGITS, MICRO } from '@escrow-settlement/client/amounts';
 
-/** Fraction digits of an amount (SPEC part 2 Conventions, part 8 Limits). */
-export const AMOUNT_DECIMALS = 6;
-/** Micro-units in one whole unit. */
-export const MICRO = 1_000_000n;
-/** SPEC part 2 `amount`: digits, optionally a dot and 1..6 fraction digits. Leading zeros are allowed ("01"); output is normalised. */
-export const AMOUNT_RE = /^\d+(\.\d{1,6})?$/;
-/** Cap on the integer part (digits as written, leading zeros included), so absurd strings never reach BigInt. */
-export const MAX_INTEGER_DIGITS = 18;
+// The amount form and split arithmetic are wire semantics, defined once in the client package.
+export { AMOUNT_DECIMALS, AMOUNT_RE, formatAmount, MAX_INTEGER_DIGITS, MICRO, splitAmount } from '@escrow-settlement/client/amounts';
 
 /**
  * Parse an amount string into micro-units. Throws 400 bad_request naming `field` when the value
@@ -27,27 +22,4 @@ export function parseAmount(s: unknown, field: string): bigint {
   const micro = BigInt(intPart) * MICRO + BigInt(fracPart.padEnd(AMOUNT_DECIMALS, '0') || '0');
   if (micro === 0n) throw badRequest(`${field} must be greater than 0`);
   return micro;
-}
-
-/** Shortest decimal form of a micro-unit amount: 10000000n → "10", 500000n → "0.5", 1n → "0.000001", 0n → "0". */
-export function formatAmount(micro: bigint): string {
-  if (micro < 0n) return `-${formatAmount(-micro)}`;
-  const whole = micro / MICRO;
-  const frac = micro % MICRO;
-  if (frac === 0n) return whole.toString();
-  return `${whole}.${frac.toString().padStart(AMOUNT_DECIMALS, '0').replace(/0+$/, '')}`;
-}
-
-/**
- * Split arithmetic (CONTRACT §3): payee gets floor(total × payeeBps / 10000) micro-units, the payer the
- * rest, so the parts always sum to `total` and rounding favours the payer. The caller validates
- * shares (SPEC part 7 unauthorized_ruling); a bad `payeeBps` here is a programming error (RangeError).
- */
-export function splitAmount(total: bigint, payeeBps: number): { payee: bigint; payer: bigint } {
-  if (!Number.isInteger(payeeBps) || payeeBps < 0 || payeeBps > 10_000) {
-    throw new RangeError(`payeeBps must be an integer in 0..10000, got ${payeeBps}`);
-  }
-  if (total < 0n) throw new RangeError('total must not be negative');
-  const payee = (total * BigInt(payeeBps)) / 10_000n; // BigInt division truncates; operands are non-negative, so this is floor
-  return { payee, payer: total - payee };
 }

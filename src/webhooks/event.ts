@@ -2,7 +2,7 @@
 import { toHex, utf8 } from '../crypto/bytes.ts';
 import { canonicalize } from '../crypto/jcs.ts';
 import { signedContent, v1aSignature, v1Signature } from './standard.ts';
-import type { EngineEvent } from '../client/webhook.ts';
+import type { EngineEvent } from '@escrow-settlement/client/webhook';
 
 export type { EngineEvent };
 

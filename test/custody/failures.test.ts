@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escrow, funded } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
-import { verifyAnchor } from '../../src/client/index.ts';
+import { verifyAnchor } from '@escrow-settlement/client';
 import { payoutAddressOf, escrowRefOf } from '../../src/custody/mapping.ts';
 import { findPaidTx, readHold } from '../../src/custody/contract.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';

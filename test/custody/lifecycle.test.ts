@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { failedDelivery, funded, settled, escrow } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
-import { verifyAnchor, verifyBundle, verifyProof } from '../../src/client/index.ts';
+import { verifyAnchor, verifyBundle, verifyProof } from '@escrow-settlement/client';
 import { escrowRefOf, payoutAddressOf } from '../../src/custody/mapping.ts';
 import { readHold } from '../../src/custody/contract.ts';
 import { chainHarness, describeChain, WEI } from './helpers.ts';

@@ -13,7 +13,7 @@ import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import type { Db } from '../../src/db/types.ts';
 import { ensureKeys } from '../../src/domain/keys.ts';
-import { verifyWebhook } from '../../src/client/webhook.ts';
+import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { drain, eventsOf, receiver, unregister, type Received } from './helpers.ts';
 
 const ENV = { WEBHOOK_BACKOFF_MS: '20,20,20,20', WEBHOOK_TIMEOUT_MS: '2000' };

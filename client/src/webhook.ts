@@ -1,8 +1,8 @@
 // Receiver-side webhook verification against the pinned signing key, both header styles (CONTRACT §5). Web APIs only.
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from '../crypto/bytes.ts';
-import { verify, verifyHex } from '../crypto/ed25519.ts';
+import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from './crypto/bytes.ts';
+import { verify, verifyHex } from './crypto/ed25519.ts';
 
 /** What every webhook carries and GET /v1/escrows/{id}/events replays (SPEC part 6; CONTRACT §3 "Event data"). */
 export interface EngineEvent {

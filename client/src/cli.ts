@@ -1,6 +1,6 @@
 // The auditor's command line: `escrow-settlement verify <bundle.json> [--trusted-key HEX ...]` (a Node edge file).
 import { readFileSync } from 'node:fs';
-import { isHex64 } from '../crypto/bytes.ts';
+import { isHex64 } from './crypto/bytes.ts';
 import { verifyBundle } from './verify.ts';
 
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> [--trusted-key HEX ...]

@@ -1,7 +1,7 @@
 // A party's Ed25519 keys on its own machine, as hex (SPEC part 5.6: private keys never leave the party). Web APIs only.
-import { fromHex, isHex64, toHex } from '../crypto/bytes.ts';
-import { generateKeyPair, publicKeyOf, sign } from '../crypto/ed25519.ts';
-import { canonicalBytes } from '../crypto/jcs.ts';
+import { fromHex, isHex64, toHex } from './crypto/bytes.ts';
+import { generateKeyPair, publicKeyOf, sign } from './crypto/ed25519.ts';
+import { canonicalBytes } from './crypto/jcs.ts';
 import type { Signature } from './types.ts';
 
 /** A key pair as 64-hex strings: the 32-byte secret seed and the raw 32-byte public key (SPEC part 2, hex64). */

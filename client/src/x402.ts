@@ -1,5 +1,5 @@
 // x402 from the payer's side: sign a payment for a 402 offer, read the service's x402 headers (SPEC part 4 "x402 demo", CONTRACT §6). Web APIs only.
-import { fromBase64, toBase64, toHex, utf8 } from '../crypto/bytes.ts';
+import { fromBase64, toBase64, toHex, utf8 } from './crypto/bytes.ts';
 import { publicKeyFromSecret, signBody } from './keys.ts';
 
 /*

@@ -1,10 +1,10 @@
 // Checking a proof's chain anchor against the chain itself (SPEC part 2, Proof `anchor`): the
 // payout transaction succeeded, went to the escrow contract, and the contract reports the proof's
 // escrowRef paid to the parties' payout addresses with the proof's amounts. Web APIs only.
-import { eventTopic, strip, words, wordToAddress, wordToUint } from '../custody/abi.ts';
-import { readHold, SIG, type Receipt } from '../custody/contract.ts';
-import { escrowRefOf, LOCAL_CHAIN_IDS, payoutAddressOf, proofPayoutWei } from '../custody/mapping.ts';
-import { createRpc, type FetchLike } from '../custody/rpc.ts';
+import { eventTopic, strip, words, wordToAddress, wordToUint } from './chain/abi.ts';
+import { readHold, SIG, type Receipt } from './chain/hold.ts';
+import { escrowRefOf, LOCAL_CHAIN_IDS, payoutAddressOf, proofPayoutWei } from './chain/mapping.ts';
+import { createRpc, type FetchLike } from './chain/rpc.ts';
 import { proofProblem } from './shape.ts';
 import { verifyProof } from './verify.ts';
 import type { Check, Proof, VerifyResult } from './types.ts';

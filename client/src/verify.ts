@@ -1,10 +1,10 @@
 // Offline verification of proofs, trails, log inclusion and consistency, and bundles; Web APIs only (Node, Deno, browsers).
-import { canonicalBytes, canonicalize } from '../crypto/jcs.ts';
-import { sha256Hex } from '../crypto/hash.ts';
-import { concatBytes, fromHex, isHex64 } from '../crypto/bytes.ts';
-import { verifyJson } from '../crypto/ed25519.ts';
-import { entryHash, GENESIS } from '../trail/chain.ts';
-import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from '../tlog/verify.ts';
+import { canonicalBytes, canonicalize } from './crypto/jcs.ts';
+import { sha256Hex } from './crypto/hash.ts';
+import { concatBytes, fromHex, isHex64 } from './crypto/bytes.ts';
+import { verifyJson } from './crypto/ed25519.ts';
+import { entryHash, GENESIS } from './trail/chain.ts';
+import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 

@@ -1,5 +1,6 @@
 // Wire shapes of the API's resources and request bodies, as the service sends and takes them (SPEC part 2, CONTRACT §3-§4).
 import type { Proof, Signature } from './types.ts';
+import type { EngineEvent } from './webhook.ts';
 
 /** A party to an escrow: a raw Ed25519 public key and an optional label (SPEC part 2, KeyRef). */
 export interface KeyRef {
@@ -36,17 +37,23 @@ export interface Mandate extends SignedMandate {
   usage?: { spent: string; remaining: string };
 }
 
-export type TermCheck =
-  | { kind: 'hash'; expected: string }
-  | { kind: 'maxBytes'; limit: number }
-  | { kind: 'deadline'; by: string }
-  | { kind: 'shape'; requiredFields: string[] }
-  | { kind: 'predicate'; name: 'non-empty' | 'equals' | 'number-range' | 'length-range'; params?: Record<string, unknown> };
+export type PredicateName = 'non-empty' | 'equals' | 'number-range' | 'length-range';
+export type HashCheck = { kind: 'hash'; expected: string };
+export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
+export type DeadlineCheck = { kind: 'deadline'; by: string };
+export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
+export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
+/** SPEC part 2 TermCheck, discriminated by `kind`. */
+export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
 
+/** SPEC part 2 Terms. */
 export interface Terms {
   description: string;
   checks: TermCheck[];
 }
+
+/** SPEC part 2 Verdict `results` entry. */
+export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
 
 export type RulingOutcome = 'release' | 'refund' | 'split';
 
@@ -124,7 +131,7 @@ export interface Verdict {
   escrowId: string;
   deliveryId: string;
   passed: boolean;
-  results: Array<{ check: TermCheck; passed: boolean; detail: string }>;
+  results: CheckResult[];
   decidedAt: string;
 }
 
@@ -223,7 +230,7 @@ export interface Health {
 export interface DeadLetter {
   id: string;
   url: string;
-  event: { event: string; escrowId: string; at: string; data: unknown };
+  event: EngineEvent;
   attempts: number;
   lastError: string;
   lastStatus?: number;

@@ -1,6 +1,6 @@
 // Client-side signing of the bodies the service checks: mandates, deliveries, rulings, dispute actions (SPEC part 2 "Signed bodies", CONTRACT §3). Web APIs only.
-import { sha256Hex } from '../crypto/hash.ts';
-import { canonicalize } from '../crypto/jcs.ts';
+import { sha256Hex } from './crypto/hash.ts';
+import { canonicalize } from './crypto/jcs.ts';
 import { publicKeyFromSecret, signBody } from './keys.ts';
 import type { MandateCaps, RulingOutcome, Shares, SignedDelivery, SignedDisputeEvidence, SignedDisputeOpen, SignedMandate } from './resources.ts';
 import type { Signature } from './types.ts';
