@@ -8,7 +8,7 @@ export { LEASE_MARGIN_MS } from '../webhooks/sender.ts';
 export type { Outcome };
 
 /** Idle poll: how long a new event may wait for an idle sender to look (the sender is woken by its own results). */
-const DEFAULT_POLL_MS = 50;
+const DEFAULT_POLL_MS = 100;
 /** Busy ticks are at least this far apart, so a burst of results is written by one statement. */
 const MIN_TICK_GAP_MS = 10;
 
