@@ -85,15 +85,6 @@ export class SenderEngine {
     this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
   }
 
-  get heldCount(): number {
-    return this.held.size;
-  }
-
-  get inflightCount(): number {
-    return this.inflight.size;
-  }
-
-
   /**
    * One transaction: write the results gathered since the last tick and, when `claim` and the claim
    * lock is free, claim more rows (up to `limit`). Returns how many rows were claimed. On error

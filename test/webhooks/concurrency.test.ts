@@ -114,3 +114,39 @@ describeStores('webhook concurrency', (h) => {
     }
   });
 }, ENV);
+
+describeStores('webhook leases', (h) => {
+  test('a queued row whose lease runs too low is handed back unsent: its claim is not counted as an attempt', async () => {
+    // One request at a time (WEBHOOK_CONCURRENCY 1) to a URL that never answers (2.5 s timeout).
+    // The five rows are claimed together with a lease of timeout + 5 s, so each must start within 4 s
+    // of the claim: #0 starts at 0 s, #1 at 2.5 s, and at 5 s #2..#4 are too late and go back to the
+    // outbox with their attempt undone; #2 is then claimed again and sent. At 5.8 s, #3 and #4 are
+    // unsent, unleased and at 0 attempts (without the hand-back they would sit leased at 1).
+    const perId = new Map<string, number>();
+    const rx = await receiver((_n, req) => {
+      perId.set(req.headers['webhook-id'], (perId.get(req.headers['webhook-id']) ?? 0) + 1);
+      return 'hang';
+    });
+    try {
+      await register(h(), rx.url);
+      const s = await settled(h());
+      const rowsNow = () => h().db.query<{ idx: number; attempts: number; leased: boolean }>(
+        'SELECT idx, attempts, lease_until IS NOT NULL AS leased FROM outbox WHERE escrow_id = $1 ORDER BY idx', [s.id]);
+      const sender = startWebhookSender(h().app.svc, { log: () => {}, pollMs: 20 });
+      try {
+        await sleep(5_800);
+        const mid = await rowsNow();
+        assert.deepEqual(mid.map((r) => [r.idx, r.attempts, r.leased]), [[0, 1, false], [1, 1, false], [2, 1, true], [3, 0, false], [4, 0, false]]);
+      } finally {
+        await sender.stop();
+      }
+      for (const r of await rowsNow()) {
+        assert.equal(r.attempts, perId.get(`${s.id}_${r.idx}`) ?? 0, `event ${r.idx}: attempts recorded = requests the receiver got`);
+      }
+      assert.ok([...perId.values()].every((n) => n === 1), 'no event was sent twice');
+    } finally {
+      await unregister(h(), rx.url);
+      await rx.close();
+    }
+  });
+}, { WEBHOOK_BACKOFF_MS: '60000', WEBHOOK_TIMEOUT_MS: '2500', WEBHOOK_CONCURRENCY: '1' });
