@@ -59,8 +59,8 @@ export interface Sender {
  * The running sender. Each tick (one transaction) writes the results gathered since the last one and
  * claims more rows; a lane starts a queued row the moment one of its requests finishes, so a good
  * receiver is never waiting on the database, and a slow or dead one only fills its own lane (at most
- * `concurrency` requests, each bounded by WEBHOOK_TIMEOUT_MS). Ticks run when a request finishes (at
- * most one per MIN_TICK_GAP_MS) or every `pollMs` when idle. Stopping hands queued rows back, waits
+ * `concurrency` requests, each bounded by WEBHOOK_TIMEOUT_MS). Ticks run every `pollMs`, and sooner
+ * (at most one per MIN_TICK_GAP_MS) when a finished request leaves a lane running low. Stopping hands queued rows back, waits
  * for the requests in flight and writes their results, so nothing is left to its lease.
  */
 export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?: number; pollMs?: number }): Sender {
@@ -99,8 +99,17 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
       } catch (err) {
         if (!stopped) opts.log('webhook claim failed', { error: String(err) });
       }
-      if (stopped) break;
-      await nap(pollMs, true);
+      // Until the poll is due, a finished request wakes the loop, but it ticks again only when a
+      // lane is running low (a deep queue needs no database round trip yet).
+      for (;;) {
+        const left = pollMs - (Date.now() - started);
+        if (stopped || left <= 0) break;
+        await nap(left, true);
+        if (poked) {
+          poked = false;
+          if (engine.wantsTick()) break;
+        }
+      }
       const gap = MIN_TICK_GAP_MS - (Date.now() - started);
       if (gap > 0 && !stopped) await nap(gap, false);
     }

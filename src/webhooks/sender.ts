@@ -169,6 +169,16 @@ export class SenderEngine {
     return { row, body, ...sig, claimedAt: now };
   }
 
+  /**
+   * Whether a tick now would do more than write results: some lane's queue is down to fewer rows than
+   * it may have in flight (it may run dry before the next poll), or many results wait to be written.
+   */
+  wantsTick(): boolean {
+    if (this.delivered.length + this.failed.length >= 256) return true;
+    for (const lane of this.lanes.values()) if (lane.queue.length < this.opts.perUrl) return true;
+    return false;
+  }
+
   /** Starts queued rows on every lane with room; a row whose lease ran too low is released instead. */
   pump(): void {
     const latest = Date.now() - (this.leaseMs - this.svc.config.webhookTimeoutMs - START_SAFETY_MS);
