@@ -10,6 +10,8 @@ export interface Config {
   webhookBackoffMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
+  /** WEBHOOK_CONCURRENCY: webhook requests in flight per URL, across instances (src/webhooks/sender.ts). */
+  webhookConcurrency: number;
   rateLimitWindowMs: number;
   rateLimitMax: number;
   publicRateLimitMax: number;
@@ -150,6 +152,7 @@ export function parseConfig(env: Env): Config {
     webhookBackoffMs: backoff(env),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),
     publicRateLimitMax: int(env, 'PUBLIC_RATE_LIMIT_MAX', 300, 1, 1e9),
