@@ -10,6 +10,8 @@ export interface Config {
   webhookBackoffMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
+  /** WEBHOOK_CONCURRENCY: webhook requests in flight per URL, across instances (src/webhooks/sender.ts). */
+  webhookConcurrency: number;
   rateLimitWindowMs: number;
   rateLimitMax: number;
   publicRateLimitMax: number;
@@ -28,6 +30,8 @@ export interface Config {
   chainConfirmTimeoutMs: number;
   /** SANDBOX_PUBLIC=1: an open sandbox (no API_KEY) may listen on a non-loopback HOST, on purpose. */
   sandboxPublic: boolean;
+  /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
+  logIntegrateWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -127,6 +131,7 @@ export function parseConfig(env: Env): Config {
     webhookBackoffMs: backoff(env),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),
     publicRateLimitMax: int(env, 'PUBLIC_RATE_LIMIT_MAX', 300, 1, 1e9),
@@ -138,5 +143,6 @@ export function parseConfig(env: Env): Config {
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
     sandboxPublic: exposure(env, host, apiKey),
+    logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });
 }
