@@ -179,18 +179,23 @@ export async function listEscrows(svc: Services, q: ListQuery & { limit: number 
  * in batches of 500 read by cursor, so 100k escrows never sit in memory at once (bench run 6:
  * buffering them peaked at 710 MB).
  */
-export function streamAllEscrows(svc: Services, q: ListQuery): ReadableStream<Uint8Array> {
+export async function streamAllEscrows(svc: Services, q: ListQuery): Promise<ReadableStream<Uint8Array>> {
   const enc = new TextEncoder();
   let after = parseCursor(q.cursor);
   let first = true;
   let started = false;
+  const page = () => svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, 500]);
+  // The first page is read before the answer starts: a database that cannot be reached is then a
+  // 503 with the error envelope, not a 200 cut off mid-body.
+  let firstPage: Awaited<ReturnType<typeof page>> | null = await page();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!started) {
         started = true;
         controller.enqueue(enc.encode('{"escrows":['));
       }
-      const rows = await svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, 500]);
+      const rows = firstPage ?? await page();
+      firstPage = null;
       if (rows.length > 0) {
         const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));
         controller.enqueue(enc.encode((first ? '' : ',') + parts.join(',')));
