@@ -165,7 +165,7 @@ export function createClient(opts: ClientOptions) {
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
     },
     webhooks: {
-      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string }>('webhooks.register', { body: { url } }),
+      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),
       list: () => call<{ webhooks: string[]; signingKey: string }>('webhooks.list'),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
       deadLetters: () => call<{ deadLetters: DeadLetter[] }>('webhooks.deadLetters'),

@@ -41,6 +41,24 @@ export async function recordAttempt(q: Queryable, a: AttemptRecord): Promise<voi
   );
 }
 
+/**
+ * Records a sender tick's attempts in one statement, inside the tick's transaction (src/webhooks/sender.ts):
+ * a run of results costs one statement, not one per POST. `at` is the service clock when the tick writes.
+ */
+export async function recordAttempts(q: Queryable, list: ReadonlyArray<AttemptRecord>): Promise<void> {
+  if (list.length === 0) return;
+  await q.query(
+    `INSERT INTO webhook_attempts (escrow_id, idx, url, attempt, status, error, duration_ms, outcome, at)
+     SELECT e, i, u, a, s, er, d, o, svc_now()
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[]) AS x(e, i, u, a, s, er, d, o)`,
+    [
+      list.map((a) => a.escrowId), list.map((a) => a.idx), list.map((a) => a.url), list.map((a) => a.attempt),
+      list.map((a) => a.status), list.map((a) => (a.error === null ? null : a.error.slice(0, 500))),
+      list.map((a) => Math.max(0, Math.round(a.durationMs))), list.map((a) => a.outcome),
+    ],
+  );
+}
+
 /** Attempts newest first, optionally one escrow's; a page of `limit` with nextCursor, or all without it. */
 export async function listAttempts(q: Queryable, opts: { escrowId?: string; limit?: number; cursor?: string }): Promise<{ attempts: WebhookAttempt[]; nextCursor?: string }> {
   if (opts.cursor !== undefined && !/^[1-9][0-9]{0,17}$/.test(opts.cursor)) throw badRequest('cursor must be the nextCursor of a previous page');
