@@ -7,6 +7,11 @@ import { errorResponse } from './http/respond.ts';
 import type { Caller, Ctx, RouteDef } from './http/route.ts';
 import { authenticate } from './http/auth.ts';
 import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, type RateDecision } from './http/rateLimit.ts';
+import { checkCrossSite, corsHeaders, preflightHeaders } from './http/crossSite.ts';
+import { allowTable, methodNotAllowed, SERVED_METHODS } from './http/methods.ts';
+import { checkParams } from './http/params.ts';
+import { assertVisible } from './domain/tenancy.ts';
+import { serviceNow } from './domain/clock.ts';
 import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './domain/custody.ts';
@@ -64,7 +69,6 @@ const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 export function createApp(deps: AppDeps): App {
   const nowMs = deps.nowMs ?? (() => Date.now());
   const svc: Services = {
-    routes: [],
     db: deps.db,
     config: deps.config,
     custody: deps.custody ?? createSimulatedCustody(),
@@ -77,7 +81,6 @@ export function createApp(deps: AppDeps): App {
     resolveHost: deps.resolveHost,
   };
   const routes = allRoutes();
-  svc.routes = routes;
   const router = IttyRouter();
   for (const def of routes) {
     (router as any)[def.method.toLowerCase()](def.path, (req: Request & { params: Record<string, string> }, ctx: AppCtx) => {
@@ -85,6 +88,7 @@ export function createApp(deps: AppDeps): App {
       return run(def, ctx);
     });
   }
+  const allowFor = allowTable(router.routes as never);
 
   async function run(def: RouteDef, ctx: AppCtx): Promise<Response> {
     ctx.route = def;
@@ -100,9 +104,35 @@ export function createApp(deps: AppDeps): App {
     }
     // Limits apply after authentication, so a key's budget is spent only by that key (SPEC part 8).
     ctx.rate = await spend(svc.rateLimiter, budgetFor(def, ctx.caller, svc.config));
-    // No id contains NUL (%00), and Postgres text cannot hold one: answer here, not with a database error.
-    if (Object.values(ctx.params).some((v) => v.includes('\u0000'))) throw new AppError('not_found', 'no resource has an id containing NUL (%00)');
-    return def.handler(ctx);
+    // Path and query strings obey the body's rules (no NUL, well-formed Unicode): a 400 naming them.
+    checkParams(ctx.params, ctx.query);
+    // Tenancy (CONTRACT §8): a minted key's unknown and other keys' matters are both simply 404.
+    if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params.id);
+    const response = await def.handler(ctx);
+    // Client-signed actions are checked against the service clock: tell the client what it reads.
+    if (def.signsAgainstNow && !response.headers.has('x-service-now')) response.headers.set('x-service-now', await serviceNow(svc.db));
+    return response;
+  }
+
+  /** OPTIONS, routing, HEAD as GET without its body, and 405/404 for what no route takes. */
+  async function dispatch(request: Request, url: URL, ctx: AppCtx, corsOrigin: string | null): Promise<Response> {
+    const method = request.method.toUpperCase();
+    const allow = allowFor(url.pathname);
+    if (!SERVED_METHODS.has(method)) throw methodNotAllowed(method, url.pathname, allow);
+    if (method === 'OPTIONS') {
+      if (allow.length === 0) throw new AppError('not_found', `no route for ${url.pathname}`);
+      const preflight = corsOrigin !== null && request.headers.has('access-control-request-method');
+      return new Response(null, { status: 204, headers: { allow: allow.join(', '), ...(preflight ? preflightHeaders(corsOrigin, allow.join(', ')) : {}) } });
+    }
+    const routed = method === 'HEAD' ? new Request(request.url, { method: 'GET', headers: request.headers }) : request;
+    const res = (await router.fetch(routed, ctx)) as Response | undefined;
+    if (res && method === 'HEAD') {
+      res.body?.cancel().catch(() => {});
+      return new Response(null, { status: res.status, headers: res.headers });
+    }
+    if (res) return res;
+    if (allow.length > 0) throw methodNotAllowed(method, url.pathname, allow);
+    throw new AppError('not_found', `no route for ${request.method} ${url.pathname}`);
   }
 
   async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
@@ -118,16 +148,21 @@ export function createApp(deps: AppDeps): App {
       svc,
       caller: { keyId: null, ip: info.ip ?? 'unknown' },
       requestId,
+      routes,
     };
     let response: Response;
+    let corsOrigin: string | null = null;
     try {
-      response = ((await router.fetch(request, ctx)) as Response | undefined) ??
-        errorResponse(new AppError('not_found', `no route for ${request.method} ${url.pathname}`));
+      // Before anything is read or done: a refused cross-site request leaves no trace but its answer.
+      corsOrigin = checkCrossSite(request, url, svc.config).corsOrigin;
+      response = await dispatch(request, url, ctx, corsOrigin);
     } catch (err) {
       if (!(err instanceof AppError)) deps.onError?.(err, requestId);
       response = errorResponse(err);
     }
     response.headers.set('x-request-id', requestId);
+    if (corsOrigin !== null) for (const [k, v] of Object.entries(corsHeaders(corsOrigin))) response.headers.set(k, v);
+    else if (svc.config.corsOrigins.length > 0) response.headers.append('vary', 'Origin');
     // The budget a request spent is told on every answer it gets, not only on the 429.
     if (ctx.rate) for (const [k, v] of Object.entries(rateHeaders(ctx.rate))) if (!response.headers.has(k)) response.headers.set(k, v);
     if (deps.requestLog) {

@@ -26,6 +26,12 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** Absolute base URL clients reach the service at, no trailing slash (CONTRACT §8; default the listening address). */
+  publicUrl: string;
+  /** Browser origins allowed to call the API cross-origin (CORS); none by default (CONTRACT §8). */
+  corsOrigins: string[];
+  /** Failed authentication attempts per client IP per window, in the unit `authfail:<ip>`. */
+  authFailRateLimitMax: number;
 }
 
 export class ConfigError extends Error {
@@ -83,6 +89,43 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
+/** PUBLIC_URL: an absolute http(s) URL with no query or fragment; kept without a trailing slash. */
+function publicUrl(env: Env, host: string, port: number): string {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') {
+    const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    return `http://${h}:${port}`;
+  }
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.includes('#') || raw.includes('?')) {
+    throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
+  }
+  return (u.origin + u.pathname).replace(/\/+$/, '');
+}
+
+/** CORS_ORIGINS: a comma list of exact origins (scheme://host[:port]); no wildcard, since keys travel in headers. */
+function corsOrigins(env: Env): string[] {
+  const raw = env.CORS_ORIGINS;
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((s) => s.trim()).filter((s) => s !== '').map((o) => {
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o.replace(/\/$/, '').toLowerCase()) {
+      throw new ConfigError('CORS_ORIGINS', `must be a comma list of origins like https://app.example.com (scheme, host, optional port; no path or wildcard), got ${JSON.stringify(o)}`);
+    }
+    return u.origin;
+  });
+}
+
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
@@ -95,8 +138,9 @@ export function parseConfig(env: Env): Config {
   const requestLog = env.REQUEST_LOG || (dataDir === ':memory:' ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
   if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
+  const port = int(env, 'PORT', 4280, 0, 65535);
   return Object.freeze({
-    port: int(env, 'PORT', 4280, 0, 65535),
+    port,
     host,
     databaseUrl,
     dataDir,
@@ -115,5 +159,8 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    publicUrl: publicUrl(env, host, port),
+    corsOrigins: corsOrigins(env),
+    authFailRateLimitMax: int(env, 'AUTH_FAIL_RATE_LIMIT_MAX', 100, 1, 1e9),
   });
 }

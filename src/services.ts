@@ -2,7 +2,7 @@
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './domain/custody.ts';
-import type { RateLimiter } from './http/rateLimit.ts';
+import type { RateLimiter } from './http/rateTypes.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 /** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
@@ -11,11 +11,7 @@ export interface RequestLogStats {
   rotations: number;
 }
 
-import type { RouteDef } from './http/route.ts';
-
 export interface Services {
-  /** The route table (the OpenAPI document is generated from it). */
-  routes: ReadonlyArray<RouteDef>;
   db: Db;
   config: Config;
   custody: CustodyAdapter;

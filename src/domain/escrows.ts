@@ -11,6 +11,7 @@ import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
 import type { Terms } from './checks.ts';
 import { ESCROW_COLS, escrowUpdate, fromRow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
 import { transition, type EscrowState } from './states.ts';
+import { tenantRows } from './tenancy.ts';
 
 export type PartyInput = { keyRef: KeyRef } | { agentId: string };
 
@@ -23,6 +24,8 @@ export interface CreateInput {
   arbiter?: PartyInput;
   mandateId?: string;
   timeouts: Timeouts;
+  /** Minted keys that will see the escrow (src/domain/tenancy.ts tenantsOf); empty when none is confined. */
+  tenants?: string[];
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
@@ -108,6 +111,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
         ],
       },
       ...writes,
+      ...tenantRows(escrow.id, input.tenants ?? []),
       trailWrite(escrow.id, entries),
       ...idemStore(idem, 201, json),
     ]);
@@ -139,6 +143,8 @@ export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Pr
 
 export interface ListQuery {
   state?: EscrowState;
+  /** A minted key's list holds only its escrows (tenancy); absent: every escrow. */
+  tenant?: string | null;
   limit?: number;
   cursor?: string;
 }
@@ -146,6 +152,15 @@ export interface ListQuery {
 const LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
   WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
   ORDER BY e.seq LIMIT $3`;
+
+// A confined key pages through its own escrow_tenants rows (primary key order), not the whole table.
+const TENANT_LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrow_tenants t JOIN escrows e ON e.id = t.escrow_id
+  WHERE t.key_id = $4 AND t.seq > $1 AND ($2::text IS NULL OR e.state = $2)
+  ORDER BY t.seq LIMIT $3`;
+
+const listPage = (svc: Services, q: ListQuery, after: bigint, limit: number) => q.tenant
+  ? svc.db.query(TENANT_LIST_SQL, [after.toString(), q.state ?? null, limit, q.tenant])
+  : svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, limit]);
 
 function parseCursor(cursor: string | undefined): bigint {
   if (cursor === undefined) return 0n;
@@ -156,7 +171,7 @@ function parseCursor(cursor: string | undefined): bigint {
 
 /** One page of escrows in creation order, and the cursor of the next page (null at the end). */
 export async function listEscrows(svc: Services, q: ListQuery & { limit: number }): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
-  const rows = await svc.db.query(LIST_SQL, [parseCursor(q.cursor).toString(), q.state ?? null, q.limit + 1]);
+  const rows = await listPage(svc, q, parseCursor(q.cursor), q.limit + 1);
   const more = rows.length === q.limit + 1;
   const page = more ? rows.slice(0, q.limit) : rows;
   return { escrows: page.map((r) => toJson(fromRow(r))), nextCursor: more ? `c_${page[page.length - 1].seq}` : null };
@@ -178,7 +193,7 @@ export function streamAllEscrows(svc: Services, q: ListQuery): ReadableStream<Ui
         started = true;
         controller.enqueue(enc.encode('{"escrows":['));
       }
-      const rows = await svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, 500]);
+      const rows = await listPage(svc, q, after, 500);
       if (rows.length > 0) {
         const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));
         controller.enqueue(enc.encode((first ? '' : ',') + parts.join(',')));

@@ -4,35 +4,9 @@ import type { Config } from '../config.ts';
 import type { Queryable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import type { Caller, RouteDef } from './route.ts';
+import type { Budget, RateDecision, RateLimiter, RateSnapshot } from './rateTypes.ts';
 
-/** A budget unit (`key:root`, `key:key_…`, `ip:1.2.3.4`, `verify:1.2.3.4`) and its size per window. */
-export interface Budget {
-  unit: string;
-  limit: number;
-}
-
-export interface RateDecision extends Budget {
-  allowed: boolean;
-  remaining: number;
-  /** Milliseconds until the current window ends and the budget refills. */
-  resetMs: number;
-}
-
-export interface RateSnapshot {
-  windowMs: number;
-  windowStartedAt: string;
-  units: Record<string, number>;
-}
-
-export interface RateLimiter {
-  readonly windowMs: number;
-  /** Spends one request from the budget; never throws for "over budget", only for a database failure. */
-  hit(budget: Budget): Promise<RateDecision>;
-  /** The current window's counters by unit (GET /v1/admin/rate). */
-  snapshot(): Promise<RateSnapshot>;
-  /** Requests this process refused with 429 since it started (a process counter, GET /v1/admin/metrics). */
-  readonly rejected: number;
-}
+export type { Budget, RateDecision, RateLimiter, RateSnapshot };
 
 /**
  * The budget a routed request spends, after authentication (SPEC part 8): authenticated /v1 traffic
@@ -55,11 +29,12 @@ export function budgetFor(def: RouteDef, caller: Caller, config: Config): Budget
 }
 
 /**
- * The budget a request spends when it fails authentication on a hosted deployment: its client IP's
- * public budget. The client of a request without a valid key is its address (SPEC part 8, "per
- * client"), and this keeps key guessing, and the key lookups it costs, bounded.
+ * The budget a request spends when it fails authentication on a hosted deployment: `authfail:<ip>`,
+ * a unit of its own (CONTRACT §8), so a client with a wrong key exhausts neither its IP's public log
+ * budget nor anyone's key budget, and the root key, which never fails, is never locked out by it.
+ * It keeps key guessing, and the key lookups that costs, bounded per address.
  */
-export const failedAuthBudget = (ip: string, config: Config): Budget => ({ unit: `ip:${ip}`, limit: config.publicRateLimitMax });
+export const failedAuthBudget = (ip: string, config: Config): Budget => ({ unit: `authfail:${ip}`, limit: config.authFailRateLimitMax });
 
 /** RateLimit-* headers (IETF draft "RateLimit header fields for HTTP"); Reset is in seconds from now. */
 export function rateHeaders(d: RateDecision): Record<string, string> {

@@ -21,6 +21,8 @@ export interface Ctx {
   svc: Services;
   caller: Caller;
   requestId: string;
+  /** The route table (the OpenAPI document is generated from it). */
+  routes: ReadonlyArray<RouteDef>;
 }
 
 export interface RouteDef {
@@ -30,6 +32,13 @@ export interface RouteDef {
   /** Routes only the open sandbox serves (hosted: 403 forbidden). */
   sandboxOnly?: boolean;
   rate?: RateUnit;
+  /**
+   * Tenancy (CONTRACT §8): `:id` names an escrow (or a proof of one) that a minted key must have a
+   * party in; checked centrally before the handler runs (src/domain/tenancy.ts).
+   */
+  tenant?: 'escrow' | 'proof';
+  /** The route takes client-signed actions with a time window: the response tells `x-service-now`. */
+  signsAgainstNow?: boolean;
   summary: string;
   tag: string;
   /** Request body schema; several for routes that take alternative forms (oneOf). */
