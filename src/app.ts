@@ -51,7 +51,7 @@ export interface RequestLogSink {
 }
 
 /** What app.fetch keeps about a request beyond the route's Ctx: the route matched and the budget spent. */
-type AppCtx = Ctx & { route?: RouteDef; rate?: RateDecision | null };
+type AppCtx = Ctx & { route?: RouteDef; rate?: RateDecision | null; tellNow?: boolean };
 
 export interface RequestInfo {
   /** Client address from the edge (node:http socket, Deno.serve info). */
@@ -108,10 +108,8 @@ export function createApp(deps: AppDeps): App {
     checkParams(ctx.params, ctx.query);
     // Tenancy (CONTRACT §8): a minted key's unknown and other keys' matters are both simply 404.
     if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params.id);
-    const response = await def.handler(ctx);
-    // Client-signed actions are checked against the service clock: tell the client what it reads.
-    if (def.signsAgainstNow && !response.headers.has('x-service-now')) response.headers.set('x-service-now', await serviceNow(svc.db));
-    return response;
+    ctx.tellNow = def.signsAgainstNow === true;
+    return def.handler(ctx);
   }
 
   /** OPTIONS, routing, HEAD as GET without its body, and 405/404 for what no route takes. */
@@ -161,6 +159,9 @@ export function createApp(deps: AppDeps): App {
       response = errorResponse(err);
     }
     response.headers.set('x-request-id', requestId);
+    // Client-signed actions are checked against the service clock: every answer (a 422 for skew
+    // above all) tells the client what that clock reads. Best effort: a failure here changes nothing.
+    if (ctx.tellNow) await serviceNow(svc.db).then((now) => response.headers.set('x-service-now', now), () => {});
     if (corsOrigin !== null) for (const [k, v] of Object.entries(corsHeaders(corsOrigin))) response.headers.set(k, v);
     else if (svc.config.corsOrigins.length > 0) response.headers.append('vary', 'Origin');
     // The budget a request spent is told on every answer it gets, not only on the 429.
