@@ -62,6 +62,11 @@ export interface App {
   fetch(request: Request, info?: RequestInfo): Promise<Response>;
   routes: ReadonlyArray<RouteDef>;
   svc: Services;
+  /**
+   * The 405 for a method no fetch Request can carry (TRACE, TRACK, CONNECT: the Fetch standard
+   * forbids them), for the edge to send as is. `target` is the request target (path and query).
+   */
+  refuseMethod(method: string, target: string): Response;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -179,7 +184,19 @@ export function createApp(deps: AppDeps): App {
     return response;
   }
 
-  return { fetch, routes, svc };
+  function refuseMethod(method: string, target: string): Response {
+    let pathname = '/';
+    try {
+      pathname = new URL(target, 'http://localhost').pathname;
+    } catch {
+      // An authority-form CONNECT target (host:port) names no path: nothing is allowed on it.
+    }
+    const res = errorResponse(methodNotAllowed(method, pathname, target.startsWith('/') ? allowFor(pathname) : []));
+    res.headers.set('x-request-id', crypto.randomUUID());
+    return res;
+  }
+
+  return { fetch, routes, svc, refuseMethod };
 }
 
 function decodeParams(p: Record<string, string> = {}): Record<string, string> {

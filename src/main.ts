@@ -9,7 +9,7 @@ import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
 import { ensureKeys } from './domain/keys.ts';
-import { nodeListener } from './node-adapter.ts';
+import { connectListener, nodeListener } from './node-adapter.ts';
 import { openRequestLog } from './requestLog.node.ts';
 import { startJobs } from './jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhooks/transport.node.ts';
@@ -55,6 +55,7 @@ async function main() {
   // about 10 s after it connects instead of up to 40 s.
   const server = createServer({ connectionsCheckingInterval: 1_000 }, nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) }));
   // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
+  server.on('connect', connectListener(app));
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 5_000;

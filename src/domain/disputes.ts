@@ -12,7 +12,7 @@ import { extend } from '../trail/chain.ts';
 import { escrowUpdate, lockEscrow, trailWrite, type Locked } from './escrowRow.ts';
 import { transition } from './states.ts';
 import { actingParty, assertFresh, partyActHash, recordSigned, signedActionHash, type PartyAct } from './parties.ts';
-import { idemStore, type IdemSlot } from '../http/idempotency.ts';
+import { idemClaim, idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { canonicalPayload } from './deliver.ts';
 import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
 import { loadAgents } from './agents.ts';
@@ -67,6 +67,7 @@ export async function openDispute(svc: Services, escrowId: string, act: PartyAct
   const signedFields = act.form === 'client' && reason !== '' ? { reason } : {};
   const actionHash = partyActHash(escrowId, act, 'dispute.open', signedFields);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
     await assertFresh(tx, [actionHash], 'dispute opening');
     if (e.disputeId) throw invalidState('this escrow already has a dispute; an escrow has at most one');
@@ -94,6 +95,7 @@ export async function addEvidence(svc: Services, escrowId: string, act: PartyAct
   if (hasPayload) fields.contentHash = contentHash;
   const actionHash = partyActHash(escrowId, act, 'dispute.evidence', fields);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
     const d = await disputeOf(tx, escrowId, true);
     await assertFresh(tx, [actionHash], 'evidence');
@@ -163,6 +165,7 @@ export async function resolveDispute(svc: Services, escrowId: string, input: Res
   const rationale = input.rationale ?? '';
   const held = await loadAgents(svc.db, input.agentIds ?? [], 'agentIds');
   const r = await svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
     const d = await disputeOf(tx, escrowId, true);
     const signed = rulingBody(escrowId, d.id, input.outcome, rationale, shares);

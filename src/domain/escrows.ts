@@ -5,7 +5,7 @@ import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
 import { extend, GENESIS } from '../trail/chain.ts';
-import { idemStore, type IdemSlot } from '../http/idempotency.ts';
+import { idemClaim, idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { loadAgents } from './agents.ts';
 import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
 import type { Terms } from './checks.ts';
@@ -56,6 +56,7 @@ async function resolveParties(svc: Services, input: CreateInput): Promise<{ paye
 export async function createEscrow(svc: Services, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
   const parties = await resolveParties(svc, input);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const writes: Stmt[] = [];
     let mandateHash: string | null = null;
     let now: Date;
@@ -121,6 +122,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
 
 export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Promise<Record<string, unknown>> {
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, id);
     const state = transition('fund', e);
     // Custody holds the amount before the escrow says it is funded; a refusal leaves it created.
