@@ -5,7 +5,8 @@ import type { Db } from './db/types.ts';
 import { AppError } from './errors.ts';
 import { errorResponse } from './http/respond.ts';
 import type { Caller, Ctx, RouteDef } from './http/route.ts';
-import { authenticate } from './http/auth.ts';
+import { authenticate, recheckRevocation } from './http/auth.ts';
+import { createAuthCache } from './http/authCache.ts';
 import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, type RateDecision } from './http/rateLimit.ts';
 import { checkCrossSite, corsHeaders, preflightHeaders } from './http/crossSite.ts';
 import { allowTable, methodNotAllowed, SERVED_METHODS } from './http/methods.ts';
@@ -81,6 +82,7 @@ export function createApp(deps: AppDeps): App {
     startedAt: nowMs(),
     nowMs,
     rateLimiter: createRateLimiter(deps.db, deps.config.rateLimitWindowMs),
+    authCache: createAuthCache(),
     requestLogStats: () => deps.requestLog?.stats() ?? { lines: 0, rotations: 0 },
     webhookTransport: deps.webhookTransport,
     resolveHost: deps.resolveHost,
@@ -109,6 +111,14 @@ export function createApp(deps: AppDeps): App {
     }
     // Limits apply after authentication, so a key's budget is spent only by that key (SPEC part 8).
     ctx.rate = await spend(svc.rateLimiter, budgetFor(def, ctx.caller, svc.config));
+    // A cached minted key: revoked since it was verified? The budget statement just said.
+    try {
+      await recheckRevocation(svc, ctx.caller, ctx.rate?.generation);
+    } catch (err) {
+      ctx.caller = { keyId: null, ip: ctx.caller.ip };
+      ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
+      throw err;
+    }
     // Path and query strings obey the body's rules (no NUL, well-formed Unicode): a 400 naming them.
     checkParams(ctx.params, ctx.query);
     // Tenancy (CONTRACT §8): a minted key's unknown and other keys' matters are both simply 404.

@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './domain/custody.ts';
 import type { RateLimiter } from './http/rateTypes.ts';
+import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 /** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
@@ -21,6 +22,8 @@ export interface Services {
   nowMs: () => number;
   /** Shared rate budgets; its `rejected` is this process's lifetime 429 count (GET /v1/admin/metrics). */
   rateLimiter: RateLimiter;
+  /** Verified minted keys of this instance, checked against the revocation generation (src/http/authCache.ts). */
+  authCache: AuthCache;
   /** The request log's counters; zeros when no request log is configured. */
   requestLogStats: () => RequestLogStats;
   /** How webhook POSTs leave the process (default: fetch, src/webhooks/transport.ts; Node: transport.node.ts). */

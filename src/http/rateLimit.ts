@@ -63,7 +63,7 @@ export async function spend(limiter: RateLimiter, budget: Budget | null): Promis
   return d;
 }
 
-type HitRow = { hits: number; window_idx: number; now_ms: number };
+type HitRow = { hits: number; window_idx: number; now_ms: number; gen: number };
 type UnitRow = { idx: number; unit: string | null; hits: number | null };
 
 /**
@@ -96,7 +96,8 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
       `INSERT INTO rate_counters AS c (window_idx, unit, hits)
        VALUES (floor(extract(epoch FROM now()) * 1000 / $2::float8)::bigint, $1, 1)
        ON CONFLICT (window_idx, unit) DO UPDATE SET hits = c.hits + 1
-       RETURNING c.hits, c.window_idx::float8 AS window_idx, (extract(epoch FROM now()) * 1000)::float8 AS now_ms`,
+       RETURNING c.hits, c.window_idx::float8 AS window_idx, (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
+         (SELECT gen FROM api_key_generation WHERE id = 1)::float8 AS gen`,
       [budget.unit, windowMs],
     );
     if (row.window_idx > newestWindow) await newWindow(row.window_idx, now);
@@ -106,7 +107,9 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
       rejected++;
       blocked.set(budget.unit, now + resetMs);
     }
-    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs };
+    // The revocation generation rides on this statement, which every authenticated request makes
+    // anyway: a cached key is re-verified only when a revocation happened (src/http/authCache.ts).
+    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs, generation: Number(row.gen) };
   }
 
   async function newWindow(idx: number, now: number): Promise<void> {

@@ -12,6 +12,8 @@ export interface RateDecision extends Budget {
   remaining: number;
   /** Milliseconds until the current window ends and the budget refills. */
   resetMs: number;
+  /** The API-key revocation generation the counting statement read (absent when refused locally). */
+  generation?: number;
 }
 
 export interface RateSnapshot {
