@@ -18,6 +18,7 @@ import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
 import { loadAgents } from './agents.ts';
 import { custodyFailed } from './refund.ts';
 import type { Proof, Shares } from './proof.ts';
+import type { ResolveInput } from '@escrow-settlement/client/resources';
 
 export interface Evidence {
   party: string;
@@ -119,13 +120,7 @@ export async function addEvidence(svc: Services, escrowId: string, act: PartyAct
   });
 }
 
-export interface ResolveInput {
-  outcome: RulingOutcome;
-  rationale?: string;
-  signatures?: Array<{ signer: string; signature: string }>;
-  agentIds?: string[];
-  shares?: Shares;
-}
+export type { ResolveInput };
 
 const rulingError = (m: string) => new AppError('unauthorized_ruling', m);
 

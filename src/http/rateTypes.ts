@@ -1,5 +1,9 @@
 // The rate limiter's shapes, in a module that imports nothing, so Services can name the limiter
-// without importing the limiter (which needs the route table's types, which need Services).
+// without importing the limiter (which needs the route table's types, which need Services). The
+// snapshot's wire shape is the client package's, which imports nothing of the service.
+import type { RateSnapshot } from '@escrow-settlement/client/resources';
+
+export type { RateSnapshot };
 
 /** A budget unit (`key:root`, `key:key_…`, `ip:1.2.3.4`, `verify:1.2.3.4`, `authfail:1.2.3.4`) and its size per window. */
 export interface Budget {
@@ -16,11 +20,6 @@ export interface RateDecision extends Budget {
   generation?: number;
 }
 
-export interface RateSnapshot {
-  windowMs: number;
-  windowStartedAt: string;
-  units: Record<string, number>;
-}
 
 export interface RateLimiter {
   readonly windowMs: number;
