@@ -10,15 +10,22 @@ export const scopeOf = (caller: { keyId: string | null }): string | null =>
 
 const VISIBLE = {
   escrow: 'SELECT 1 FROM escrow_tenants WHERE escrow_id = $1 AND key_id = $2',
+  mandate: 'SELECT 1 FROM mandate_tenants WHERE mandate_id = $1 AND key_id = $2',
   proof: 'SELECT 1 FROM proofs p JOIN escrow_tenants t ON t.escrow_id = p.escrow_id WHERE p.id = $1 AND t.key_id = $2',
 } as const;
 
-/** 404 unless the caller may see the escrow (or the proof of an escrow) named by `id`. */
-export async function assertVisible(q: Queryable, caller: { keyId: string | null }, kind: keyof typeof VISIBLE, id: string): Promise<void> {
+/** 404 unless the caller may see the escrow, the proof of an escrow, or the mandate named by `id`. */
+export async function assertVisible(q: Queryable, caller: { keyId: string | null }, kind: keyof typeof VISIBLE, id: string, field?: string): Promise<void> {
   const key = scopeOf(caller);
   if (key === null) return;
   const rows = await q.query(VISIBLE[kind], [id, key]);
-  if (rows.length === 0) throw notFound(kind === 'escrow' ? `no escrow ${id}` : `no proof ${id}`);
+  if (rows.length === 0) throw notFound(`${field ? `${field}: ` : ''}no ${kind} ${id}`);
+}
+
+/** Records that a confined key registered (or re-registered) a mandate, so it may see and use it. */
+export async function claimMandate(q: Queryable, caller: { keyId: string | null }, mandateId: string): Promise<void> {
+  const key = scopeOf(caller);
+  if (key !== null) await q.query('INSERT INTO mandate_tenants (key_id, mandate_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [key, mandateId]);
 }
 
 /**

@@ -39,7 +39,7 @@ export interface RouteDef {
    * Tenancy (CONTRACT §8): `:id` names an escrow (or a proof of one) that a minted key must have a
    * party in; checked centrally before the handler runs (src/domain/tenancy.ts).
    */
-  tenant?: 'escrow' | 'proof';
+  tenant?: 'escrow' | 'proof' | 'mandate';
   /** The route takes client-signed actions with a time window: the response tells `x-service-now`. */
   signsAgainstNow?: boolean;
   summary: string;

@@ -14,7 +14,7 @@ import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
 import { proofOfEscrow } from '../domain/proofs.ts';
 import { firstBreak } from '../trail/chain.ts';
-import { assertOwnAgents, scopeOf, tenantsOf } from '../domain/tenancy.ts';
+import { assertOwnAgents, assertVisible, scopeOf, tenantsOf } from '../domain/tenancy.ts';
 import { KeyRefS, SignatureS, TimeoutsS } from './schemas.ts';
 
 const agentId = idOf('agt');
@@ -77,6 +77,7 @@ export const escrowRoutes = () => defineRoutes([
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
         tenants: await tenantsOf(ctx.svc.db, scopeOf(ctx.caller), [['payerAgentId', b.payerAgentId], ['payeeAgentId', b.payeeAgentId], ['arbiterAgentId', b.arbiterAgentId]]),
       };
+      if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
       return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
     },
   },

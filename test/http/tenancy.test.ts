@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, expectError, type Harness } from '../harness.ts';
-import { PASSING_TERMS } from '../fixtures.ts';
+import { clientKey, PASSING_TERMS } from '../fixtures.ts';
 import { HOSTED, mint, ROOT, withKey } from '../admin/helpers.ts';
 
 async function agentOf(h: Harness, label: string) {
@@ -109,5 +109,22 @@ describeStores('tenancy of minted keys', (h) => {
     for (const p of [`/v1/proofs/${proofId}`, `/v1/proofs/${proofId}/verify`, `/v1/proofs/${proofId}/bundle`]) {
       assert.equal(expectError(await a.req('GET', p), 404, 'not_found'), `no proof ${proofId}`, p);
     }
+  });
+  test('mandates: a key sees and uses the mandates it registered; another key\'s is 404 until it registers it too', async () => {
+    const principal = clientKey();
+    const caps = { agent: aAgents[0].publicKey, perEscrowMax: '10', cumulativeMax: '25', allowedAssets: ['USDC'], expiresAt: '2099-01-01T00:00:00.000Z' };
+    const body = { principal: principal.publicKey, caps, signature: { signer: principal.publicKey, signature: principal.sign({ principal: principal.publicKey, caps }) } };
+    const m = await a.req('POST', '/v1/mandates', body);
+    assert.equal(m.status, 201, m.text);
+    assert.equal((await a.req('GET', `/v1/mandates/${m.body.id}`)).status, 200);
+    assert.equal(expectError(await b.req('GET', `/v1/mandates/${m.body.id}`), 404, 'not_found'), `no mandate ${m.body.id}`);
+    const bAgents = [await agentOf(b, 'bm1'), await agentOf(b, 'bm2')];
+    const use = { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: bAgents[0].id, payeeAgentId: bAgents[1].id, mandateId: m.body.id };
+    assert.equal(expectError(await b.req('POST', '/v1/escrows', use), 404, 'not_found'), `mandateId: no mandate ${m.body.id}`);
+    assert.equal((await root.req('GET', `/v1/mandates/${m.body.id}`)).status, 200);
+    // The principal hands the same signed mandate to b: registering it is idempotent and makes it b's too.
+    const again = await b.req('POST', '/v1/mandates', body);
+    assert.equal(again.status, 200, again.text);
+    assert.equal((await b.req('GET', `/v1/mandates/${m.body.id}`)).status, 200);
   });
 }, HOSTED);

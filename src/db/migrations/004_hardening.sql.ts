@@ -15,6 +15,14 @@ CREATE TABLE escrow_tenants (
 );
 CREATE UNIQUE INDEX escrow_tenants_escrow ON escrow_tenants (escrow_id, key_id);
 
+-- The minted keys that registered a mandate (registration is idempotent by content hash, so a
+-- mandate the principal handed to two keys is visible to both; its usage is the principal's).
+CREATE TABLE mandate_tenants (
+  key_id     text NOT NULL,
+  mandate_id text NOT NULL REFERENCES mandates (id),
+  PRIMARY KEY (key_id, mandate_id)
+);
+
 -- Client-signed dispute actions already accepted, by sha256 of (signer, signed bytes): a signed
 -- action counts once (issue 17 item 8). Written in the action's own transaction.
 CREATE TABLE signed_actions (
