@@ -40,7 +40,7 @@ async function leafOf(q: Queryable, proofId: string): Promise<LeafRow> {
        FROM proofs p CROSS JOIN log_state s WHERE p.id = $1 AND s.id = 1`,
     [proofId],
   );
-  if (!row) throw notFound(`no proof with id ${proofId}`);
+  if (!row) throw notFound(`no proof ${proofId}`);
   return row;
 }
 

@@ -108,6 +108,9 @@ describeStores('tenancy of minted keys', (h) => {
     const proofId = d.body.proof.id;
     for (const p of [`/v1/proofs/${proofId}`, `/v1/proofs/${proofId}/verify`, `/v1/proofs/${proofId}/bundle`]) {
       assert.equal(expectError(await a.req('GET', p), 404, 'not_found'), `no proof ${proofId}`, p);
+      // The same answer as for a proof that does not exist: a foreign id is not an oracle.
+      const unknown = p.replace(proofId, 'prf_01aaaaaaaaaaaaaaaaaaaaaaaa');
+      assert.equal(expectError(await a.req('GET', unknown), 404, 'not_found'), 'no proof prf_01aaaaaaaaaaaaaaaaaaaaaaaa', unknown);
     }
   });
   test('mandates: a key sees and uses the mandates it registered; another key\'s is 404 until it registers it too', async () => {
