@@ -102,7 +102,7 @@ export function createApp(deps: AppDeps): App {
     try {
       ctx.caller = await authenticate(def, ctx.request, svc, ctx.caller.ip);
     } catch (err) {
-      // Without a valid key the client is its address: the 401 spends the IP's budget (SPEC part 8).
+      // Without a valid key the client is its address: the 401 spends authfail:<ip>, its own unit (CONTRACT §8).
       if (err instanceof AppError && err.code === 'unauthorized') ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
       throw err;
     }

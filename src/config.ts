@@ -126,6 +126,16 @@ function corsOrigins(env: Env): string[] {
   });
 }
 
+/**
+ * With PORT=0 the listening port is known only once the server listens: when PUBLIC_URL was not
+ * given, its default (the listening address) is rebuilt with the bound port. The edge calls this
+ * before it builds the app.
+ */
+export function withListeningPort(config: Config, env: Env, port: number): Config {
+  if (env.PUBLIC_URL) return config;
+  return Object.freeze({ ...config, publicUrl: publicUrl({}, config.host, port) });
+}
+
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');

@@ -113,3 +113,19 @@ describeStores('CORS on a hosted deployment', (h) => {
     assert.equal((await h().req('GET', '/v1/escrows', undefined, { host: 'api.escrow.example', ...bearer(ROOT) })).status, 200);
   });
 }, { ...HOSTED, CORS_ORIGINS: `${APP}, http://localhost:5173` });
+
+test('PUBLIC_URL: default the listening address (wildcard HOST as 127.0.0.1, IPv6 bracketed), rebuilt with a bound port; bad values name the variable', async () => {
+  const { parseConfig, withListeningPort, ConfigError } = await import('../../src/config.ts');
+  assert.equal(parseConfig({}).publicUrl, 'http://127.0.0.1:4280');
+  assert.equal(parseConfig({ API_KEY: 'k'.repeat(20) }).publicUrl, 'http://127.0.0.1:4280');
+  assert.equal(parseConfig({ HOST: '::1', PORT: '8080' }).publicUrl, 'http://[::1]:8080');
+  assert.equal(parseConfig({ PUBLIC_URL: 'https://escrow.example.com/api/' }).publicUrl, 'https://escrow.example.com/api');
+  assert.equal(withListeningPort(parseConfig({ PORT: '0' }), { PORT: '0' }, 43123).publicUrl, 'http://127.0.0.1:43123');
+  const fixed = parseConfig({ PUBLIC_URL: 'https://x.example' });
+  assert.equal(withListeningPort(fixed, { PUBLIC_URL: 'https://x.example' }, 1), fixed);
+  for (const [name, value] of [['PUBLIC_URL', 'ftp://x'], ['PUBLIC_URL', '/relative'], ['PUBLIC_URL', 'https://x.example/?q=1'], ['PUBLIC_URL', 'https://u:p@x.example'], ['CORS_ORIGINS', 'https://a.example/path'], ['CORS_ORIGINS', '*'], ['AUTH_FAIL_RATE_LIMIT_MAX', '0'], ['AUTH_FAIL_RATE_LIMIT_MAX', 'many']]) {
+    assert.throws(() => parseConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(`${name}:`), `${name}=${value}`);
+  }
+  assert.deepEqual(parseConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:5173,' }).corsOrigins, ['https://a.example', 'http://localhost:5173']);
+  assert.equal(parseConfig({}).authFailRateLimitMax, 100);
+});
