@@ -29,14 +29,21 @@ export function stringProblem(s: string): string | null {
 function scan(text: string, max: number): { tooDeep: boolean; members: number } {
   let depth = 0;
   let members = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 58) members++;
+    if (c === 34) {
+      // A string: jump (natively, indexOf) to the quote that closes it, one not escaped by an odd
+      // run of backslashes. Unterminated: stop; JSON.parse then says what is wrong.
+      let j = i;
+      for (;;) {
+        j = text.indexOf('"', j + 1);
+        if (j < 0) return { tooDeep: false, members };
+        let k = j - 1;
+        while (text.charCodeAt(k) === 92) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      i = j;
+    } else if (c === 58) members++;
     else if (c === 123 || c === 91) {
       if (++depth > max) return { tooDeep: true, members };
     } else if (c === 125 || c === 93) depth--;

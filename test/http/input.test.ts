@@ -92,7 +92,7 @@ test('the duplicate-key finder finds exactly the duplicates inserted into genera
       assert.deepEqual(found, [firstKey], text);
       assert.throws(() => parseStrictJson(text), /appears twice/);
     }
-  }), { numRuns: 500 });
+  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 500) });
 });
 
 /** Strings that have broken services: NUL, lone surrogates, huge numbers, ids, paths, controls. */
