@@ -5,8 +5,14 @@ import type { Db } from './db/types.ts';
 import { AppError } from './errors.ts';
 import { errorResponse } from './http/respond.ts';
 import type { Caller, Ctx, RouteDef } from './http/route.ts';
-import { authenticate } from './http/auth.ts';
+import { authenticate, recheckRevocation } from './http/auth.ts';
+import { createAuthCache } from './http/authCache.ts';
 import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, type RateDecision } from './http/rateLimit.ts';
+import { checkCrossSite, corsHeaders, preflightHeaders } from './http/crossSite.ts';
+import { allowTable, methodNotAllowed, SERVED_METHODS } from './http/methods.ts';
+import { checkParams } from './http/params.ts';
+import { assertVisible } from './domain/tenancy.ts';
+import { serviceNow } from './domain/clock.ts';
 import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './domain/custody.ts';
@@ -47,7 +53,7 @@ export interface RequestLogSink {
 }
 
 /** What app.fetch keeps about a request beyond the route's Ctx: the route matched and the budget spent. */
-type AppCtx = Ctx & { route?: RouteDef; rate?: RateDecision | null };
+type AppCtx = Ctx & { route?: RouteDef; rate?: RateDecision | null; tellNow?: boolean };
 
 export interface RequestInfo {
   /** Client address from the edge (node:http socket, Deno.serve info). */
@@ -58,6 +64,11 @@ export interface App {
   fetch(request: Request, info?: RequestInfo): Promise<Response>;
   routes: ReadonlyArray<RouteDef>;
   svc: Services;
+  /**
+   * The 405 for a method no fetch Request can carry (TRACE, TRACK, CONNECT: the Fetch standard
+   * forbids them), for the edge to send as is. `target` is the request target (path and query).
+   */
+  refuseMethod(method: string, target: string): Response;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -65,7 +76,6 @@ const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 export function createApp(deps: AppDeps): App {
   const nowMs = deps.nowMs ?? (() => Date.now());
   const svc: Services = {
-    routes: [],
     db: deps.db,
     config: deps.config,
     log: createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs }),
@@ -74,12 +84,12 @@ export function createApp(deps: AppDeps): App {
     startedAt: nowMs(),
     nowMs,
     rateLimiter: createRateLimiter(deps.db, deps.config.rateLimitWindowMs),
+    authCache: createAuthCache(),
     requestLogStats: () => deps.requestLog?.stats() ?? { lines: 0, rotations: 0 },
     webhookTransport: deps.webhookTransport,
     resolveHost: deps.resolveHost,
   };
   const routes = allRoutes();
-  svc.routes = routes;
   const router = IttyRouter();
   for (const def of routes) {
     (router as any)[def.method.toLowerCase()](def.path, (req: Request & { params: Record<string, string> }, ctx: AppCtx) => {
@@ -87,13 +97,14 @@ export function createApp(deps: AppDeps): App {
       return run(def, ctx);
     });
   }
+  const allowFor = allowTable(router.routes as never);
 
   async function run(def: RouteDef, ctx: AppCtx): Promise<Response> {
     ctx.route = def;
     try {
       ctx.caller = await authenticate(def, ctx.request, svc, ctx.caller.ip);
     } catch (err) {
-      // Without a valid key the client is its address: the 401 spends the IP's budget (SPEC part 8).
+      // Without a valid key the client is its address: the 401 spends authfail:<ip>, its own unit (CONTRACT §8).
       if (err instanceof AppError && err.code === 'unauthorized') ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
       throw err;
     }
@@ -102,9 +113,41 @@ export function createApp(deps: AppDeps): App {
     }
     // Limits apply after authentication, so a key's budget is spent only by that key (SPEC part 8).
     ctx.rate = await spend(svc.rateLimiter, budgetFor(def, ctx.caller, svc.config));
-    // No id contains NUL (%00), and Postgres text cannot hold one: answer here, not with a database error.
-    if (Object.values(ctx.params).some((v) => v.includes('\u0000'))) throw new AppError('not_found', 'no resource has an id containing NUL (%00)');
+    // A cached minted key: revoked since it was verified? The budget statement just said.
+    try {
+      await recheckRevocation(svc, ctx.caller, ctx.rate?.generation);
+    } catch (err) {
+      ctx.caller = { keyId: null, ip: ctx.caller.ip };
+      ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
+      throw err;
+    }
+    // Path and query strings obey the body's rules (no NUL, well-formed Unicode): a 400 naming them.
+    checkParams(ctx.params, ctx.query);
+    // Tenancy (CONTRACT §8): a minted key's unknown and other keys' matters are both simply 404.
+    if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params.id);
+    ctx.tellNow = def.signsAgainstNow === true;
     return def.handler(ctx);
+  }
+
+  /** OPTIONS, routing, HEAD as GET without its body, and 405/404 for what no route takes. */
+  async function dispatch(request: Request, url: URL, ctx: AppCtx, corsOrigin: string | null): Promise<Response> {
+    const method = request.method.toUpperCase();
+    const allow = allowFor(url.pathname);
+    if (!SERVED_METHODS.has(method)) throw methodNotAllowed(method, url.pathname, allow);
+    if (method === 'OPTIONS') {
+      if (allow.length === 0) throw new AppError('not_found', `no route for ${url.pathname}`);
+      const preflight = corsOrigin !== null && request.headers.has('access-control-request-method');
+      return new Response(null, { status: 204, headers: { allow: allow.join(', '), ...(preflight ? preflightHeaders(corsOrigin, allow.join(', ')) : {}) } });
+    }
+    const routed = method === 'HEAD' ? new Request(request.url, { method: 'GET', headers: request.headers }) : request;
+    const res = (await router.fetch(routed, ctx)) as Response | undefined;
+    if (res && method === 'HEAD') {
+      res.body?.cancel().catch(() => {});
+      return new Response(null, { status: res.status, headers: res.headers });
+    }
+    if (res) return res;
+    if (allow.length > 0) throw methodNotAllowed(method, url.pathname, allow);
+    throw new AppError('not_found', `no route for ${request.method} ${url.pathname}`);
   }
 
   async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
@@ -120,16 +163,24 @@ export function createApp(deps: AppDeps): App {
       svc,
       caller: { keyId: null, ip: info.ip ?? 'unknown' },
       requestId,
+      routes,
     };
     let response: Response;
+    let corsOrigin: string | null = null;
     try {
-      response = ((await router.fetch(request, ctx)) as Response | undefined) ??
-        errorResponse(new AppError('not_found', `no route for ${request.method} ${url.pathname}`));
+      // Before anything is read or done: a refused cross-site request leaves no trace but its answer.
+      corsOrigin = checkCrossSite(request, url, svc.config).corsOrigin;
+      response = await dispatch(request, url, ctx, corsOrigin);
     } catch (err) {
       if (!(err instanceof AppError)) deps.onError?.(err, requestId);
       response = errorResponse(err);
     }
     response.headers.set('x-request-id', requestId);
+    // Client-signed actions are checked against the service clock: every answer (a 422 for skew
+    // above all) tells the client what that clock reads. Best effort: a failure here changes nothing.
+    if (ctx.tellNow) await serviceNow(svc.db).then((now) => response.headers.set('x-service-now', now), () => {});
+    if (corsOrigin !== null) for (const [k, v] of Object.entries(corsHeaders(corsOrigin))) response.headers.set(k, v);
+    else if (svc.config.corsOrigins.length > 0) response.headers.append('vary', 'Origin');
     // The budget a request spent is told on every answer it gets, not only on the 429.
     if (ctx.rate) for (const [k, v] of Object.entries(rateHeaders(ctx.rate))) if (!response.headers.has(k)) response.headers.set(k, v);
     if (deps.requestLog) {
@@ -145,7 +196,19 @@ export function createApp(deps: AppDeps): App {
     return response;
   }
 
-  return { fetch, routes, svc };
+  function refuseMethod(method: string, target: string): Response {
+    let pathname = '/';
+    try {
+      pathname = new URL(target, 'http://localhost').pathname;
+    } catch {
+      // An authority-form CONNECT target (host:port) names no path: nothing is allowed on it.
+    }
+    const res = errorResponse(methodNotAllowed(method, pathname, target.startsWith('/') ? allowFor(pathname) : []));
+    res.headers.set('x-request-id', crypto.randomUUID());
+    return res;
+  }
+
+  return { fetch, routes, svc, refuseMethod };
 }
 
 function decodeParams(p: Record<string, string> = {}): Record<string, string> {

@@ -34,6 +34,10 @@ export interface Config {
   sandboxPublic: boolean;
   /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
   logIntegrateWaitMs: number;
+  /** Browser origins allowed to call the API cross-origin (CORS); none by default (CONTRACT §8). */
+  corsOrigins: string[];
+  /** Failed authentication attempts per client IP per window, in the unit `authfail:<ip>`. */
+  authFailRateLimitMax: number;
 }
 
 export class ConfigError extends Error {
@@ -97,17 +101,48 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
  */
 function publicUrl(env: Env, host: string, port: number): string {
   const raw = env.PUBLIC_URL;
-  if (raw === undefined || raw === '') return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (raw === undefined || raw === '') {
+    const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    return `http://${h}:${port}`;
+  }
   let u: URL | undefined;
   try {
     u = new URL(raw);
   } catch {
     u = undefined;
   }
-  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.length > 1024) {
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.includes('#') || raw.includes('?')) {
     throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
   }
-  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+  return (u.origin + u.pathname).replace(/\/+$/, '');
+}
+
+/** CORS_ORIGINS: a comma list of exact origins (scheme://host[:port]); no wildcard, since keys travel in headers. */
+function corsOrigins(env: Env): string[] {
+  const raw = env.CORS_ORIGINS;
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((s) => s.trim()).filter((s) => s !== '').map((o) => {
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o.replace(/\/$/, '').toLowerCase()) {
+      throw new ConfigError('CORS_ORIGINS', `must be a comma list of origins like https://app.example.com (scheme, host, optional port; no path or wildcard), got ${JSON.stringify(o)}`);
+    }
+    return u.origin;
+  });
+}
+
+/**
+ * With PORT=0 the listening port is known only once the server listens: when PUBLIC_URL was not
+ * given, its default (the listening address) is rebuilt with the bound port. The edge calls this
+ * before it builds the app.
+ */
+export function withListeningPort(config: Config, env: Env, port: number): Config {
+  if (env.PUBLIC_URL) return config;
+  return Object.freeze({ ...config, publicUrl: publicUrl({}, config.host, port) });
 }
 
 // Exposure (issue 17 item 14): an open sandbox lets anyone who reaches it create and move escrows,
@@ -142,8 +177,9 @@ export function parseConfig(env: Env): Config {
   const requestLog = env.REQUEST_LOG || (noDir ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
   if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
+  const port = int(env, 'PORT', 4280, 0, 65535);
   return Object.freeze({
-    port: int(env, 'PORT', 4280, 0, 65535),
+    port,
     host,
     databaseUrl,
     dataDir,
@@ -163,7 +199,9 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
-    publicUrl: publicUrl(env, host, int(env, 'PORT', 4280, 0, 65535)),
+    publicUrl: publicUrl(env, host, port),
+    corsOrigins: corsOrigins(env),
+    authFailRateLimitMax: int(env, 'AUTH_FAIL_RATE_LIMIT_MAX', 100, 1, 1e9),
     sandboxPublic: exposure(env, host, apiKey),
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });

@@ -2,7 +2,8 @@
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './domain/custody.ts';
-import type { RateLimiter } from './http/rateLimit.ts';
+import type { RateLimiter } from './http/rateTypes.ts';
+import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './domain/proofLog.ts';
 
@@ -12,11 +13,7 @@ export interface RequestLogStats {
   rotations: number;
 }
 
-import type { RouteDef } from './http/route.ts';
-
 export interface Services {
-  /** The route table (the OpenAPI document is generated from it). */
-  routes: ReadonlyArray<RouteDef>;
   db: Db;
   config: Config;
   /** The proofs log's integrator on this instance (closings wait on it; the jobs tick it). */
@@ -28,6 +25,8 @@ export interface Services {
   nowMs: () => number;
   /** Shared rate budgets; its `rejected` is this process's lifetime 429 count (GET /v1/admin/metrics). */
   rateLimiter: RateLimiter;
+  /** Verified minted keys of this instance, checked against the revocation generation (src/http/authCache.ts). */
+  authCache: AuthCache;
   /** The request log's counters; zeros when no request log is configured. */
   requestLogStats: () => RequestLogStats;
   /** How webhook POSTs leave the process (default: fetch, src/webhooks/transport.ts; Node: transport.node.ts). */

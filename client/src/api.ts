@@ -59,6 +59,7 @@ export const API_ROUTES = {
   'admin.metrics': ['GET /v1/admin/metrics'],
   'admin.rate': ['GET /v1/admin/rate'],
   'sandbox.advanceClock': ['POST /v1/sandbox/clock'],
+  'sandbox.clock': ['GET /v1/sandbox/clock'],
   'sandbox.failNext': ['POST /v1/sandbox/custody/fail-next'],
   'x402.offer': ['GET /v1/x402/demo'],
   'x402.demo': ['GET /v1/x402/demo'],
@@ -189,7 +190,9 @@ export function createClient(opts: ClientOptions) {
       rate: () => call<RateSnapshot>('admin.rate'),
     },
     sandbox: {
-      advanceClock: (advanceSeconds: number) => call<{ now: string }>('sandbox.advanceClock', { body: { advanceSeconds } }),
+      advanceClock: (advanceSeconds: number) => call<{ now: string; offsetSeconds: number }>('sandbox.advanceClock', { body: { advanceSeconds } }),
+      /** The service's notion of now, which client-signed signedAt/submittedAt are checked against. */
+      clock: () => call<{ now: string; offsetSeconds: number }>('sandbox.clock'),
       failNext: (count: number) => call<{ failNext: number }>('sandbox.failNext', { body: { count } }),
     },
     x402: {

@@ -8,11 +8,12 @@ import type { Agent } from '@escrow-settlement/client/resources';
 
 export type { Agent };
 
-export async function createAgent(q: Queryable, label: string): Promise<Agent> {
+/** `owner`: the minted key registering it (tenancy, CONTRACT §8); null for the root key and the open sandbox. */
+export async function createAgent(q: Queryable, label: string, owner: string | null = null): Promise<Agent> {
   const kp = generateKeyPair();
   const agent = { id: newId('agt'), label, publicKey: toHex(kp.publicKey) };
-  await q.query('INSERT INTO agents (id, label, public_key, secret_key, created_at) VALUES ($1, $2, $3, $4, svc_now())', [
-    agent.id, label, agent.publicKey, toHex(kp.secretKey),
+  await q.query('INSERT INTO agents (id, label, public_key, secret_key, created_at, owner_key) VALUES ($1, $2, $3, $4, svc_now(), $5)', [
+    agent.id, label, agent.publicKey, toHex(kp.secretKey), owner,
   ]);
   return agent;
 }

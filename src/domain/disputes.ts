@@ -11,7 +11,8 @@ import { AppError, invalidState, notFound } from '../errors.ts';
 import { extend } from '../trail/chain.ts';
 import { escrowUpdate, lockEscrow, trailWrite, type Locked } from './escrowRow.ts';
 import { transition } from './states.ts';
-import { actingParty, type PartyAct } from './parties.ts';
+import { actingParty, assertFresh, partyActHash, recordSigned, signedActionHash, type PartyAct } from './parties.ts';
+import { idemClaim, idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { canonicalPayload } from './deliver.ts';
 import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
 import { loadAgents } from './agents.ts';
@@ -64,38 +65,47 @@ export async function getDispute(svc: Services, escrowId: string): Promise<Dispu
   return toJson(await disputeOf(svc.db, escrowId));
 }
 
-export async function openDispute(svc: Services, escrowId: string, act: PartyAct, reason: string): Promise<DisputeJson> {
+export async function openDispute(svc: Services, escrowId: string, act: PartyAct, reason: string, idem?: IdemSlot): Promise<DisputeJson> {
+  const signedFields = act.form === 'client' && reason !== '' ? { reason } : {};
+  const actionHash = partyActHash(escrowId, act, 'dispute.open', signedFields);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
+    await assertFresh(tx, [actionHash], 'dispute opening');
     if (e.disputeId) throw invalidState('this escrow already has a dispute; an escrow has at most one');
     transition('dispute', e);
-    const signedFields = reason !== '' ? { reason } : {};
-    const openedBy = await actingParty(tx, e, act, 'dispute.open', act.form === 'client' ? signedFields : {});
+    const openedBy = await actingParty(tx, e, act, 'dispute.open', signedFields);
     const at = e.now.toISOString();
     const d: DisputeJson = { id: newId('dsp'), escrowId, state: 'open', openedBy, reason, evidence: [], openedAt: at };
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.opened', body: { disputeId: d.id, openedBy, reason } }], at);
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
-    const signed = await signedAct(tx, escrowId, act, 'dispute.open', signedFields, openedBy, at, entries[0].index);
+    // The bundle keeps the opening as signed: a sandbox agent's held key signs the reason too (issue 18.6).
+    const signed = await signedAct(tx, escrowId, act, 'dispute.open', reason !== '' ? { reason } : {}, openedBy, at, entries[0].index);
     await tx.batch([
       { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
       trailWrite(escrowId, entries),
       partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: 'disputed', deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
+      ...recordSigned(escrowId, [actionHash]),
+      ...idemStore(idem, 201, d),
     ]);
     return d;
   });
 }
 
-export async function addEvidence(svc: Services, escrowId: string, act: PartyAct, note: string | undefined, payload: unknown, hasPayload: boolean): Promise<DisputeJson> {
+export async function addEvidence(svc: Services, escrowId: string, act: PartyAct, note: string | undefined, payload: unknown, hasPayload: boolean, idem?: IdemSlot): Promise<DisputeJson> {
   const contentHash = sha256Hex(hasPayload ? canonicalPayload(payload) : canonicalPayload(note ?? ''));
+  const fields: Record<string, unknown> = {};
+  if (note !== undefined) fields.note = note;
+  if (hasPayload) fields.contentHash = contentHash;
+  const actionHash = partyActHash(escrowId, act, 'dispute.evidence', fields);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
     const d = await disputeOf(tx, escrowId, true);
+    await assertFresh(tx, [actionHash], 'evidence');
     if (d.state === 'resolved') throw invalidState('the dispute is resolved; evidence is closed');
     transition('evidence', e);
-    const fields: Record<string, unknown> = {};
-    if (note !== undefined) fields.note = note;
-    if (hasPayload) fields.contentHash = contentHash;
     const party = await actingParty(tx, e, act, 'dispute.evidence', act.form === 'client' ? fields : {});
     const at = e.now.toISOString();
     const evidence: Evidence[] = [...JSON.parse(d.evidence), { party, contentHash, note: note ?? '', submittedAt: at }];
@@ -108,8 +118,11 @@ export async function addEvidence(svc: Services, escrowId: string, act: PartyAct
       trailWrite(escrowId, entries),
       partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: e.state, deadlineAt: e.deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
+      ...recordSigned(escrowId, [actionHash]),
     ]);
-    return toJson({ ...d, state, evidence: JSON.stringify(evidence) });
+    const out = toJson({ ...d, state, evidence: JSON.stringify(evidence) });
+    await tx.batch(idemStore(idem, 200, out));
+    return out;
   });
 }
 
@@ -148,16 +161,21 @@ function decidedBy(e: Locked, signers: Set<string>): Ruling['decidedBy'] {
   throw rulingError(`the ruling lacks the required signatures: it needs ${missing}`);
 }
 
-export async function resolveDispute(svc: Services, escrowId: string, input: ResolveInput): Promise<{ dispute: DisputeJson; proof: Proof }> {
+export async function resolveDispute(svc: Services, escrowId: string, input: ResolveInput, idem?: IdemSlot): Promise<{ dispute: DisputeJson; proof: Proof }> {
   const shares = checkShares(input.outcome, input.shares);
   const rationale = input.rationale ?? '';
   const held = await loadAgents(svc.db, input.agentIds ?? [], 'agentIds');
   const r = await svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, escrowId);
     const d = await disputeOf(tx, escrowId, true);
+    const signed = rulingBody(escrowId, d.id, input.outcome, rationale, shares);
+    const hashes = (input.signatures ?? []).map((s) => signedActionHash(s.signer, signed));
+    // A ruling whose every client signature was already accepted is that ruling sent again.
+    if (hashes.length > 0) await assertFreshAll(tx, hashes);
     if (d.state === 'resolved') throw invalidState('the dispute is already resolved');
     transition('resolve', e);
-    const signedBody = rulingBody(escrowId, d.id, input.outcome, rationale, shares);
+    const signedBody = signed;
     const body = canonicalBytes(signedBody);
     const signers = new Set<string>();
     const sigs = new Map<string, string>();
@@ -178,6 +196,10 @@ export async function resolveDispute(svc: Services, escrowId: string, input: Res
     const kept: PartySignatureRow[] = [...sigs].filter(([k]) => roles.has(k))
       .map(([publicKey, signature]) => ({ kind: 'ruling', trailIndex: null, publicKey, signedBody, signature }));
     const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling }, writes: [partySignatureWrite(escrowId, kept)] });
+    if (closed.ok) {
+      const answer = { dispute: toJson({ ...d, state: 'resolved', ruling: JSON.stringify(ruling) }), proof: closed.proof };
+      await tx.batch([...recordSigned(escrowId, hashes), ...idemStore(idem, 200, answer)]);
+    }
     return { closed, d };
   });
   if (!r.closed.ok) throw custodyFailed(r.closed);
@@ -185,3 +207,10 @@ export async function resolveDispute(svc: Services, escrowId: string, input: Res
   return { dispute, proof: r.closed.proof };
 }
 
+
+
+/** 409 `replayed` when every one of a ruling's signatures was accepted before (a partial overlap is a new ruling). */
+async function assertFreshAll(tx: Queryable, hashes: string[]): Promise<void> {
+  const seen = await tx.query<{ n: string }>('SELECT count(*)::text AS n FROM signed_actions WHERE action_hash = ANY($1::text[])', [[...new Set(hashes)]]);
+  if (Number(seen[0].n) === new Set(hashes).size) await assertFresh(tx, hashes, 'ruling');
+}

@@ -5,11 +5,12 @@ import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
 import { extend, GENESIS } from '../trail/chain.ts';
-import { idemStore, type IdemSlot } from '../http/idempotency.ts';
+import { idemClaim, idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
 import type { Terms } from './checks.ts';
 import { ESCROW_COLS, escrowUpdate, fromRow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
 import { transition, type EscrowState } from './states.ts';
+import { tenantRows } from './tenancy.ts';
 
 export type PartyInput = { keyRef: KeyRef } | { agentId: string };
 
@@ -22,6 +23,8 @@ export interface CreateInput {
   arbiter?: PartyInput;
   mandateId?: string;
   timeouts: Timeouts;
+  /** Minted keys that will see the escrow (src/domain/tenancy.ts tenantsOf); empty when none is confined. */
+  tenants?: string[];
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
@@ -64,6 +67,7 @@ async function resolveParties(svc: Services, input: CreateInput): Promise<{ part
 export async function createEscrow(svc: Services, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
   const { parties, now: readAt } = await resolveParties(svc, input);
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const writes: Stmt[] = [];
     let mandateHash: string | null = null;
     let now: Date;
@@ -120,6 +124,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
         ],
       },
       ...writes,
+      ...tenantRows(escrow.id, input.tenants ?? []),
       trailWrite(escrow.id, entries),
       ...idemStore(idem, 201, json),
     ]);
@@ -129,6 +134,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
 
 export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Promise<Record<string, unknown>> {
   return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
     const e = await lockEscrow(tx, id);
     const state = transition('fund', e);
     // Custody holds the amount before the escrow says it is funded; a refusal leaves it created.
@@ -151,6 +157,8 @@ export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Pr
 
 export interface ListQuery {
   state?: EscrowState;
+  /** A minted key's list holds only its escrows (tenancy); absent: every escrow. */
+  tenant?: string | null;
   limit?: number;
   cursor?: string;
 }
@@ -158,6 +166,15 @@ export interface ListQuery {
 const LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
   WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
   ORDER BY e.seq LIMIT $3`;
+
+// A confined key pages through its own escrow_tenants rows (primary key order), not the whole table.
+const TENANT_LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrow_tenants t JOIN escrows e ON e.id = t.escrow_id
+  WHERE t.key_id = $4 AND t.seq > $1 AND ($2::text IS NULL OR e.state = $2)
+  ORDER BY t.seq LIMIT $3`;
+
+const listPage = (svc: Services, q: ListQuery, after: bigint, limit: number) => q.tenant
+  ? svc.db.query(TENANT_LIST_SQL, [after.toString(), q.state ?? null, limit, q.tenant])
+  : svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, limit]);
 
 function parseCursor(cursor: string | undefined): bigint {
   if (cursor === undefined) return 0n;
@@ -168,7 +185,7 @@ function parseCursor(cursor: string | undefined): bigint {
 
 /** One page of escrows in creation order, and the cursor of the next page (null at the end). */
 export async function listEscrows(svc: Services, q: ListQuery & { limit: number }): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
-  const rows = await svc.db.query(LIST_SQL, [parseCursor(q.cursor).toString(), q.state ?? null, q.limit + 1]);
+  const rows = await listPage(svc, q, parseCursor(q.cursor), q.limit + 1);
   const more = rows.length === q.limit + 1;
   const page = more ? rows.slice(0, q.limit) : rows;
   return { escrows: page.map((r) => toJson(fromRow(r))), nextCursor: more ? `c_${page[page.length - 1].seq}` : null };
@@ -184,7 +201,7 @@ export async function streamAllEscrows(svc: Services, q: ListQuery): Promise<Rea
   let after = parseCursor(q.cursor);
   let first = true;
   let started = false;
-  const page = () => svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, 500]);
+  const page = () => listPage(svc, q, after, 500);
   // The first page is read before the answer starts: a database that cannot be reached is then a
   // 503 with the error envelope, not a 200 cut off mid-body.
   let firstPage: Awaited<ReturnType<typeof page>> | null = await page();

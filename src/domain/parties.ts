@@ -1,8 +1,10 @@
 // Who is acting on a dispute: a held sandbox agent, or a party signing client-side (CONTRACT §3).
-import type { Queryable } from '../db/types.ts';
+import type { Queryable, Stmt } from '../db/types.ts';
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
-import { notFound, unprocessable } from '../errors.ts';
+import { AppError, notFound, unprocessable } from '../errors.ts';
+import { sha256Hex } from '../crypto/hash.ts';
+import { canonicalize } from '../crypto/jcs.ts';
 import type { Locked } from './escrowRow.ts';
 import { MAX_SKEW_MS } from './deliver.ts';
 
@@ -33,3 +35,32 @@ export async function actingParty(tx: Queryable, e: Locked, act: PartyAct, actio
   }
   return act.party;
 }
+
+/**
+ * Replay (issue 17 item 8): a client-signed action is identified by its signer and the exact bytes
+ * signed (not by the signature, since Ed25519 verification may accept more than one encoding of one
+ * signature). The same action sent again is 409 `replayed`, checked under the escrow's row lock, and
+ * recorded in the transaction that applies it, so it counts once even when sent twice at once.
+ */
+export function signedActionHash(signer: string, signed: Record<string, unknown>): string {
+  return sha256Hex(`${signer}\n${canonicalize(signed)}`);
+}
+
+/** The hash of a party act's signed body, or null for the sandbox form (the service signs nothing replayable). */
+export function partyActHash(escrowId: string, act: PartyAct, action: string, fields: Record<string, unknown>): string | null {
+  return act.form === 'client' ? signedActionHash(act.party, { escrowId, action, ...fields, signedAt: act.signedAt }) : null;
+}
+
+/** Throws 409 `replayed` when any of the hashes was already accepted. Call under the escrow's row lock. */
+export async function assertFresh(tx: Queryable, hashes: Array<string | null>, what: string): Promise<void> {
+  const hs = hashes.filter((h): h is string => h !== null);
+  if (hs.length === 0) return;
+  const seen = await tx.query('SELECT 1 FROM signed_actions WHERE action_hash = ANY($1::text[]) LIMIT 1', [hs]);
+  if (seen.length > 0) throw new AppError('replayed', `this signed ${what} was already accepted once; nothing was added. Sign a new one (a fresh signedAt) to act again`);
+}
+
+/** The rows recording accepted signed actions, for the applying transaction's batch. */
+export const recordSigned = (escrowId: string, hashes: Array<string | null>): Stmt[] => {
+  const hs = [...new Set(hashes.filter((h): h is string => h !== null))];
+  return hs.length === 0 ? [] : [{ text: 'INSERT INTO signed_actions (action_hash, escrow_id) SELECT h, $2 FROM unnest($1::text[]) AS h ON CONFLICT DO NOTHING', params: [hs, escrowId] }];
+};

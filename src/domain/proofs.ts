@@ -71,7 +71,7 @@ export async function proofLeaf(q: Queryable, proofId: string): Promise<ProofLea
     ),
     logSize(q),
   ]);
-  if (rows.length === 0) throw notFound(`no proof with id ${proofId}`);
+  if (rows.length === 0) throw notFound(`no proof ${proofId}`);
   const r = rows[0];
   if (r.leaf_index === null) {
     throw new AppError('unavailable', `proof ${proofId} is sequenced but its log leaf is not integrated yet; retry in a moment`, { headers: { 'retry-after': '1' } });

@@ -4,6 +4,7 @@ import { sha256, sha256Hex } from '../crypto/hash.ts';
 import { timingSafeEqual, utf8 } from '../crypto/bytes.ts';
 import type { Services } from '../services.ts';
 import type { Caller, RouteDef } from './route.ts';
+import type { CachedKey } from './authCache.ts';
 
 /** Prefix of minted secrets, so a leaked one is recognisable in logs and scanners. */
 export const SECRET_PREFIX = 'esk_';
@@ -36,14 +37,43 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
   // Constant time: compare fixed-length digests, so neither length nor prefix leaks.
   if (timingSafeEqual(sha256(utf8(token)), sha256(utf8(apiKey)))) return { ...caller, keyId: 'root' };
   if (token.startsWith(SECRET_PREFIX)) {
-    const rows = await svc.db.query<{ id: string; rate_limit_max: number | null }>(
-      'SELECT id, rate_limit_max FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL',
-      [sha256Hex(token)],
-    );
-    if (rows.length === 1) {
+    const secretHash = sha256Hex(token);
+    const key = svc.authCache.get(secretHash) ?? await lookupKey(svc, secretHash);
+    if (key) {
       if (def.access === 'root') throw new AppError('forbidden', 'this admin route needs the root key; minted keys cannot use it');
-      return { ...caller, keyId: rows[0].id, rateLimitMax: rows[0].rate_limit_max ?? undefined };
+      return { ...caller, keyId: key.keyId, rateLimitMax: key.rateLimitMax, secretHash, generation: key.generation };
     }
   }
   throw unauthorized();
+}
+
+/**
+ * Reads a minted key and the revocation generation in one statement (one snapshot), and caches a
+ * live key under that generation (src/http/authCache.ts). Null for unknown and revoked keys.
+ */
+export async function lookupKey(svc: Services, secretHash: string): Promise<CachedKey | null> {
+  const rows = await svc.db.query<{ id: string; rate_limit_max: number | null; gen: string }>(
+    `SELECT k.id, k.rate_limit_max, g.gen::text AS gen FROM api_key_generation g
+       LEFT JOIN api_keys k ON k.secret_hash = $1 AND k.revoked_at IS NULL WHERE g.id = 1`,
+    [secretHash],
+  );
+  const r = rows[0];
+  if (!r || r.id === null) {
+    svc.authCache.delete(secretHash);
+    return null;
+  }
+  const key: CachedKey = { keyId: r.id, ...(r.rate_limit_max !== null ? { rateLimitMax: r.rate_limit_max } : {}), generation: Number(r.gen) };
+  svc.authCache.set(secretHash, key);
+  return key;
+}
+
+/**
+ * After the request's rate-limit statement: if it saw a newer revocation generation than the one
+ * the caller's cached key was verified at, verify the key again; a revoked key is then 401.
+ */
+export async function recheckRevocation(svc: Services, caller: Caller, seenGeneration: number | undefined): Promise<void> {
+  if (caller.secretHash === undefined) return;
+  if (seenGeneration !== undefined && seenGeneration === caller.generation) return;
+  const key = await lookupKey(svc, caller.secretHash);
+  if (!key) throw unauthorized();
 }

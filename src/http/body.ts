@@ -1,9 +1,10 @@
-// Reading request bodies: capped while streaming (a 50 MB body is never buffered), parsed strictly.
+// Reading request bodies: capped while streaming (a 50 MB body is never buffered), parsed strictly
+// (I-JSON: no duplicate keys, NUL or lone surrogates; strictJson.ts). Every route reads JSON here.
 import { AppError, badRequest } from '../errors.ts';
+import { parseStrictJson } from './strictJson.ts';
 
 export const MAX_BODY = 1024 * 1024;
 export const MAX_VERIFY_BODY = 32 * 1024;
-const MAX_DEPTH = 64;
 
 function tooLarge(limit: number) {
   return new AppError('payload_too_large', `request body is over the ${limit === MAX_BODY ? '1 MB' : '32 KB'} limit for this route`);
@@ -42,24 +43,7 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
   return out;
 }
 
-/** Depth of nesting of a JSON text, counted without parsing (so a 10,000-level body is refused cheaply). */
-function nestingDepthExceeds(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 || c === 91) {
-      if (++depth > max) return true;
-    } else if (c === 125 || c === 93) depth--;
-  }
-  return false;
-}
-
-/** The parsed JSON body, or a 400 that says what is wrong with it. An empty body is `{}`-less: undefined. */
+/** The parsed JSON body, or a 400 that says what is wrong with it and where. An empty body: undefined. */
 export async function readJson(request: Request, limit = MAX_BODY): Promise<unknown> {
   const bytes = await readBytes(request, limit);
   if (bytes.byteLength === 0) return undefined;
@@ -69,10 +53,5 @@ export async function readJson(request: Request, limit = MAX_BODY): Promise<unkn
   } catch {
     throw badRequest('request body is not valid UTF-8');
   }
-  if (nestingDepthExceeds(text, MAX_DEPTH)) throw badRequest(`request body is nested deeper than ${MAX_DEPTH} levels`);
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw badRequest(`request body is not valid JSON: ${(e as Error).message}`);
-  }
+  return parseStrictJson(text);
 }

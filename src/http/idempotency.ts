@@ -1,35 +1,64 @@
 // Idempotency-Key on create and fund (CONTRACT §3): scope (credential, method, path, key); a 2xx
-// response is stored in the command's own transaction and replayed verbatim for 24 h.
-import { AppError, badRequest, unprocessable } from '../errors.ts';
+// response is stored in the command's own transaction and replayed verbatim for 24 h. The key is
+// claimed in that same transaction, so a request that dies never holds it (issue 17 item 13).
+import { badRequest, unprocessable } from '../errors.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 import { canonicalize } from '../crypto/jcs.ts';
-import type { Stmt } from '../db/types.ts';
+import type { Queryable, Stmt } from '../db/types.ts';
 import type { Ctx } from './route.ts';
 
 export interface IdemSlot {
   scope: string;
+  requestHash: string;
 }
 
-const RETENTION_MS = 24 * 3600 * 1000;
-/** A pending key older than this belongs to a request that died before committing: take it over. */
-const STALE_PENDING_MS = 60_000;
-const POLL_MS = 25;
+/** A stored answer met inside the command's transaction: the transaction rolls back and the answer replays. */
+export class StoredAnswer extends Error {
+  constructor(readonly response: Response) {
+    super('idempotent replay');
+  }
+}
+
+type Row = { request_hash: string; status: number | null; body: string | null; headers: string | null };
+const FRESH = `SELECT request_hash, status, body, headers FROM idempotency
+  WHERE scope = $1 AND status IS NOT NULL AND created_at > now() - interval '24 hours'`;
+
+function replay(row: Row, requestHash: string): Response {
+  if (row.request_hash !== requestHash) throw unprocessable('this Idempotency-Key was already used with a different request body; use a new key');
+  return new Response(row.body, { status: row.status!, headers: { ...JSON.parse(row.headers ?? '{}'), 'idempotent-replayed': 'true' } });
+}
+
+/**
+ * The first statements of a command's transaction when it runs under a key. Lock: a
+ * transaction-scoped advisory lock on the key's scope. A concurrent request with the same key waits
+ * here until this transaction ends: on commit it finds the stored answer and replays it; on
+ * rollback, or when the process holding it dies (Postgres ends the dead connection's transaction),
+ * the lock is gone at once and the waiter runs. No pending row exists, so nothing is left to expire.
+ */
+export async function idemClaim(tx: Queryable, slot: IdemSlot | undefined): Promise<void> {
+  if (!slot) return;
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [slot.scope]);
+  const [row] = await tx.query<Row>(FRESH, [slot.scope]);
+  if (row) throw new StoredAnswer(replay(row, slot.requestHash));
+}
 
 /** The statement a command adds to its transaction so the stored response commits with the effect. */
 export function idemStore(slot: IdemSlot | undefined, status: number, body: unknown): Stmt[] {
   if (!slot) return [];
   return [{
-    text: 'UPDATE idempotency SET status = $2, body = $3, headers = $4 WHERE scope = $1',
-    params: [slot.scope, status, JSON.stringify(body), JSON.stringify({ 'content-type': 'application/json; charset=utf-8' })],
+    // Replaces an expired record of the same scope (or a pending row an older version left behind).
+    text: `INSERT INTO idempotency (scope, request_hash, status, body, headers, created_at) VALUES ($1, $2, $3, $4, $5, now())
+           ON CONFLICT (scope) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = EXCLUDED.status, body = EXCLUDED.body,
+             headers = EXCLUDED.headers, created_at = EXCLUDED.created_at`,
+    params: [slot.scope, slot.requestHash, status, JSON.stringify(body), JSON.stringify({ 'content-type': 'application/json; charset=utf-8' })],
   }];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
- * Runs `run` at most once per key. Without the header it simply runs. The first request inserts a
- * pending row (the primary key is the lock); concurrent duplicates wait for it to complete and
- * replay it; a different body under the same key is 422; a failure (non-2xx) frees the key.
+ * Runs `run` at most once per key. Without the header it simply runs. A stored 2xx answer replays
+ * (one read, outside any transaction); otherwise the command claims the key in its own transaction
+ * (idemClaim) and stores its answer there (idemStore). A different body under the same key is 422;
+ * a failure (a throw: the transaction rolled back) stores nothing, so the corrected retry runs.
  */
 export async function withIdempotency(ctx: Ctx, body: unknown, run: (slot?: IdemSlot) => Promise<Response>): Promise<Response> {
   const key = ctx.request.headers.get('idempotency-key');
@@ -43,47 +72,13 @@ export async function withIdempotency(ctx: Ctx, body: unknown, run: (slot?: Idem
   } catch {
     throw badRequest('request body cannot be canonicalised (RFC 8785): lone surrogates or non-finite numbers');
   }
-  const db = ctx.svc.db;
-  const deadline = ctx.svc.nowMs() + STALE_PENDING_MS + 5_000;
-  for (;;) {
-    const mine = await db.query(
-      `INSERT INTO idempotency (scope, request_hash, created_at) VALUES ($1, $2, now())
-       ON CONFLICT (scope) DO NOTHING RETURNING scope`,
-      [scope, requestHash],
-    );
-    if (mine.length === 1) {
-      let res: Response;
-      try {
-        res = await run({ scope });
-      } catch (err) {
-        await db.query('DELETE FROM idempotency WHERE scope = $1 AND status IS NULL', [scope]);
-        throw err;
-      }
-      if (res.status < 200 || res.status > 299) await db.query('DELETE FROM idempotency WHERE scope = $1 AND status IS NULL', [scope]);
-      return res;
-    }
-    const [row] = await db.query<{ request_hash: string; status: number | null; body: string | null; headers: string | null; age_ms: string }>(
-      `SELECT request_hash, status, body, headers, (extract(epoch FROM now() - created_at) * 1000)::bigint::text AS age_ms
-         FROM idempotency WHERE scope = $1`,
-      [scope],
-    );
-    if (!row) continue; // freed by a failed first attempt: try to take it
-    const age = Number(row.age_ms);
-    if (age > RETENTION_MS || (row.status === null && age > STALE_PENDING_MS)) {
-      await db.query('DELETE FROM idempotency WHERE scope = $1 AND request_hash = $2 AND status IS NOT DISTINCT FROM $3', [scope, row.request_hash, row.status]);
-      continue;
-    }
-    if (row.request_hash !== requestHash) {
-      throw unprocessable('this Idempotency-Key was already used with a different request body; use a new key');
-    }
-    if (row.status !== null) {
-      return new Response(row.body, {
-        status: row.status,
-        headers: { ...JSON.parse(row.headers ?? '{}'), 'idempotent-replayed': 'true' },
-      });
-    }
-    if (ctx.svc.nowMs() > deadline) throw new AppError('unavailable', 'a request with this Idempotency-Key is still in progress; retry later');
-    await sleep(POLL_MS);
+  const [row] = await ctx.svc.db.query<Row>(FRESH, [scope]);
+  if (row) return replay(row, requestHash);
+  try {
+    return await run({ scope, requestHash });
+  } catch (err) {
+    if (err instanceof StoredAnswer) return err.response;
+    throw err;
   }
 }
 

@@ -4,32 +4,9 @@ import type { Config } from '../config.ts';
 import type { Queryable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import type { Caller, RouteDef } from './route.ts';
-import type { RateSnapshot } from '@escrow-settlement/client/resources';
+import type { Budget, RateDecision, RateLimiter, RateSnapshot } from './rateTypes.ts';
 
-/** A budget unit (`key:root`, `key:key_…`, `ip:1.2.3.4`, `verify:1.2.3.4`) and its size per window. */
-export interface Budget {
-  unit: string;
-  limit: number;
-}
-
-export interface RateDecision extends Budget {
-  allowed: boolean;
-  remaining: number;
-  /** Milliseconds until the current window ends and the budget refills. */
-  resetMs: number;
-}
-
-export type { RateSnapshot };
-
-export interface RateLimiter {
-  readonly windowMs: number;
-  /** Spends one request from the budget; never throws for "over budget", only for a database failure. */
-  hit(budget: Budget): Promise<RateDecision>;
-  /** The current window's counters by unit (GET /v1/admin/rate). */
-  snapshot(): Promise<RateSnapshot>;
-  /** Requests this process refused with 429 since it started (a process counter, GET /v1/admin/metrics). */
-  readonly rejected: number;
-}
+export type { Budget, RateDecision, RateLimiter, RateSnapshot };
 
 /**
  * The budget a routed request spends, after authentication (SPEC part 8): authenticated /v1 traffic
@@ -52,11 +29,12 @@ export function budgetFor(def: RouteDef, caller: Caller, config: Config): Budget
 }
 
 /**
- * The budget a request spends when it fails authentication on a hosted deployment: its client IP's
- * public budget. The client of a request without a valid key is its address (SPEC part 8, "per
- * client"), and this keeps key guessing, and the key lookups it costs, bounded.
+ * The budget a request spends when it fails authentication on a hosted deployment: `authfail:<ip>`,
+ * a unit of its own (CONTRACT §8), so a client with a wrong key exhausts neither its IP's public log
+ * budget nor anyone's key budget, and the root key, which never fails, is never locked out by it.
+ * It keeps key guessing, and the key lookups that costs, bounded per address.
  */
-export const failedAuthBudget = (ip: string, config: Config): Budget => ({ unit: `ip:${ip}`, limit: config.publicRateLimitMax });
+export const failedAuthBudget = (ip: string, config: Config): Budget => ({ unit: `authfail:${ip}`, limit: config.authFailRateLimitMax });
 
 /** RateLimit-* headers (IETF draft "RateLimit header fields for HTTP"); Reset is in seconds from now. */
 export function rateHeaders(d: RateDecision): Record<string, string> {
@@ -85,7 +63,7 @@ export async function spend(limiter: RateLimiter, budget: Budget | null): Promis
   return d;
 }
 
-type HitRow = { hits: number; window_idx: number; now_ms: number };
+type HitRow = { hits: number; window_idx: number; now_ms: number; gen: number };
 type UnitRow = { idx: number; unit: string | null; hits: number | null };
 
 /**
@@ -118,7 +96,8 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
       `INSERT INTO rate_counters AS c (window_idx, unit, hits)
        VALUES (floor(extract(epoch FROM now()) * 1000 / $2::float8)::bigint, $1, 1)
        ON CONFLICT (window_idx, unit) DO UPDATE SET hits = c.hits + 1
-       RETURNING c.hits, c.window_idx::float8 AS window_idx, (extract(epoch FROM now()) * 1000)::float8 AS now_ms`,
+       RETURNING c.hits, c.window_idx::float8 AS window_idx, (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
+         (SELECT gen FROM api_key_generation WHERE id = 1)::float8 AS gen`,
       [budget.unit, windowMs],
     );
     if (row.window_idx > newestWindow) await newWindow(row.window_idx, now);
@@ -128,7 +107,9 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
       rejected++;
       blocked.set(budget.unit, now + resetMs);
     }
-    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs };
+    // The revocation generation rides on this statement, which every authenticated request makes
+    // anyway: a cached key is re-verified only when a revocation happened (src/http/authCache.ts).
+    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs, generation: Number(row.gen) };
   }
 
   async function newWindow(idx: number, now: number): Promise<void> {

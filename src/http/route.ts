@@ -12,6 +12,9 @@ export interface Caller {
   /** Client address as the edge saw it (socket address, or first X-Forwarded-For hop with TRUST_PROXY). */
   ip: string;
   rateLimitMax?: number;
+  /** A minted key's sha256 and the revocation generation it was verified at (src/http/authCache.ts). */
+  secretHash?: string;
+  generation?: number;
 }
 
 export interface Ctx {
@@ -21,6 +24,8 @@ export interface Ctx {
   svc: Services;
   caller: Caller;
   requestId: string;
+  /** The route table (the OpenAPI document is generated from it). */
+  routes: ReadonlyArray<RouteDef>;
 }
 
 export interface RouteDef {
@@ -30,6 +35,13 @@ export interface RouteDef {
   /** Routes only the open sandbox serves (hosted: 403 forbidden). */
   sandboxOnly?: boolean;
   rate?: RateUnit;
+  /**
+   * Tenancy (CONTRACT §8): `:id` names an escrow (or a proof of one) that a minted key must have a
+   * party in; checked centrally before the handler runs (src/domain/tenancy.ts).
+   */
+  tenant?: 'escrow' | 'proof' | 'mandate';
+  /** The route takes client-signed actions with a time window: the response tells `x-service-now`. */
+  signsAgainstNow?: boolean;
   summary: string;
   tag: string;
   /** Request body schema; several for routes that take alternative forms (oneOf). */

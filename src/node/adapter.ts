@@ -121,8 +121,36 @@ function toRequest(request: Request, incoming: IncomingMessage, outgoing: Server
   });
 }
 
+/** Methods node:http parses but no fetch Request can carry: the core's 405 is sent for them directly. */
+const UNFETCHABLE = new Set(['TRACE', 'TRACK', 'CONNECT']);
+
 /** A request listener for node:http that serves app.fetch. */
 export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const listener = nodeFetchListener(app, opts);
+  return async (req, res) => {
+    if (!UNFETCHABLE.has(req.method ?? '')) return listener(req, res);
+    const answer = app.refuseMethod(req.method!, req.url ?? '/');
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(await answer.text());
+  };
+}
+
+/**
+ * node:http hands CONNECT to the server's 'connect' event with the raw socket (no listener: the
+ * socket is simply destroyed). Answer it with the 405 envelope and close: this is no proxy.
+ */
+export function connectListener(app: App): (req: IncomingMessage, socket: import('node:stream').Duplex) => void {
+  return (req, socket) => {
+    socket.on('error', () => socket.destroy());
+    const answer = app.refuseMethod('CONNECT', req.url ?? '');
+    void answer.text().then((body) => {
+      const head = ['HTTP/1.1 405 Method Not Allowed', ...[...answer.headers].map(([k, v]) => `${k}: ${v}`), `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
+      socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+    });
+  };
+}
+
+function nodeFetchListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return getRequestListener(
     async (request, env) => {
       const { incoming, outgoing } = env as HttpBindings;

@@ -5,12 +5,12 @@
 // DATA_DIR held by another process is reported before the database is opened.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { ConfigError, parseConfig, type Config } from '../config.ts';
+import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
 import { createApp } from '../app.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../domain/keys.ts';
-import { nodeListener } from './adapter.ts';
+import { connectListener, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
@@ -86,8 +86,13 @@ async function main(env: Env) {
   const requestLog = config.requestLog
     ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) => log('request log write failed', { path: config.requestLog, error: String(err) }))
     : undefined;
-  const app = createApp({ db, config, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
+  // PORT=0: the default PUBLIC_URL (x402 resources, OpenAPI servers) names the port actually bound.
+  const bound = server.address();
+  const appConfig = typeof bound === 'object' && bound ? withListeningPort(config, env, bound.port) : config;
+  const app = createApp({ db, config: appConfig, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
   serve = nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) });
+  // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
+  server.on('connect', connectListener(app));
   const jobs = startJobs(app.svc, { log });
   // Handlers before the 'listening' line: a supervisor may signal as soon as it reads it, and until
   // process.on() is called the signal's default action ends the process without a clean stop.

@@ -30,6 +30,9 @@ const QUERY: Record<string, Array<{ name: string; schema: Record<string, unknown
 const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
   'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
   'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
+  'POST /v1/escrows/:id/dispute': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
+  'POST /v1/escrows/:id/dispute/evidence': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
+  'POST /v1/escrows/:id/dispute/resolve': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
   'GET /v1/x402/demo': [
     { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}} (proof-sandbox scheme)' },
     { name: 'PAYMENT-SIGNATURE', description: 'x402 v2: base64 JSON {x402Version: 2, resource?, accepted, payload: {authorization, signature}}; send one of the two' },
@@ -94,6 +97,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string,
             headers: {
               'x-request-id': { schema: { type: 'string' } },
               ...Object.fromEntries(Object.entries(RESPONSE_HEADERS[key] ?? {}).map(([n, h]) => [n, { ...h, schema: { type: 'string' } }])),
+              ...(def.signsAgainstNow ? { 'x-service-now': { description: 'The service clock (sandbox offset included) that signedAt/submittedAt must be within 300 s of; sent on errors too', schema: { type: 'string', format: 'date-time' } } } : {}),
             },
           }),
         },
@@ -110,7 +114,11 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string,
     info: {
       title: 'Escrow settlement service',
       version: API_VERSION,
-      description: 'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors.',
+      description: 'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors. '
+        + 'On every path: another method is 405 `method_not_allowed` with an `Allow` header (TRACE, CONNECT and unknown methods included); OPTIONS is 204 with `Allow` (a CORS preflight from an origin in CORS_ORIGINS adds the Access-Control-* headers); HEAD answers as GET without a body. '
+        + 'JSON bodies, path and query parameters must be I-JSON (RFC 7493): a duplicate key, a NUL character or a lone UTF-16 surrogate anywhere is 400 `bad_request` naming the field. '
+        + 'A browser request whose Origin is neither the service\'s own nor in CORS_ORIGINS (or with Sec-Fetch-Site: cross-site and no such Origin) is 403 `forbidden` and does nothing; the open sandbox answers a Host name it does not know with 421 `misdirected_request`. '
+        + 'With a minted key, agents it did not register and escrows (and their proofs) where it registered no party are 404 `not_found`.',
     },
     servers: [{ url: '/' }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),

@@ -5,6 +5,7 @@ import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, label } from '../http/validate.ts';
 import { createAgent } from '../domain/agents.ts';
+import { scopeOf } from '../domain/tenancy.ts';
 
 export const CreateAgentBody = object({ label: optional(label) });
 
@@ -15,9 +16,9 @@ export const agentRoutes = () => defineRoutes([
     body: CreateAgentBody,
     success: { status: 201, description: 'Agent {id, label, publicKey}' },
     errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
-    async handler({ request, svc }) {
+    async handler({ request, svc, caller }) {
       const body = check((await readJson(request)) ?? {}, CreateAgentBody);
-      return json(await createAgent(svc.db, body.label ?? ''), 201);
+      return json(await createAgent(svc.db, body.label ?? '', scopeOf(caller)), 201);
     },
   },
 ]);

@@ -8,6 +8,8 @@ import { badRequest } from '../errors.ts';
 import { addEvidence, getDispute, openDispute, resolveDispute } from '../domain/disputes.ts';
 import type { PartyAct } from '../domain/parties.ts';
 import { SignatureS } from './schemas.ts';
+import { withIdempotency } from '../http/idempotency.ts';
+import { assertOwnAgents } from '../domain/tenancy.ts';
 
 const text4k = boundedString(4000);
 const agentId = idOf('agt');
@@ -37,48 +39,51 @@ function partyAct(b: { agentId?: string; party?: string; signedAt?: string; sign
 
 export const disputeRoutes = () => defineRoutes([
   {
-    method: 'POST', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tag: 'disputes',
+    method: 'POST', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'disputes',
     summary: 'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
     body: [OpenSandboxBody, OpenSignedBody],
-    success: { status: 201, description: 'Dispute (state open); the escrow becomes disputed with deadlineAt = now + decideWithinSeconds; emits dispute.opened' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited'],
-    async handler({ request, params, svc }) {
-      const raw = asObject(await readJson(request));
+    success: { status: 201, description: 'Dispute (state open); the escrow becomes disputed with deadlineAt = now + decideWithinSeconds; emits dispute.opened. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'replayed', 'unprocessable', 'rate_limited'],
+    async handler(ctx) {
+      const raw = asObject(await readJson(ctx.request));
       const b = 'agentId' in raw ? check(raw, OpenSandboxBody) : check(raw, OpenSignedBody);
-      return json(await openDispute(svc, params.id, partyAct(b), b.reason ?? ''), 201);
+      await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
+      return withIdempotency(ctx, raw, async (slot) => json(await openDispute(ctx.svc, ctx.params.id, partyAct(b), b.reason ?? '', slot), 201));
     },
   },
   {
-    method: 'GET', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tag: 'disputes',
+    method: 'GET', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tenant: 'escrow', tag: 'disputes',
     summary: 'Read the escrow\'s dispute.',
     success: { status: 200, description: 'Dispute' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],
     handler: async ({ params, svc }) => json(await getDispute(svc, params.id)),
   },
   {
-    method: 'POST', path: '/v1/escrows/:id/dispute/evidence', access: 'key', rate: 'key', tag: 'disputes',
+    method: 'POST', path: '/v1/escrows/:id/dispute/evidence', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'disputes',
     summary: 'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
     body: [EvidenceSandboxBody, EvidenceSignedBody],
-    success: { status: 200, description: 'Dispute with the evidence recorded; emits dispute.evidence' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
-    async handler({ request, params, svc }) {
-      const raw = asObject(await readJson(request));
+    success: { status: 200, description: 'Dispute with the evidence recorded; emits dispute.evidence. The same signed evidence again: 409 replayed. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'replayed', 'unprocessable', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const raw = asObject(await readJson(ctx.request));
       const b = 'agentId' in raw ? check(raw, EvidenceSandboxBody) : check(raw, EvidenceSignedBody);
       const hasPayload = 'payload' in raw;
       if (!hasPayload && b.note === undefined) throw badRequest('evidence needs a note or a payload');
-      return json(await addEvidence(svc, params.id, partyAct(b), b.note, raw.payload, hasPayload));
+      await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
+      return withIdempotency(ctx, raw, async (slot) => json(await addEvidence(ctx.svc, ctx.params.id, partyAct(b), b.note, raw.payload, hasPayload, slot)));
     },
   },
   {
-    method: 'POST', path: '/v1/escrows/:id/dispute/resolve', access: 'key', rate: 'key', tag: 'disputes',
+    method: 'POST', path: '/v1/escrows/:id/dispute/resolve', access: 'key', rate: 'key', tenant: 'escrow', tag: 'disputes',
     summary: 'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
     body: ResolveBody,
-    success: { status: 200, description: '{dispute, proof}; emits dispute.resolved and proof.issued' },
-    errors: ['bad_request', 'unauthorized', 'unauthorized_ruling', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],
-    async handler({ request, params, svc }) {
-      const raw = asObject(await readJson(request));
+    success: { status: 200, description: '{dispute, proof}; emits dispute.resolved and proof.issued. The same signed ruling again: 409 replayed. Honors Idempotency-Key.' },
+    errors: ['bad_request', 'unauthorized', 'unauthorized_ruling', 'not_found', 'invalid_state', 'replayed', 'custody_failed', 'rate_limited'],
+    async handler(ctx) {
+      const raw = asObject(await readJson(ctx.request));
       const b = check(raw, ResolveBody);
-      return json(await resolveDispute(svc, params.id, { ...b, shares: b.shares as never }));
+      await assertOwnAgents(ctx.svc.db, ctx.caller, (b.agentIds ?? []).map((a, i): [string, string] => [b.agentIds!.length > 1 ? `agentIds[${i}]` : 'agentIds', a]));
+      return withIdempotency(ctx, raw, async (slot) => json(await resolveDispute(ctx.svc, ctx.params.id, { ...b, shares: b.shares as never }, slot)));
     },
   },
 ]);

@@ -14,6 +14,7 @@ import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
 import { proofOfEscrow } from '../domain/proofs.ts';
 import { firstBreak } from '../trail/chain.ts';
+import { assertOwnAgents, assertVisible, scopeOf, tenantsOf } from '../domain/tenancy.ts';
 import { KeyRefS, SignatureS, TimeoutsS } from './schemas.ts';
 
 const agentId = idOf('agt');
@@ -74,7 +75,9 @@ export const escrowRoutes = () => defineRoutes([
         arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
         mandateId: b.mandateId,
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
+        tenants: await tenantsOf(ctx.svc.db, scopeOf(ctx.caller), [['payerAgentId', b.payerAgentId], ['payeeAgentId', b.payeeAgentId], ['arbiterAgentId', b.arbiterAgentId]]),
       };
+      if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
       return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
     },
   },
@@ -83,7 +86,7 @@ export const escrowRoutes = () => defineRoutes([
     summary: 'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?state= filters; ?cursor= continues.',
     success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
     errors: ['bad_request', 'unauthorized', 'rate_limited'],
-    async handler({ query, svc }) {
+    async handler({ query, svc, caller }) {
       for (const k of query.keys()) if (!['state', 'limit', 'cursor'].includes(k)) throw badRequest(`${k} is not a known query parameter (state, limit, cursor)`);
       const state = query.get('state') ?? undefined;
       if (state !== undefined && !(STATES as readonly string[]).includes(state)) throw badRequest(`state must be one of ${STATES.join(', ')}`);
@@ -93,7 +96,7 @@ export const escrowRoutes = () => defineRoutes([
         if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw badRequest('limit must be a whole number from 1 to 1000');
         limit = Number(limitRaw);
       }
-      const q = { state: state as (typeof STATES)[number] | undefined, cursor: query.get('cursor') ?? undefined };
+      const q = { state: state as (typeof STATES)[number] | undefined, cursor: query.get('cursor') ?? undefined, tenant: scopeOf(caller) };
       // A cursor is validated before the stream starts, so a bad one is still a 400.
       if (limit === undefined) {
         if (q.cursor !== undefined) await listEscrows(svc, { ...q, limit: 1 });
@@ -103,14 +106,14 @@ export const escrowRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'GET', path: '/v1/escrows/:id', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'GET', path: '/v1/escrows/:id', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'Read one escrow.',
     success: { status: 200, description: 'Escrow' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],
     handler: async (ctx) => json(toJson(await getEscrow(ctx.svc.db, id(ctx)))),
   },
   {
-    method: 'POST', path: '/v1/escrows/:id/fund', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'POST', path: '/v1/escrows/:id/fund', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
     success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
     // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
@@ -124,18 +127,19 @@ export const escrowRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'POST', path: '/v1/escrows/:id/delivery', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'POST', path: '/v1/escrows/:id/delivery', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'escrows',
     summary: 'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
     body: [SandboxDeliveryBody, SignedDeliveryBody],
     success: { status: 201, description: 'DeliveryResult {delivery, verdict, proof?}' },
     errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
       const input = deliveryInput(await readJson(ctx.request));
+      if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
       return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
     },
   },
   {
-    method: 'POST', path: '/v1/escrows/:id/refund', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'POST', path: '/v1/escrows/:id/refund', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
     success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
     errors: ['unauthorized', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],
@@ -148,7 +152,7 @@ export const escrowRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'GET', path: '/v1/escrows/:id/trail', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'GET', path: '/v1/escrows/:id/trail', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'The escrow\'s hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index.',
     success: { status: 200, description: '{entries: [TrailEntry], intactUpTo: integer|null}' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],
@@ -159,7 +163,7 @@ export const escrowRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'GET', path: '/v1/escrows/:id/events', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'GET', path: '/v1/escrows/:id/events', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them.',
     success: { status: 200, description: '{events: [EngineEvent]}' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],
@@ -170,7 +174,7 @@ export const escrowRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'GET', path: '/v1/escrows/:id/proof', access: 'key', rate: 'key', tag: 'escrows',
+    method: 'GET', path: '/v1/escrows/:id/proof', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'The proof that closed the escrow; 404 while the matter is open.',
     success: { status: 200, description: 'Proof' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],

@@ -116,7 +116,7 @@ export const logRoutes = () => defineRoutes([
     },
   },
   {
-    method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tag: 'proofs',
+    method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tenant: 'proof', tag: 'proofs',
     summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
     success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}}' },
     errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],

@@ -8,6 +8,7 @@ import { validateMandateCaps } from '../domain/mandateCaps.ts';
 import { getMandate, registerMandate } from '../domain/mandates.ts';
 import { SignatureS } from './schemas.ts';
 import { badRequest } from '../errors.ts';
+import { claimMandate } from '../domain/tenancy.ts';
 
 export const MandateBody = object({ principal: hex64, caps: unknown(), signature: SignatureS });
 
@@ -18,16 +19,18 @@ export const mandateRoutes = () => defineRoutes([
     body: MandateBody,
     success: { status: 201, description: 'Mandate with hash and usage (200 when already registered)' },
     errors: ['bad_request', 'unauthorized', 'mandate_violation', 'payload_too_large', 'rate_limited'],
-    async handler({ request, svc }) {
+    async handler({ request, svc, caller }) {
       const b = check(await readJson(request), MandateBody);
       if (b.caps === undefined) throw badRequest('caps is required');
       const caps = validateMandateCaps(b.caps);
       const r = await registerMandate(svc, { principal: b.principal, caps, signature: b.signature });
+      // Tenancy: a minted key may use the mandates it registered (idempotent, so a retry repairs it).
+      await claimMandate(svc.db, caller, r.mandate.id);
       return json(r.mandate, r.created ? 201 : 200);
     },
   },
   {
-    method: 'GET', path: '/v1/mandates/:id', access: 'key', rate: 'key', tag: 'mandates',
+    method: 'GET', path: '/v1/mandates/:id', access: 'key', rate: 'key', tenant: 'mandate', tag: 'mandates',
     summary: 'Read a mandate with its hash and usage {spent, remaining}.',
     success: { status: 200, description: 'Mandate' },
     errors: ['unauthorized', 'not_found', 'rate_limited'],

@@ -37,6 +37,6 @@ export const metaRoutes = () => defineRoutes([
     summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
     success: { status: 200, description: 'OpenAPI 3.1 document, info.version 0.3.0' },
     errors: ['unauthorized', 'rate_limited'],
-    handler: async ({ svc }) => json(openApiDocument(svc.routes)),
+    handler: async ({ routes }) => json(openApiDocument(routes)),
   },
 ]);

@@ -4,6 +4,7 @@ import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, positiveInt } from '../http/validate.ts';
+import { advanceClock, readClock } from '../domain/clock.ts';
 
 const TEN_YEARS = 315_360_000;
 export const ClockBody = object({ advanceSeconds: positiveInt(TEN_YEARS) });
@@ -13,19 +14,22 @@ export const FailNextBody = object({ count });
 export const sandboxRoutes = () => defineRoutes([
   {
     method: 'POST', path: '/v1/sandbox/clock', access: 'key', rate: 'key', sandboxOnly: true, tag: 'sandbox',
-    summary: 'Move the service\'s notion of now forward by advanceSeconds (never back); deadlines and timestamps follow it.',
+    summary: 'Move the service\'s notion of now forward by advanceSeconds (1 to 10 years per call, never back; the clock stays 10 years before year 9999); deadlines and timestamps follow it.',
     body: ClockBody,
-    success: { status: 200, description: '{now}' },
+    success: { status: 200, description: '{now, offsetSeconds}' },
     errors: ['bad_request', 'forbidden', 'rate_limited'],
     async handler({ request, svc }) {
       const b = check(await readJson(request), ClockBody);
-      const [r] = await svc.db.query<{ now: Date }>(
-        `UPDATE clock SET offset_ms = offset_ms + $1::bigint * 1000 WHERE id = 1
-         RETURNING date_trunc('milliseconds', now() + offset_ms * interval '1 millisecond') AS now`,
-        [b.advanceSeconds],
-      );
-      return json({ now: r.now.toISOString() });
+      return json(await advanceClock(svc.db, b.advanceSeconds));
     },
+  },
+  {
+    // Served in hosted mode too (offset 0 there): a client signing a timed action may read the clock.
+    method: 'GET', path: '/v1/sandbox/clock', access: 'key', rate: 'key', tag: 'sandbox',
+    summary: 'The service\'s notion of now (what client-signed actions\' signedAt/submittedAt are checked against) and the sandbox offset.',
+    success: { status: 200, description: '{now, offsetSeconds}' },
+    errors: ['unauthorized', 'rate_limited'],
+    handler: async ({ svc }) => json(await readClock(svc.db)),
   },
   {
     method: 'POST', path: '/v1/sandbox/custody/fail-next', access: 'key', rate: 'key', sandboxOnly: true, tag: 'sandbox',

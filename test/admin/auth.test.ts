@@ -65,7 +65,7 @@ describeStores('authentication over the whole route table, hosted', (h) => {
     const made = await h().req('GET', '/v1/nowhere');
     assert.match(made.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
   });
-}, { ...HOSTED, PUBLIC_RATE_LIMIT_MAX: '100000' });
+}, { ...HOSTED, PUBLIC_RATE_LIMIT_MAX: '100000', AUTH_FAIL_RATE_LIMIT_MAX: '100000' });
 
 describeStores('admin routes in the open sandbox', (h) => {
   test('every admin route answers 403 forbidden when no API key is configured, with or without a bearer header', async () => {

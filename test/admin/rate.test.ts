@@ -71,15 +71,24 @@ describeStores('rate limits on a hosted deployment', (h) => {
     assert.equal((await h().req('GET', '/v1/log/head', undefined, ip(4))).status, 200);
   });
 
-  test('requests without a valid key spend their IP\'s budget: 401 until it is gone, then 429', async () => {
-    for (const left of [3, 2, 1, 0]) {
+  test('failed authentication spends its own unit authfail:<ip>: 401 until it is gone, then 429', async () => {
+    for (const left of [2, 1, 0]) {
       const res = await h().req('GET', '/v1/escrows', undefined, { ...ip(5), ...bearer('guess-0123456789abcdef') });
       expectError(res, 401, 'unauthorized');
-      rateHeaders(res, 4, left);
+      rateHeaders(res, 3, left);
     }
-    expect429(await h().req('GET', '/v1/escrows', undefined, ip(5)), 4);
-    // A valid key from that address is not held back: authenticated traffic is counted per key.
+    const refused = await h().req('GET', '/v1/escrows', undefined, ip(5));
+    expect429(refused, 3);
+    assert.match(refused.body.error.message, /authfail:198\.51\.100\.5/);
+    // The address's public log budget is untouched by those failures (issue 17 item 12).
+    const head = await h().req('GET', '/v1/log/head', undefined, ip(5));
+    assert.equal(head.status, 200, head.text);
+    rateHeaders(head, 4, 3);
+    // The root key from that address is never locked out by them: it never fails, so never spends authfail.
     assert.equal((await h().req('GET', '/v1/escrows', undefined, { ...ip(5), ...bearer(ROOT) })).status, 200);
+    const units = (await h().req('GET', '/v1/admin/rate', undefined, bearer(ROOT))).body.units;
+    assert.equal(units['authfail:198.51.100.5'], 4);
+    assert.equal(units['ip:198.51.100.5'], 1);
   });
 
   test('health and the issuer document are not limited', async () => {
@@ -119,7 +128,7 @@ describeStores('rate limits on a hosted deployment', (h) => {
     assert.equal((await call(other)).status, 429);
     assert.equal((await call(h().app)).status, 429);
   });
-}, { ...HOSTED, ...LONG_WINDOW, RATE_LIMIT_MAX: '1000', PUBLIC_RATE_LIMIT_MAX: '4', VERIFY_RATE_LIMIT_MAX: '2' });
+}, { ...HOSTED, ...LONG_WINDOW, RATE_LIMIT_MAX: '1000', PUBLIC_RATE_LIMIT_MAX: '4', VERIFY_RATE_LIMIT_MAX: '2', AUTH_FAIL_RATE_LIMIT_MAX: '3' });
 
 describeStores('rate limits in the open sandbox', (h) => {
   test('key routes are not limited: no 429 and no RateLimit headers past RATE_LIMIT_MAX', async () => {

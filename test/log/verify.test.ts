@@ -91,7 +91,7 @@ describeStores('POST /v1/verify', (h) => {
     ['without a signature', (p) => { delete p.signature; return p; }, /^signature is required/],
     ['with a signer that is not a key', (p) => ({ ...p, signature: { ...p.signature, signer: 'abc' } }), /^signature.signer must be 64 lowercase hex/],
     ['with a signature that is not 128 hex characters', (p) => ({ ...p, signature: { ...p.signature, signature: 'ab' } }), /^signature.signature must be a 128-character/],
-    ['with a lone surrogate, which canonical JSON cannot hold', (p) => ({ ...p, id: 'prf_\ud800' }), /cannot be canonicalized: it holds a string with a lone surrogate at \/id/],
+    ['with a lone surrogate, which canonical JSON cannot hold', (p) => ({ ...p, id: 'prf_\ud800' }), /^id must not contain a lone UTF-16 surrogate/], // refused by the strict JSON reader (I-JSON) before canonicalization
     ['that is an array', () => [1, 2], /must be a JSON object|expected an object/],
   ];
   for (const [what, make, msg] of notProofs) {

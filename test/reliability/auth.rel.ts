@@ -22,7 +22,7 @@ import { fetchTransport } from '../../src/webhooks/transport.ts';
 import { caller, counts, ok, report } from './lib.ts';
 
 const ROOT = 'root-secret-reliability-auth-0123456789';
-const LIMITS = { PUBLIC_RATE_LIMIT_MAX: '1000000000', VERIFY_RATE_LIMIT_MAX: '1000000000', RATE_LIMIT_MAX: '1000000000' };
+const LIMITS = { PUBLIC_RATE_LIMIT_MAX: '1000000000', VERIFY_RATE_LIMIT_MAX: '1000000000', RATE_LIMIT_MAX: '1000000000', AUTH_FAIL_RATE_LIMIT_MAX: '1000000000' };
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 
 /** Every response seen, for the secret scan (mint answers, which show the secret once, excepted). */
@@ -115,7 +115,7 @@ for (const kind of STORES) {
             const r = await a.req(method, path, method === 'GET' ? undefined : {}, bearer(k.secret));
             tried++;
             assert.ok(r.status >= 400, `${method} ${path} answered ${r.status} ${r.text.slice(0, 200)} to a minted key`);
-            assert.ok(['forbidden', 'not_found', 'bad_request'].includes(r.body?.error?.code), `${method} ${path}: ${r.status} ${r.text.slice(0, 200)}`);
+            assert.ok(['forbidden', 'not_found', 'bad_request', 'method_not_allowed'].includes(r.body?.error?.code), `${method} ${path}: ${r.status} ${r.text.slice(0, 200)}`);
           }
         }
       }
