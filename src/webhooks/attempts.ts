@@ -30,18 +30,6 @@ export interface AttemptRecord {
 }
 
 /**
- * Records one attempt. Written before the outcome's own statement and apart from it: the POST
- * happened whatever the fence on the outbox row then decides, so the record is true either way.
- */
-export async function recordAttempt(q: Queryable, a: AttemptRecord): Promise<void> {
-  await q.query(
-    `INSERT INTO webhook_attempts (escrow_id, idx, url, attempt, status, error, duration_ms, outcome, at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, svc_now())`,
-    [a.escrowId, a.idx, a.url, a.attempt, a.status, a.error === null ? null : a.error.slice(0, 500), Math.max(0, Math.round(a.durationMs)), a.outcome],
-  );
-}
-
-/**
  * Records a sender tick's attempts in one statement, inside the tick's transaction (src/webhooks/sender.ts):
  * a run of results costs one statement, not one per POST. `at` is the service clock when the tick writes.
  */
