@@ -28,6 +28,12 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** PUBLIC_URL: the absolute base URL clients reach the service at, without a trailing slash (x402 resources). */
+  publicUrl: string;
+  /** SANDBOX_PUBLIC=1: an open sandbox (no API_KEY) may listen on a non-loopback HOST, on purpose. */
+  sandboxPublic: boolean;
+  /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
+  logIntegrateWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +91,42 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
+/**
+ * PUBLIC_URL (CONTRACT §8): an absolute http(s) base URL, no query or fragment; a trailing slash is
+ * dropped. Default: the listening address (IPv6 in brackets). Never taken from a request's Host.
+ */
+function publicUrl(env: Env, host: string, port: number): string {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.length > 1024) {
+    throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+}
+
+// Exposure (issue 17 item 14): an open sandbox lets anyone who reaches it create and move escrows,
+// so it listens beyond loopback only when SANDBOX_PUBLIC=1 says so. Names that merely resolve to
+// loopback are refused too: the check cannot know what a name will resolve to at listen time.
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d{1,3}){3})$/i;
+
+function exposure(env: Env, host: string, apiKey: string | undefined): boolean {
+  const sandboxPublic = bool(env, 'SANDBOX_PUBLIC', false);
+  if (apiKey === undefined && !sandboxPublic && !LOOPBACK.test(host)) {
+    throw new ConfigError('HOST', `${host} is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose`);
+  }
+  return sandboxPublic;
+}
+
+/**
+ * Every variable is read once. An empty variable (`PORT=`) counts as unset, the same for all of
+ * them, so `KEY=` lines in env files and compose files fall back to the default instead of failing.
+ */
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
@@ -94,7 +136,10 @@ export function parseConfig(env: Env): Config {
   }
   const dataDir = env.DATA_DIR || './.escrow-data';
   const host = env.HOST || (apiKey ? '0.0.0.0' : '127.0.0.1');
-  const requestLog = env.REQUEST_LOG || (dataDir === ':memory:' ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
+  // With DATABASE_URL and no DATA_DIR there is no data directory to write to: no request log file
+  // unless REQUEST_LOG names one, so nothing lands in the working directory (issue 17 item 15).
+  const noDir = dataDir === ':memory:' || (databaseUrl !== undefined && !env.DATA_DIR);
+  const requestLog = env.REQUEST_LOG || (noDir ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
   if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
   return Object.freeze({
@@ -118,5 +163,8 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    publicUrl: publicUrl(env, host, int(env, 'PORT', 4280, 0, 65535)),
+    sandboxPublic: exposure(env, host, apiKey),
+    logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });
 }

@@ -107,7 +107,10 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/sandbox/custody/fail-next': obj({ failNext: int }),
   'GET /v1/proofs/:id': ref('Proof'),
   'GET /v1/proofs/:id/verify': obj({ proofId: str, signatureValid: bool, trailIntact: bool, trailHeadMatches: bool, issuer: hex64 }),
-  'GET /v1/proofs/:id/bundle': obj({ proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')) }),
+  'GET /v1/proofs/:id/bundle': obj({
+    proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')),
+    parties: obj({ signatures: arr(obj({ kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'] }, trailIndex: int, publicKey: hex64, signedBody: {}, signature: str })) }),
+  }),
   'POST /v1/verify': obj({ valid: bool, signatureValid: bool, issuerKnown: bool, issuer: hex64, keyId: str, validFrom: ts, validUntil: ts, issuedWithinEra: bool, anchor: ref('Anchor') }, ['valid', 'signatureValid', 'issuerKnown', 'issuer']),
   'GET /v1/log/head': ref('SignedHead'),
   'GET /v1/log/proof/:proofId': obj({ proofId: str, leafIndex: int, leafHash: hex64, logSize: int, rootHash: hex64, auditPath: arr(hex64), head: ref('SignedHead') }),
@@ -118,6 +121,16 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64, standardWebhooks: obj({ secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$' }, publicKey: { type: 'string', pattern: '^whpk_[A-Za-z0-9+/]{43}=$' } }, ['publicKey']) }),
   'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64 }),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),
+  'GET /v1/webhooks/attempts': obj({
+    attempts: arr(obj({ id: str, escrowId: str, index: int, event: str, url: str, attempt: int, status: int, error: str, durationMs: int, outcome: { type: 'string', enum: ['delivered', 'retry', 'dead'] }, at: ts },
+      ['id', 'escrowId', 'index', 'event', 'url', 'attempt', 'durationMs', 'outcome', 'at'])),
+    nextCursor: str,
+  }, ['attempts']),
+  // The console and docs pages (src/routes/console.ts): HTML, or a script / stylesheet.
+  'GET /': { type: 'string', description: 'HTML landing page (hosted); the open sandbox answers 303 to /console' },
+  'GET /console': { type: 'string', description: 'HTML page of the console' },
+  'GET /console/assets/:name': { type: 'string', description: 'a content-hashed script or stylesheet' },
+  'GET /docs': { type: 'string', description: 'HTML rendering of this document' },
   'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])) }),
   'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),
   'POST /v1/admin/issuer/rotate': obj({ active: ref('IssuerKey'), retired: ref('IssuerKey') }),

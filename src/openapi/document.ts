@@ -15,6 +15,11 @@ const QUERY: Record<string, Array<{ name: string; schema: Record<string, unknown
     { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every escrow is returned' },
     { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
   ],
+  'GET /v1/webhooks/attempts': [
+    { name: 'escrowId', schema: { type: 'string', pattern: '^esc_' }, description: 'only this escrow\'s attempts' },
+    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every attempt is returned' },
+    { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
+  ],
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
     { name: 'end', schema: { type: 'integer', minimum: 0 }, description: 'leaf index after the last one (exclusive; at most start + 1000)' },
@@ -26,16 +31,16 @@ const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
   'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
   'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
   'GET /v1/x402/demo': [
-    { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON payment payload (proof-sandbox scheme)' },
-    { name: 'PAYMENT-SIGNATURE', description: 'x402 v2 name for the same payload (x402Version 1 or 2); send one of the two' },
+    { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}} (proof-sandbox scheme)' },
+    { name: 'PAYMENT-SIGNATURE', description: 'x402 v2: base64 JSON {x402Version: 2, resource?, accepted, payload: {authorization, signature}}; send one of the two' },
   ],
 };
 
 /** Response headers of the routes that send more than x-request-id (x402: CONTRACT §6, both transports' names). */
 const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> = {
   'GET /v1/x402/demo': {
-    'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {escrowId, proofId, outcome: "released"}' },
-    'PAYMENT-RESPONSE': { description: 'x402 v2 name for the same value' },
+    'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {success: true, transaction: proofId, network: "proof-local", payer, escrowId, proofId, outcome: "released"}' },
+    'PAYMENT-RESPONSE': { description: 'x402 v2: the same SettlementResponse with network "proof:local" (CAIP-2)' },
   },
 };
 
@@ -73,7 +78,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string,
     const params = [...def.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const query = (QUERY[key] ?? []).map((q) => ({ name: q.name, in: 'query', required: false, schema: q.schema, description: q.description }));
     const headers = (HEADERS[key] ?? []).map((h) => ({ name: h.name, in: 'header', required: false, schema: { type: 'string' }, description: h.description }));
-    const text = def.path === '/docs/errors' ? 'text/html' : def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json';
+    const text = def.contentType ?? (def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json');
     const op: Record<string, unknown> = {
       operationId: opId(def),
       summary: def.summary,

@@ -97,7 +97,7 @@ export const escrowRoutes = () => defineRoutes([
       // A cursor is validated before the stream starts, so a bad one is still a 400.
       if (limit === undefined) {
         if (q.cursor !== undefined) await listEscrows(svc, { ...q, limit: 1 });
-        return new Response(streamAllEscrows(svc, q), { headers: { 'content-type': 'application/json; charset=utf-8' } });
+        return new Response(await streamAllEscrows(svc, q), { headers: { 'content-type': 'application/json; charset=utf-8' } });
       }
       return json(await listEscrows(svc, { ...q, limit }));
     },

@@ -4,7 +4,6 @@ import { json } from '../http/respond.ts';
 import { activeKey, issuerKeys } from '../domain/keys.ts';
 import { issuerVkey } from '@escrow-settlement/client/issuer';
 import { openApiDocument } from '../openapi/document.ts';
-import { errorsPage } from '../openapi/errorsPage.ts';
 
 export const metaRoutes = () => defineRoutes([
   {
@@ -39,12 +38,5 @@ export const metaRoutes = () => defineRoutes([
     success: { status: 200, description: 'OpenAPI 3.1 document, info.version 0.3.0' },
     errors: ['unauthorized', 'rate_limited'],
     handler: async ({ svc }) => json(openApiDocument(svc.routes)),
-  },
-  {
-    method: 'GET', path: '/docs/errors', access: 'public', tag: 'meta',
-    summary: 'HTML page listing every error code with its status, cause and fix (the target of docsUrl).',
-    success: { status: 200, description: 'text/html' },
-    errors: [],
-    handler: async () => new Response(errorsPage(), { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } }),
   },
 ]);

@@ -3,6 +3,7 @@
 import type { Services } from '../services.ts';
 import { fromHex } from '../crypto/bytes.ts';
 import { newId } from '../crypto/ids.ts';
+import { recordAttempts, type AttemptRecord } from './attempts.ts';
 import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
 import { signerFor } from './signer.ts';
@@ -70,6 +71,8 @@ export class SenderEngine {
   private delivered: string[] = [];
   private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
+  /** Every POST's status and timing, written with the tick's results (GET /v1/webhooks/attempts). */
+  private attempts: AttemptRecord[] = [];
   private toRelease: Held[] = [];
   private readonly sigCache = new Map<string, { signature: string; signer: string }>();
   private readonly keyCache = new Map<string, Uint8Array>();
@@ -101,14 +104,17 @@ export class SenderEngine {
       for (const h of rows) this.held.delete(h.row.id);
     }
     const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
+    const attempts = this.attempts;
     this.delivered = [];
     this.failed = [];
     this.sigs = [];
+    this.attempts = [];
     const wantClaim = claim && limit > 0;
     let rows: ClaimedRow[] = [];
     try {
       if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
       rows = await this.svc.db.tx(async (tx) => {
+        await recordAttempts(tx, attempts);
         const locked = await flushAndLock(tx, results, wantClaim);
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
@@ -119,6 +125,7 @@ export class SenderEngine {
       this.delivered.push(...results.delivered);
       this.failed.push(...results.failed);
       this.sigs.push(...results.sigs);
+      this.attempts.push(...attempts);
       throw err;
     }
     for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
@@ -236,6 +243,12 @@ export class SenderEngine {
       const res = await this.transport({ url: row.url, headers, body: h.body, timeoutMs, allowPrivate });
       const ok = 'status' in res && res.status >= 200 && res.status <= 299;
       lane.slow = !ok || Date.now() - started > FAST_MS;
+      const dead = row.attempts > backoff.length;
+      this.attempts.push({
+        escrowId: row.escrowId, idx: row.idx, url: row.url, attempt: row.attempts,
+        status: 'status' in res ? res.status : null, error: ok ? null : 'status' in res ? `HTTP ${res.status}` : res.error,
+        durationMs: Date.now() - started, outcome: ok ? 'delivered' : dead ? 'dead' : 'retry',
+      });
       if (ok) {
         this.delivered.push(row.id);
         return 'delivered';
@@ -243,7 +256,6 @@ export class SenderEngine {
       const failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
       // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
       // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
-      const dead = row.attempts > backoff.length;
       this.failed.push({ id: row.id, attempts: row.attempts, ...failure, waitMs: dead ? 0 : backoff[row.attempts - 1], deadLetterId: dead ? newDeadLetterId() : null });
       return dead ? 'dead' : 'retry';
     } catch (err) {
