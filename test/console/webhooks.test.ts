@@ -58,6 +58,8 @@ test('the redeliver button puts a dead letter back and it is delivered', skipNoB
   await page.getByTestId('redeliver-status').getByText(/Queued dlr_/).waitFor();
   const got = await until(async () => received.find((b) => b.escrowId === escrow.id), 'the redelivered event');
   assert.equal(got.event, 'escrow.created');
+  // The sender records an attempt in its tick's transaction, just after the receiver answered.
+  await until(async () => (await e!.api('GET', `/v1/webhooks/attempts?escrowId=${escrow.id}`)).attempts.find((a: any) => a.outcome === 'delivered'), 'the delivered attempt');
 
   await page.reload();
   await page.getByTestId('no-dead-letters').waitFor();
