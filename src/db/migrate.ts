@@ -2,11 +2,13 @@
 import type { Db } from './types.ts';
 import m001 from './migrations/001_init.sql.ts';
 import m002 from './migrations/002_chain.sql.ts';
+import m006 from './migrations/006_lists.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: '001_init', sql: m001 },
   { version: 2, name: '002_chain', sql: m002 },
+  { version: 6, name: '006_lists', sql: m006 },
 ];
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).

@@ -20,6 +20,8 @@ export interface ClaimedRow {
   body: unknown;
   signature: string | null;
   signer: string | null;
+  /** The escrow's metadata (fixed at creation), carried in the event body (CONTRACT §8). */
+  metadata: Record<string, string> | null;
 }
 
 /**
@@ -58,9 +60,10 @@ export async function claimDue(q: Queryable, limit: number, leaseMs: number): Pr
             first_attempt_at = COALESCE(o.first_attempt_at, svc_now())
        FROM claimed c
        JOIN trail_entries t ON t.escrow_id = c.escrow_id AND t.idx = c.idx
+       JOIN escrows e ON e.id = c.escrow_id
        LEFT JOIN event_signatures s ON s.escrow_id = c.escrow_id AND s.idx = c.idx
       WHERE o.id = c.id
-     RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key`,
+     RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key, e.metadata`,
     [limit, leaseMs],
   );
   return rows
@@ -75,6 +78,7 @@ export async function claimDue(q: Queryable, limit: number, leaseMs: number): Pr
       body: JSON.parse(r.body),
       signature: r.signature ?? null,
       signer: r.public_key ?? null,
+      metadata: r.metadata ? JSON.parse(r.metadata) : null,
     }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
 }
