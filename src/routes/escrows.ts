@@ -1,5 +1,5 @@
 // Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (SPEC part 4, Escrows).
-import { any, object, optional, unknown } from 'superstruct';
+import { any, object, optional } from 'superstruct';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
@@ -19,13 +19,13 @@ import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
 import { proofOfEscrow } from '../domain/proofs.ts';
 import { firstBreak } from '../trail/chain.ts';
-import { KeyRefS, SignatureS, TimeoutsS } from './schemas.ts';
+import { KeyRefS, requiredJson, SignatureS, TimeoutsS } from './schemas.ts';
 
 const agentId = idOf('agt');
 export const CreateEscrowBody = object({
   amount: amountStr,
   asset,
-  terms: unknown(),
+  terms: requiredJson('Terms'),
   payer: optional(KeyRefS),
   payee: optional(KeyRefS),
   payerAgentId: optional(agentId),
@@ -152,7 +152,7 @@ export const escrowRoutes = () => defineRoutes([
     method: 'POST', path: '/v1/escrows/:id/refund', access: 'key', rate: 'key', tag: 'escrows',
     summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
     success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
-    errors: ['unauthorized', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
     async handler(ctx) {
       const raw = await readJson(ctx.request);
       if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
