@@ -3,6 +3,9 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client workspace package (npm ci builds it: the root's prepare script runs its tsc).
+COPY client/package.json client/tsconfig.json ./client/
+COPY client/src ./client/src
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json build.mjs ./
 COPY src ./src

@@ -9,7 +9,7 @@
 // The load comes from another process on loopback: wrk when it is installed (apt-get install wrk),
 // otherwise a small keep-alive node client. Variants:
 //   naive           the original adapter (Headers + new Request + Readable.toWeb; arrayBuffer()), kept here as the baseline
-//   current         src/node-adapter.ts nodeListener, as main.ts serves it
+//   current         src/node/adapter.ts nodeListener, as main.ts serves it
 //   hono            @hono/node-server getRequestListener(fetch) with its default (lightweight global Request/Response)
 //   hono-noglobals  the same with overrideGlobalObjects: false
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -118,7 +118,7 @@ async function serve(variant: Variant) {
   } as App;
   if (variant === 'naive') listener = naiveListener(lazyApp, { trustProxy: false });
   else if (variant === 'current') {
-    const { nodeListener } = await import('../src/node-adapter.ts');
+    const { nodeListener } = await import('../src/node/adapter.ts');
     listener = nodeListener(lazyApp, { trustProxy: false });
   } else listener = (await honoListener(lazyApp, variant === 'hono')) as typeof listener;
 

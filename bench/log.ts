@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../src/db/types.ts';
 import { consistencyBetween, inclusionAt, rootAt } from '../src/log/store.ts';
-import { nodeListener } from '../src/node-adapter.ts';
+import { nodeListener } from '../src/node/adapter.ts';
 import { fromHex } from '../src/crypto/bytes.ts';
 import { leafHash } from '../src/tlog/hash.ts';
 import { verifyConsistency, verifyInclusion } from '../src/tlog/verify.ts';

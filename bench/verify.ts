@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fromHex } from '../src/crypto/bytes.ts';
 import { generateKeyPair, sign, verify } from '../src/crypto/ed25519.ts';
 import { canonicalBytes } from '../src/crypto/jcs.ts';
-import { proofBody } from '../src/client/verify.ts';
+import { proofBody } from '@escrow-settlement/client/verify';
 import { client, dist, expectStatus, runFor, tempDir } from './lib.ts';
 
 export interface VerifyRun {

@@ -1,4 +1,4 @@
-import { createClient, generateKeys, signDelivery, verifyBundle } from 'escrow-settlement/client';
+import { createClient, generateKeys, signDelivery, verifyBundle } from '@escrow-settlement/client';
 
 // A local sandbox (`npx tsx src/main.ts`, no API_KEY) listens on port 4280.
 // Hosted: createClient({ baseUrl: 'https://…', apiKey: '<bearer key>' }).

@@ -24,7 +24,7 @@ export function clientExample(readme: string): string | null {
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 const fromReadme = clientExample(readme);
-// Inside the package, so `escrow-settlement/client` resolves through package.json "exports" (self-reference).
+// Inside the repository, so `@escrow-settlement/client` resolves to client/src through tsconfig "paths".
 const generated = `${ROOT}.tmp/readme-example-${process.pid}.ts`;
 const file = fromReadme === null ? `${ROOT}test/readme-example.ts` : generated;
 if (fromReadme !== null) {

@@ -16,7 +16,7 @@
 // payout still pending when a retry sends again) cannot pay twice; the loser is journaled as a
 // revert and the next retry confirms from the chain.
 import type { Queryable } from '../db/types.ts';
-import { takeSandboxFault, type CustodyAdapter, type LockRequest, type LockResult, type SettleRequest, type SettleResult } from '../domain/custody.ts';
+import type { CustodyAdapter, LockRequest, LockResult, SandboxFault, SettleRequest, SettleResult } from './types.ts';
 import { encodeCall, keccakHex, type Hex } from './abi.ts';
 import { findPaidTx, readHold, sendAndWait, SIG, GAS, whyReverted, type Sent, type TxRequest } from './contract.ts';
 import { caip2, escrowRefOf, payoutAddressOf, toWei } from './mapping.ts';
@@ -33,6 +33,8 @@ export interface ChainCustodyOptions {
   confirmTimeoutMs?: number;
   /** Receipt polling interval (default 200 ms). */
   pollMs?: number;
+  /** Spends a pending sandbox fault (domain/custody.ts takeSandboxFault), passed in by the edge. */
+  sandboxFault: SandboxFault;
 }
 
 export interface ChainCustody extends CustodyAdapter {
@@ -118,7 +120,7 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
         }
         // Sandbox fail-next (POST /v1/sandbox/custody/fail-next): send a real payout for a ref
         // that holds no lock, so the contract reverts it on chain and the revert path is exercised.
-        const fault = await takeSandboxFault(tx);
+        const fault = await o.sandboxFault(tx);
         const target = fault ? keccakHex(`${req.escrowId}#sandbox-fault`) : escrowRef;
         const { sent, error } = await send('payout', {
           from: account, to: contract, gas: GAS.settle,

@@ -9,6 +9,7 @@ import { createChainCustody, type ChainCustody } from './chainCustody.ts';
 import { caip2, LOCAL_CHAIN_IDS } from './mapping.ts';
 import { createRpc, type FetchLike, type Rpc } from './rpc.ts';
 import type { Hex } from './abi.ts';
+import type { SandboxFault } from './types.ts';
 
 export interface ChainOptions {
   rpcUrl: string;
@@ -85,10 +86,13 @@ export async function ensureContract(db: Db, probe: ChainProbe, wait: { confirmT
   });
 }
 
-/** Everything CUSTODY=chain needs at start: the local-chain check, the account, the contract, the adapter. */
-export async function connectChainCustody(db: Db, opts: ChainOptions, probed?: ChainProbe): Promise<ChainCustody> {
+/**
+ * Everything CUSTODY=chain needs at start: the local-chain check, the account, the contract, the
+ * adapter. `sandboxFault` spends a pending sandbox fault (domain/custody.ts takeSandboxFault).
+ */
+export async function connectChainCustody(db: Db, opts: ChainOptions & { sandboxFault: SandboxFault }, probed?: ChainProbe): Promise<ChainCustody> {
   const probe = probed ?? await probeChain(opts);
   const wait = { confirmTimeoutMs: opts.confirmTimeoutMs ?? 30_000, pollMs: opts.pollMs ?? 200 };
   const contract = await ensureContract(db, probe, wait);
-  return createChainCustody({ rpc: probe.rpc, chainId: probe.chainId, contract, account: probe.account, ...wait });
+  return createChainCustody({ rpc: probe.rpc, chainId: probe.chainId, contract, account: probe.account, sandboxFault: opts.sandboxFault, ...wait });
 }

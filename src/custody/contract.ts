@@ -2,15 +2,9 @@
 // sending a transaction from the unlocked dev account and waiting (bounded) for its receipt.
 import { encodeCall, eventTopic, revertReason, words, wordToAddress, wordToUint, type Hex } from './abi.ts';
 import { RpcError, type Rpc } from './rpc.ts';
+import { readHold, SIG, type Hold, type Receipt } from '@escrow-settlement/client/chain/hold';
 
-export const SIG = {
-  lock: 'lock(bytes32,address,address)',
-  settle: 'settle(bytes32,uint256,uint256)',
-  holdOf: 'holdOf(bytes32)',
-  operator: 'operator()',
-  Locked: 'Locked(bytes32,address,address,uint256)',
-  Paid: 'Paid(bytes32,address,uint256,address,uint256)',
-} as const;
+export { readHold, SIG, type Hold, type Receipt };
 
 export const ERRORS = [
   'NotOperator(address)', 'ZeroAmount()', 'AlreadyLocked(bytes32)', 'NotLocked(bytes32)',
@@ -22,46 +16,13 @@ export const PAID_TOPIC = eventTopic(SIG.Paid);
 /** Gas limits sent explicitly, so a reverting call is mined (status 0) rather than refused at estimation. */
 export const GAS = { deploy: 1_500_000n, lock: 200_000n, settle: 300_000n } as const;
 
-const STATES = ['none', 'locked', 'paid'] as const;
-
-export interface Hold {
-  state: (typeof STATES)[number];
-  payer: Hex;
-  payee: Hex;
-  amount: bigint;
-  payerPaid: bigint;
-  payeePaid: bigint;
-  settledBlock: bigint;
-}
-
 export const hex = (n: bigint | number): Hex => `0x${n.toString(16)}`;
-
-export async function readHold(rpc: Rpc, contract: string, escrowRef: string): Promise<Hold> {
-  const out = await rpc.call<string>('eth_call', [{ to: contract, data: encodeCall(SIG.holdOf, [{ bytes32: escrowRef }]) }, 'latest']);
-  const w = words(out, 'holdOf result');
-  if (w.length !== 7) throw new TypeError(`holdOf returned ${w.length} words, expected 7 (is ${contract} the escrow contract?)`);
-  const state = STATES[Number(wordToUint(w[0]))];
-  if (!state) throw new TypeError(`holdOf returned an unknown state ${wordToUint(w[0])}`);
-  return {
-    state, payer: wordToAddress(w[1]), payee: wordToAddress(w[2]), amount: wordToUint(w[3]),
-    payerPaid: wordToUint(w[4]), payeePaid: wordToUint(w[5]), settledBlock: wordToUint(w[6]),
-  };
-}
 
 export async function readOperator(rpc: Rpc, contract: string): Promise<Hex> {
   const out = await rpc.call<string>('eth_call', [{ to: contract, data: encodeCall(SIG.operator) }, 'latest']);
   const w = words(out, 'operator result');
   if (w.length !== 1) throw new TypeError(`operator() returned ${w.length} words, expected 1`);
   return wordToAddress(w[0]);
-}
-
-export interface Receipt {
-  transactionHash: Hex;
-  status: Hex;
-  to: Hex | null;
-  contractAddress: Hex | null;
-  blockNumber: Hex;
-  logs: Array<{ address: Hex; topics: Hex[]; data: Hex }>;
 }
 
 export interface TxRequest {

@@ -4,12 +4,9 @@ import { generateKeyPair } from '../crypto/ed25519.ts';
 import { newId } from '../crypto/ids.ts';
 import type { Queryable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
+import type { Agent } from '@escrow-settlement/client/resources';
 
-export interface Agent {
-  id: string;
-  label: string;
-  publicKey: string;
-}
+export type { Agent };
 
 export async function createAgent(q: Queryable, label: string): Promise<Agent> {
   const kp = generateKeyPair();

@@ -5,19 +5,10 @@ import { newId } from '../crypto/ids.ts';
 import type { Queryable } from '../db/types.ts';
 import { AppError, notFound } from '../errors.ts';
 import { SECRET_PREFIX } from '../http/auth.ts';
+import type { ApiKeyRecord, MintedKey } from '@escrow-settlement/client/resources';
 
-/** A key record as the admin listing shows it: never the secret, never its hash (SPEC part 2). */
-export interface ApiKeyRecord {
-  id: string;
-  label: string;
-  createdAt: string;
-  revokedAt?: string;
-  rateLimitMax?: number;
-}
-
-export interface MintedKey extends ApiKeyRecord {
-  secret: string;
-}
+// A key record as the admin listing shows it: never the secret, never its hash (SPEC part 2).
+export type { ApiKeyRecord, MintedKey };
 
 /** Bytes of randomness in a secret: 256 bits, so guessing is hopeless and one sha256 suffices to store it. */
 const SECRET_BYTES = 32;

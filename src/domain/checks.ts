@@ -10,20 +10,11 @@ import {
   keyPath,
   rejectUnknownFields,
   validatePredicate,
-  type PredicateName,
 } from './predicates.ts';
+import type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, ShapeCheck, TermCheck, Terms } from '@escrow-settlement/client/resources';
 
-export type HashCheck = { kind: 'hash'; expected: string };
-export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
-export type DeadlineCheck = { kind: 'deadline'; by: string };
-export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
-export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
-/** SPEC part 2 TermCheck, discriminated by `kind`. */
-export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
-/** SPEC part 2 Terms. */
-export type Terms = { description: string; checks: TermCheck[] };
-/** SPEC part 2 Verdict `results` entry. */
-export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
+// The wire shapes of terms, checks and verdict results live in the client package.
+export type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, ShapeCheck, TermCheck, Terms };
 
 export const CHECK_KINDS = ['hash', 'maxBytes', 'deadline', 'shape', 'predicate'] as const;
 export type CheckKind = (typeof CHECK_KINDS)[number];

@@ -5,15 +5,16 @@ import type { Queryable, Stmt } from '../db/types.ts';
 import type { Services } from '../services.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
-import { formatAmount, splitAmount } from './amounts.ts';
+import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { activeKey } from './keys.ts';
 import { extend, type NewEvent } from '../trail/chain.ts';
 import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
 import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from './proof.ts';
 import type { EscrowState } from './states.ts';
 import { appendLeaf } from '../log/store.ts';
+import type { RulingOutcome } from '@escrow-settlement/client/resources';
 
-export type RulingOutcome = 'release' | 'refund' | 'split';
+export type { RulingOutcome };
 export type DecidedBy = 'co-signature' | 'arbiter' | 'timeout';
 
 export interface Ruling {

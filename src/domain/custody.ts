@@ -1,45 +1,9 @@
-// Custody adapters: where funding locks and a closing actually moves value (simulated rails, or
-// the chain adapter in src/custody/). The journal lives in SQL; the adapter only locks, settles or fails.
+// Simulated custody rails and the sandbox fault counter (POST /v1/sandbox/custody/fail-next). The
+// adapter interface lives in src/custody/types.ts, so custody/ never reaches up into domain/.
 import type { Queryable } from '../db/types.ts';
-import type { Proof } from '../client/types.ts';
+import type { CustodyAdapter } from '../custody/types.ts';
 
-/** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
-export type Anchor = NonNullable<Proof['anchor']>;
-
-/** What funding asks custody to hold: the whole amount, for the payer and payee (Ed25519 public keys, hex). */
-export interface LockRequest {
-  escrowId: string;
-  reference: string;
-  amount: bigint;
-  asset: string;
-  payer: string;
-  payee: string;
-}
-
-export type LockResult = { ok: true } | { ok: false; error: string };
-
-export interface SettleRequest {
-  escrowId: string;
-  /** Stable per escrow: a retry reuses it, so custody can refuse a second payout. */
-  reference: string;
-  outcome: 'released' | 'refunded' | 'split';
-  payerAmount: bigint;
-  payeeAmount: bigint;
-  asset: string;
-}
-
-export type SettleResult = { ok: true; reference: string; anchor?: Anchor } | { ok: false; error: string };
-
-export interface CustodyAdapter {
-  readonly kind: string;
-  /**
-   * Called by funding inside its transaction; a failure refuses the funding (502 custody_failed,
-   * the escrow stays created). Absent: nothing to lock (simulated rails).
-   */
-  lock?(tx: Queryable, req: LockRequest): Promise<LockResult>;
-  /** Called inside the closing transaction with its connection (sandbox fault counter lives there). */
-  settle(tx: Queryable, req: SettleRequest): Promise<SettleResult>;
-}
+export type { Anchor, CustodyAdapter, LockRequest, LockResult, SandboxFault, SettleRequest, SettleResult } from '../custody/types.ts';
 
 /**
  * Simulated rails: always settles, unless the sandbox asked for failures with
@@ -55,7 +19,7 @@ export function createSimulatedCustody(): CustodyAdapter {
   };
 }
 
-/** Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. */
+/** Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. The SandboxFault handed to chain custody. */
 export async function takeSandboxFault(tx: Queryable): Promise<boolean> {
   // Takes the row lock only while faults are pending (fail_next > 0), and never waits for it: a
   // closing that waited behind another's fault, then found none left, kept the row locked

@@ -1,7 +1,7 @@
 // The custody journal as users see it, and the retry that finishes a journaled closing exactly once.
 import type { Services } from '../services.ts';
 import { notFound } from '../errors.ts';
-import { formatAmount } from './amounts.ts';
+import { formatAmount } from '../units/amounts.ts';
 import { lockEscrow } from './escrowRow.ts';
 import { transition } from './states.ts';
 import { closeMatter, type Closing } from './close.ts';

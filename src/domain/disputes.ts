@@ -17,6 +17,7 @@ import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
 import { loadAgents } from './agents.ts';
 import { custodyFailed } from './refund.ts';
 import type { Proof, Shares } from './proof.ts';
+import type { ResolveInput } from '@escrow-settlement/client/resources';
 
 export interface Evidence {
   party: string;
@@ -106,13 +107,7 @@ export async function addEvidence(svc: Services, escrowId: string, act: PartyAct
   });
 }
 
-export interface ResolveInput {
-  outcome: RulingOutcome;
-  rationale?: string;
-  signatures?: Array<{ signer: string; signature: string }>;
-  agentIds?: string[];
-  shares?: Shares;
-}
+export type { ResolveInput };
 
 const rulingError = (m: string) => new AppError('unauthorized_ruling', m);
 
@@ -174,5 +169,4 @@ export async function resolveDispute(svc: Services, escrowId: string, input: Res
   const dispute = toJson((await svc.db.query<Row>('SELECT * FROM disputes WHERE id = $1', [r.d.id]))[0]);
   return { dispute, proof: r.closed.proof };
 }
-
 

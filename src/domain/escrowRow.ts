@@ -1,14 +1,12 @@
 // How an escrow is read from SQL, locked for a command, and shown as JSON (SPEC part 2, Escrow).
 import type { Queryable, Stmt } from '../db/types.ts';
 import { notFound } from '../errors.ts';
-import { formatAmount } from './amounts.ts';
+import { formatAmount } from '../units/amounts.ts';
 import type { EscrowState, Facts } from './states.ts';
 import type { TrailEntry } from '../trail/chain.ts';
+import type { KeyRef } from '@escrow-settlement/client/resources';
 
-export interface KeyRef {
-  publicKey: string;
-  label?: string;
-}
+export type { KeyRef };
 
 export interface Timeouts {
   deliverWithinSeconds: number;

@@ -5,7 +5,7 @@ import { generateKeyPair } from '../crypto/ed25519.ts';
 import { issuerKeyId } from '../crypto/ids.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 import type { Queryable } from '../db/types.ts';
-import type { IssuerKey } from '../client/types.ts';
+import type { IssuerKey } from '@escrow-settlement/client/types';
 
 export type { IssuerKey };
 

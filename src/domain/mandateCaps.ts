@@ -1,19 +1,13 @@
 // Pure part of mandate enforcement: strict MandateCaps validation and the cap check at escrow creation (SPEC part 2 MandateCaps; CONTRACT §3 Mandate usage).
 
 import { AppError, badRequest } from '../errors.ts';
-import { formatAmount, parseAmount } from './amounts.ts';
+import { formatAmount, parseAmount } from '../units/amounts.ts';
 import { HEX64_RE, parseIsoDateTime, requireIsoDateTime } from './checks.ts';
 import { isJsonObject, keyPath, rejectUnknownFields } from './predicates.ts';
+import type { MandateCaps } from '@escrow-settlement/client/resources';
 
-/** SPEC part 2 MandateCaps. Amounts and expiresAt are kept as the principal wrote them (the signature covers them). */
-export type MandateCaps = {
-  agent: string;
-  perEscrowMax: string;
-  cumulativeMax: string;
-  allowedAssets: string[];
-  allowedCounterparties?: string[];
-  expiresAt: string;
-};
+/** SPEC part 2 MandateCaps (the wire shape lives in the client package). Amounts and expiresAt are kept as the principal wrote them (the signature covers them). */
+export type { MandateCaps };
 
 /** CONTRACT §2: asset format and caps. */
 export const ASSET_RE = /^[A-Za-z0-9._:-]+$/;

@@ -3,6 +3,7 @@
 import { badRequest } from '../errors.ts';
 import { canonicalize } from '../crypto/jcs.ts';
 import { describePointer, pointerProblem, resolvePointer } from './pointer.ts';
+import type { PredicateName } from '@escrow-settlement/client/resources';
 
 // ---- small strict-validation helpers shared by checks.ts and mandateCaps.ts (CONTRACT §2 Unknown fields) ----
 
@@ -52,8 +53,9 @@ export function jsonTypeOf(v: unknown): string {
 
 // ---- predicates ----
 
-export const PREDICATE_NAMES = ['non-empty', 'equals', 'number-range', 'length-range'] as const;
-export type PredicateName = (typeof PREDICATE_NAMES)[number];
+// The names are part of the wire shape (client package); PARAM_SPEC below must cover each one.
+export const PREDICATE_NAMES: readonly PredicateName[] = ['non-empty', 'equals', 'number-range', 'length-range'];
+export type { PredicateName };
 
 /** Params each predicate accepts; `required` ones must be present (CONTRACT §3 Predicates). */
 const PARAM_SPEC: Record<PredicateName, { known: readonly string[]; required: readonly string[] }> = {

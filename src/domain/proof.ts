@@ -3,7 +3,7 @@
 import { signJson } from '../crypto/ed25519.ts';
 import type { SigningKey } from './keys.ts';
 
-import type { Proof } from '../client/types.ts';
+import type { Proof } from '@escrow-settlement/client/types';
 
 // The wire shape lives in the client module (what auditors handle); the server issues exactly it.
 export type { Proof };
@@ -22,4 +22,4 @@ export function withoutSignature(p: Proof): UnsignedProof {
 }
 
 /** Leaf hash of the transparency log: SHA-256(0x00 || JCS(proof)) (SPEC part 2), the auditor's own function. */
-export { proofLeafHash } from '../client/verify.ts';
+export { proofLeafHash } from '@escrow-settlement/client/verify';

@@ -1,7 +1,8 @@
 // The escrow state machine as one table: state × operation → next state (SPEC part 3, CONTRACT §3).
 import { invalidState } from '../errors.ts';
+import type { EscrowState } from '@escrow-settlement/client/resources';
 
-export type EscrowState = 'created' | 'funded' | 'delivered' | 'settled' | 'disputed' | 'resolved' | 'refunded';
+export type { EscrowState };
 export const TERMINAL: ReadonlySet<EscrowState> = new Set(['settled', 'resolved', 'refunded']);
 
 export type Operation = 'fund' | 'deliver' | 'refund' | 'dispute' | 'evidence' | 'resolve' | 'custody-retry' | 'timeout';

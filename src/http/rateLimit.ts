@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import type { Queryable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import type { Caller, RouteDef } from './route.ts';
+import type { RateSnapshot } from '@escrow-settlement/client/resources';
 
 /** A budget unit (`key:root`, `key:key_…`, `ip:1.2.3.4`, `verify:1.2.3.4`) and its size per window. */
 export interface Budget {
@@ -18,11 +19,7 @@ export interface RateDecision extends Budget {
   resetMs: number;
 }
 
-export interface RateSnapshot {
-  windowMs: number;
-  windowStartedAt: string;
-  units: Record<string, number>;
-}
+export type { RateSnapshot };
 
 export interface RateLimiter {
   readonly windowMs: number;

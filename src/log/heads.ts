@@ -4,7 +4,7 @@ import { sign, signJson } from '../crypto/ed25519.ts';
 import type { Queryable } from '../db/types.ts';
 import { activeKey, type SigningKey } from '../domain/keys.ts';
 import { formatCheckpoint, signNote } from '../tlog/checkpoint.ts';
-import type { SignedHead } from '../client/types.ts';
+import type { SignedHead } from '@escrow-settlement/client/types';
 import { rootAt } from './store.ts';
 
 type HeadRow = { size: string; now: Date; root_hash: string | null; signed_at: string | null; signature: string | null };

@@ -6,7 +6,7 @@ import { readJson } from '../http/body.ts';
 import { amountStr, asset, check, idOf, timestamp } from '../http/validate.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
-import { parseAmount } from '../domain/amounts.ts';
+import { parseAmount } from '../units/amounts.ts';
 import { validateTerms } from '../domain/checks.ts';
 import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, type PartyInput } from '../domain/escrows.ts';
 import { ESCROW_CURSOR, listEscrows, streamAllEscrows, type EscrowFilter } from '../domain/escrowList.ts';

@@ -6,7 +6,7 @@ import type { Queryable } from '../db/types.ts';
 import { issuerKeys } from '../domain/keys.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
 import { checkpointNote, signedHead } from '../log/heads.ts';
-import type { Inclusion, Proof, TrailEntry } from '../client/types.ts';
+import type { Inclusion, Proof, TrailEntry } from '@escrow-settlement/client/types';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;

@@ -8,8 +8,9 @@ import { amountStr, asset, check, hex64, idOf, sigHex, timestamp } from '../http
 import { issuerKeys } from '../domain/keys.ts';
 import { verifyJson } from '../crypto/ed25519.ts';
 import { canonicalize } from '../crypto/jcs.ts';
-import { proofBody } from '../client/verify.ts';
-import type { Proof } from '../client/types.ts';
+import { proofBody } from '@escrow-settlement/client/verify';
+import type { Proof } from '@escrow-settlement/client/types';
+import type { DocumentVerification } from '@escrow-settlement/client/resources';
 
 const bps = size(integer(), 0, 10_000);
 const anchorPart = size(string(), 1, 256);
@@ -39,17 +40,8 @@ export const ProofDoc = object({
   signature: object({ signer: hex64, signature: sigHex }),
 });
 
-export interface VerifyResponse {
-  valid: boolean;
-  signatureValid: boolean;
-  issuerKnown: boolean;
-  issuer: string;
-  keyId?: string;
-  validFrom?: string;
-  validUntil?: string;
-  issuedWithinEra?: boolean;
-  anchor?: Proof['anchor'];
-}
+/** The answer's wire shape is the client's DocumentVerification. */
+export type VerifyResponse = DocumentVerification;
 
 export const verifyRoutes = () => defineRoutes([
   {

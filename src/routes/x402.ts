@@ -1,14 +1,14 @@
 // The x402 demo route: a paid resource settled through the escrow lifecycle (SPEC part 4 "x402 demo", CONTRACT §6).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { encodeBase64Json, X402_HEADERS } from '../client/x402.ts';
+import { encodeBase64Json, X402_HEADERS } from '@escrow-settlement/client/x402';
 import { DEMO_RESOURCE, PRICE, ASSET, paymentRefusal, paymentRequirements, resourceUrl } from '../x402/offer.ts';
 import { checkPayment, presentedPayment } from '../x402/header.ts';
 import { demoPayee } from '../x402/payee.ts';
 import { settlePayment } from '../x402/settle.ts';
 
 /*
- * x402 v1 and v2 header names (both transports are spoken; see src/client/x402.ts X402_HEADERS):
+ * x402 v1 and v2 header names (both transports are spoken; see client/src/x402.ts X402_HEADERS):
  *   X-PAYMENT (v1)           ≡ PAYMENT-SIGNATURE (v2)  request: base64 JSON payment; x402Version 2 only under the v2 name
  *   402 JSON body (v1)       ≡ PAYMENT-REQUIRED (v2)   response header on every 402: base64 of the 402 body
  *   X-PAYMENT-RESPONSE (v1)  ≡ PAYMENT-RESPONSE (v2)   response headers on the 200, both always sent: base64 JSON {escrowId, proofId, outcome}

@@ -2,7 +2,7 @@
 import { toBase64, toHex, utf8 } from '../crypto/bytes.ts';
 import { sign } from '../crypto/ed25519.ts';
 import { canonicalize } from '../crypto/jcs.ts';
-import type { EngineEvent } from '../client/webhook.ts';
+import type { EngineEvent } from '@escrow-settlement/client/webhook';
 
 export type { EngineEvent };
 

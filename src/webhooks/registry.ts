@@ -2,18 +2,10 @@
 import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { engineEvent, type EngineEvent } from './event.ts';
+import type { DeadLetter } from '@escrow-settlement/client/resources';
 
-/** A delivery that never succeeded (CONTRACT §4 "Dead letter"). */
-export interface DeadLetter {
-  id: string;
-  url: string;
-  event: EngineEvent;
-  attempts: number;
-  lastError: string;
-  lastStatus?: number;
-  firstAttemptAt: string;
-  deadAt: string;
-}
+/** A delivery that never succeeded (CONTRACT §4 "Dead letter"); its wire shape lives in the client package. */
+export type { DeadLetter };
 
 /** Registers a URL; registering it again keeps the one registration (CONTRACT §5). */
 export async function registerWebhook(q: Queryable, url: string): Promise<void> {

@@ -44,7 +44,7 @@ function describe(err: unknown): string {
  * The core default: fetch, with redirects never followed (a 3xx is a failed attempt, so a receiver
  * cannot bounce the sender to an internal address) and the whole exchange bounded by timeoutMs.
  * Web APIs cannot hook DNS, so only literal private IPs and localhost names are refused here; the Node
- * edge injects transport.node.ts, which checks every resolved address at connect time.
+ * edge injects src/node/webhookTransport.ts, which checks every resolved address at connect time.
  */
 export function fetchTransport(fetchImpl: typeof fetch = fetch): WebhookTransport {
   return async (req) => {

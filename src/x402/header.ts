@@ -2,8 +2,8 @@
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { isHex64 } from '../crypto/bytes.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
-import { AMOUNT_DECIMALS, MICRO } from '../domain/amounts.ts';
-import { decodeBase64Json, X402_HEADERS, type PaymentAuthorization, type PaymentPayload, type PaymentRequirements } from '../client/x402.ts';
+import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
+import { decodeBase64Json, X402_HEADERS, type PaymentAuthorization, type PaymentPayload, type PaymentRequirements } from '@escrow-settlement/client/x402';
 import { paymentRefusal } from './offer.ts';
 
 /** A payment header longer than this is not one (a signed authorization is well under 2 KB). */

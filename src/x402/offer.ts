@@ -1,7 +1,7 @@
 // The x402 demo's offer: the price, the paid resource, the PaymentRequirements and the 402 refusal (SPEC part 4, CONTRACT §6).
 import { AppError, docsUrlFor, type ErrorCode } from '../errors.ts';
 import { hashJson } from '../crypto/hash.ts';
-import { encodeBase64Json, X402_HEADERS, type PaymentRequirements } from '../client/x402.ts';
+import { encodeBase64Json, X402_HEADERS, type PaymentRequirements } from '@escrow-settlement/client/x402';
 
 export const X402_VERSION = 1;
 export const SCHEME = 'proof-sandbox';

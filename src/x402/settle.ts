@@ -4,10 +4,10 @@ import type { Db, Queryable, Row, Stmt } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { hashJson } from '../crypto/hash.ts';
 import { signJson } from '../crypto/ed25519.ts';
-import { parseAmount } from '../domain/amounts.ts';
+import { parseAmount } from '../units/amounts.ts';
 import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../domain/escrows.ts';
 import { deliverySigningBody, submitDelivery } from '../domain/deliver.ts';
-import type { PaymentAuthorization, PaymentRequirements, PaymentResponse } from '../client/x402.ts';
+import type { PaymentAuthorization, PaymentRequirements, PaymentResponse } from '@escrow-settlement/client/x402';
 import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal } from './offer.ts';
 import type { DemoPayee } from './payee.ts';
 

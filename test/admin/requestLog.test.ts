@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestLogRecord } from '../../src/app.ts';
-import { openRequestLog } from '../../src/requestLog.node.ts';
+import { openRequestLog } from '../../src/node/requestLog.ts';
 import { startService, TSX } from '../process/proc.ts';
 import { ROOT } from './helpers.ts';
 

@@ -6,7 +6,7 @@ import { canonicalize } from '../../src/crypto/jcs.ts';
 import {
   API_ROUTES, ApiError, contentHash, createClient, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling,
   verifyBundle, verifyConsistency, verifyInclusion, verifyProof, type ApiClient, type Terms,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 
 const h = await makeHarness('pglite');
 const hosted = await makeHarness('pglite', { API_KEY: 'client-test-root-key-0123' });

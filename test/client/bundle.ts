@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createMemoryTree } from '../../src/tlog/memory.ts';
 import { inclusionProof, treeRoot } from '../../src/tlog/proofs.ts';
-import type { Bundle, IssuerKey } from '../../src/client/types.ts';
+import type { Bundle, IssuerKey } from '@escrow-settlement/client/types';
 import { hex, leafHashOf, makeTrail, outsideKey, unhex } from '../log/fixtures.ts';
 
 export const keyIdOf = (publicKey: string) => `iss_${createHash('sha256').update(Buffer.from(publicKey, 'hex')).digest('hex').slice(0, 16)}`;

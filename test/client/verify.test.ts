@@ -8,8 +8,8 @@ import {
   verifyInclusion,
   verifyProof,
   verifyTrail,
-} from '../../src/client/index.ts';
-import type { Bundle } from '../../src/client/types.ts';
+} from '@escrow-settlement/client';
+import type { Bundle } from '@escrow-settlement/client/types';
 import { consistencyProof, treeRoot } from '../../src/tlog/proofs.ts';
 import { hex, leafHashOf, makeTrail, outsideKey } from '../log/fixtures.ts';
 import { makeBundle } from './bundle.ts';

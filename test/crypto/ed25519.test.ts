@@ -15,7 +15,7 @@ import {
 } from '../../src/crypto/ed25519.ts';
 import { canonicalBytes } from '../../src/crypto/jcs.ts';
 
-const VECTORS = new URL('../../../shared/vectors/', import.meta.url);
+const VECTORS = new URL('../vectors/', import.meta.url);
 
 // RFC 8032 §7.1, TEST 1024: 1023-byte message.
 const TEST_1024_MESSAGE =

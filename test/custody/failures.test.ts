@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escrow, funded } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
-import { verifyAnchor } from '../../src/client/index.ts';
+import { verifyAnchor } from '@escrow-settlement/client';
 import { payoutAddressOf, escrowRefOf } from '../../src/custody/mapping.ts';
 import { findPaidTx, readHold } from '../../src/custody/contract.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
@@ -149,7 +149,7 @@ describeChain('chain custody failures', (ctx) => {
     const { chain, h } = ctx();
     const { createChainCustody } = await import('../../src/custody/chainCustody.ts');
     const { createRpc } = await import('../../src/custody/rpc.ts');
-    const down = createChainCustody({ rpc: createRpc('http://127.0.0.1:1'), chainId: 1337, contract: h.custody.contract, account: chain.accounts[0] as `0x${string}` });
+    const down = createChainCustody({ rpc: createRpc('http://127.0.0.1:1'), chainId: 1337, contract: h.custody.contract, account: chain.accounts[0] as `0x${string}`, sandboxFault: async () => false });
     const req = { escrowId: 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', reference: 'cst_x', outcome: 'refunded' as const, payerAmount: 1n, payeeAmount: 0n, asset: 'USDC' };
     const r1 = await down.settle(h.db, req);
     assert.equal(r1.ok, false);

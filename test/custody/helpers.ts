@@ -5,7 +5,7 @@ import ganache from 'ganache';
 import { parseConfig } from '../../src/config.ts';
 import { createApp } from '../../src/app.ts';
 import type { Db } from '../../src/db/types.ts';
-import type { CustodyAdapter } from '../../src/domain/custody.ts';
+import { takeSandboxFault, type CustodyAdapter } from '../../src/domain/custody.ts';
 import { connectChainCustody, type ChainOptions } from '../../src/custody/connect.ts';
 import type { ChainCustody } from '../../src/custody/chainCustody.ts';
 import { createRpc, type Rpc } from '../../src/custody/rpc.ts';
@@ -46,7 +46,7 @@ export async function chainHarness(
   kind: StoreKind, chain: Chain, opts: Partial<ChainOptions> & { wrap?: (c: ChainCustody) => CustodyAdapter; db?: Db } = {},
 ): Promise<ChainHarness> {
   const store = opts.db ? { db: opts.db, drop: async () => {} } : await openStore(kind);
-  const custody = await connectChainCustody(store.db, { rpcUrl: chain.url, pollMs: 20, ...opts });
+  const custody = await connectChainCustody(store.db, { rpcUrl: chain.url, pollMs: 20, sandboxFault: takeSandboxFault, ...opts });
   const config = parseConfig({ DATA_DIR: ':memory:' });
   const app = createApp({ db: store.db, config, custody: opts.wrap ? opts.wrap(custody) : custody });
   return {

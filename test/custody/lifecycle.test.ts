@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { failedDelivery, funded, settled, escrow } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
-import { verifyAnchor, verifyBundle, verifyProof } from '../../src/client/index.ts';
+import { verifyAnchor, verifyBundle, verifyProof } from '@escrow-settlement/client';
 import { escrowRefOf, payoutAddressOf } from '../../src/custody/mapping.ts';
 import { readHold } from '../../src/custody/contract.ts';
 import { chainHarness, describeChain, WEI } from './helpers.ts';
@@ -132,7 +132,7 @@ describeChain('chain custody lifecycle', (ctx) => {
     const intruder = await chainHarness(h.kind, chain, { db: h.db, account: chain.accounts[1] }).catch((e) => e);
     assert.match(String(intruder.message), /CHAIN_ACCOUNT: the escrow contract 0x[0-9a-f]{40} is operated by/);
     const { createChainCustody } = await import('../../src/custody/chainCustody.ts');
-    const wrong = createChainCustody({ rpc: chain.rpc, chainId: 1337, contract: h.custody.contract, account: chain.accounts[1] as `0x${string}`, pollMs: 20 });
+    const wrong = createChainCustody({ rpc: chain.rpc, chainId: 1337, contract: h.custody.contract, account: chain.accounts[1] as `0x${string}`, pollMs: 20, sandboxFault: async () => false });
     const e = await escrow(h, { amount: '1' });
     const r = await wrong.lock!(h.db, { escrowId: e.id, reference: 'x', amount: 1_000_000n, asset: 'USDC', payer: e.payer.publicKey, payee: e.payee.publicKey });
     assert.equal(r.ok, false);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describeStores, expectError, type Harness } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
-import { verifyWebhook } from '../../src/client/webhook.ts';
+import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { drain, receiver, register, unregister } from '../webhooks/helpers.ts';
 
 const META = { orderId: 'ord_1234', customer: 'Zoë · 🧾', note: '' };

@@ -6,7 +6,7 @@ import { newId } from '../../src/crypto/ids.ts';
 import type { Db, Queryable } from '../../src/db/types.ts';
 import { activeKey } from '../../src/domain/keys.ts';
 import { appendLeaf } from '../../src/log/store.ts';
-import type { Proof, TrailEntry } from '../../src/client/types.ts';
+import type { Proof, TrailEntry } from '@escrow-settlement/client/types';
 
 export const sha256 = (...parts: Array<Uint8Array | string>): Buffer => {
   const h = createHash('sha256');

@@ -4,7 +4,7 @@ import { describeStores, expectError } from '../harness.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
 import { verifyConsistency, verifyInclusion } from '../../src/tlog/verify.ts';
 import { parseCheckpoint, verifyNote } from '../../src/tlog/checkpoint.ts';
-import { verifyBundle } from '../../src/client/verify.ts';
+import { verifyBundle } from '@escrow-settlement/client/verify';
 import { hex, issueSynthetic, leafHashOf, naiveRoot, nodeVerifyHex, unhex, type Issued } from './fixtures.ts';
 
 const N = 40;

@@ -4,7 +4,7 @@ import { describeStores, expectError } from '../harness.ts';
 import { rotateIssuer } from '../../src/domain/keys.ts';
 import { signJson } from '../../src/crypto/ed25519.ts';
 import { fromHex } from '../../src/crypto/bytes.ts';
-import type { Proof } from '../../src/client/types.ts';
+import type { Proof } from '@escrow-settlement/client/types';
 import { issueSynthetic, outsideKey } from './fixtures.ts';
 
 const ANCHOR = { chain: 'eip155:31337', contract: '0x' + '1'.repeat(40), escrowRef: '7', txHash: '0x' + '2'.repeat(64) };

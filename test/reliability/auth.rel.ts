@@ -17,7 +17,7 @@ import { parseConfig } from '../../src/config.ts';
 import { createApp, type AppDeps } from '../../src/app.ts';
 import type { Db } from '../../src/db/types.ts';
 import { sendDueOnce } from '../../src/jobs/webhooks.ts';
-import { createNodeTransport, type LookupAll } from '../../src/webhooks/transport.node.ts';
+import { createNodeTransport, type LookupAll } from '../../src/node/webhookTransport.ts';
 import { fetchTransport } from '../../src/webhooks/transport.ts';
 import { caller, counts, ok, report } from './lib.ts';
 

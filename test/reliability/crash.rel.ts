@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startService, TSX, type Proc } from '../process/proc.ts';
 import { PG_URL } from '../harness.ts';
 import { receiver, type Receiver } from '../webhooks/helpers.ts';
-import { verifyWebhook } from '../../src/client/index.ts';
+import { verifyWebhook } from '@escrow-settlement/client';
 import { audit, caller, CLOSED, counts, ok, pgSchema, report, rssMb, sleep } from './lib.ts';
 import { Load } from './load.ts';
 

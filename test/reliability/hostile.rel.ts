@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { makeHarness, type Harness } from '../harness.ts';
-import { contentHash, generateKeys, signDelivery } from '../../src/client/index.ts';
+import { contentHash, generateKeys, signDelivery } from '@escrow-settlement/client';
 import { allCases, operations, REDOS, stringFields, withField, type Case, type FuzzContext } from './fuzz.ts';
 import { counts, judge, report } from './lib.ts';
 
@@ -63,7 +63,7 @@ async function context(h: Harness, headers: Record<string, string> = {}): Promis
   await r('POST', `/v1/escrows/${e.id}/fund`);
   const d = await r('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: {} });
   const principal = generateKeys();
-  const { signMandate } = await import('../../src/client/index.ts');
+  const { signMandate } = await import('@escrow-settlement/client');
   const m = await r('POST', '/v1/mandates', signMandate(principal.secretKey, { agent: payer.publicKey, perEscrowMax: '10', cumulativeMax: '100', allowedAssets: ['USDC'], expiresAt: '2099-01-01T00:00:00Z' }));
   const e2 = await r('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: { description: 'd', checks: [{ kind: 'shape', requiredFields: ['title'] }] }, payerAgentId: payer.id, payeeAgentId: payee.id });
   await r('POST', `/v1/escrows/${e2.id}/fund`);

@@ -3,7 +3,7 @@
 // time out, injected custody failures with retries, and idempotent replays. Workers run until
 // stopped or until the service goes away (SIGKILL); a clock ticker moves the sandbox clock so the
 // short deadlines pass while the load runs.
-import { generateKeys, signDelivery } from '../../src/client/index.ts';
+import { generateKeys, signDelivery } from '@escrow-settlement/client';
 import { Disconnected, Hang, type Call, type HttpRes } from './lib.ts';
 
 export const KINDS = [

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { makeHarness, openStore, STORES, type Harness, type StoreKind } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
-import { createPaymentHeader, decodePaymentResponse, generateKeys } from '../../src/client/index.ts';
+import { createPaymentHeader, decodePaymentResponse, generateKeys } from '@escrow-settlement/client';
 import { counts as x402Counts, offer, pay } from '../x402/helpers.ts';
 import { createApp, type AppDeps } from '../../src/app.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';

@@ -5,7 +5,7 @@ import { leafHash, nodeHash } from '../../src/tlog/hash.ts';
 import type { NodeId } from '../../src/tlog/nodes.ts';
 import type { HashReader } from '../../src/tlog/proofs.ts';
 
-export const VECTORS = new URL('../../../shared/vectors/', import.meta.url);
+export const VECTORS = new URL('../vectors/', import.meta.url);
 
 export function readJson<T = any>(rel: string): T {
   return JSON.parse(readFileSync(new URL(rel, VECTORS), 'utf8')) as T;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService, TSX, type Proc } from '../process/proc.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
-import { verifyWebhook } from '../../src/client/webhook.ts';
+import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { receiver, waitFor } from './helpers.ts';
 
 async function call(base: string, method: string, path: string, body?: unknown): Promise<any> {

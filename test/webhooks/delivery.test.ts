@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describeStores, expectError } from '../harness.ts';
 import { escrow, failedDelivery, settled } from '../fixtures.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
-import { verifyWebhook } from '../../src/client/webhook.ts';
+import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { webhookMetrics } from '../../src/webhooks/metrics.ts';
 import { startWebhookSender } from '../../src/jobs/webhooks.ts';
 import { drain, eventsOf, pending, receiver, register, sleep, unregister, waitFor } from './helpers.ts';

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createNodeTransport, guardedLookup, type LookupAll } from '../../src/webhooks/transport.node.ts';
+import { createNodeTransport, guardedLookup, type LookupAll } from '../../src/node/webhookTransport.ts';
 import { fetchTransport, type WebhookTransport } from '../../src/webhooks/transport.ts';
 import { receiver } from './helpers.ts';
 

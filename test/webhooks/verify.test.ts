@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPrivateKey, sign as nodeSign } from 'node:crypto';
-import { verifyWebhook } from '../../src/client/webhook.ts';
+import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { generateKeyPair } from '../../src/crypto/ed25519.ts';
 import { toHex } from '../../src/crypto/bytes.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores } from '../harness.ts';
-import { createPaymentHeader, decodePaymentResponse, generateKeys, verifyBundle } from '../../src/client/index.ts';
+import { createPaymentHeader, decodePaymentResponse, generateKeys, verifyBundle } from '@escrow-settlement/client';
 import { counts, expectRefusal, offer, pay } from './helpers.ts';
 
 // Real contention needs real Postgres (TEST_DATABASE_URL): ten connections race for one nonce.

@@ -6,7 +6,7 @@ import { canonicalize } from '../../src/crypto/jcs.ts';
 import {
   createPaymentHeader, decodeBase64Json, decodePaymentResponse, generateKeys, verifyBundle, verifyInclusion, verifyProof,
   type Bundle, type IssuerKey, type PaymentResponse,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, offer, pay } from './helpers.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -1,7 +1,7 @@
 // Shared steps of the x402 tests: read the offer, pay it, and count what the database kept.
 import assert from 'node:assert/strict';
 import type { Harness, Res } from '../harness.ts';
-import { decodeBase64Json, type PaymentRequired, type PaymentRequirements } from '../../src/client/index.ts';
+import { decodeBase64Json, type PaymentRequired, type PaymentRequirements } from '@escrow-settlement/client';
 
 export const DEMO = '/v1/x402/demo';
 

@@ -4,7 +4,7 @@ import { describeStores } from '../harness.ts';
 import {
   createPaymentHeader, decodePaymentHeader, encodeBase64Json, encodePaymentHeader, generateKeys, signAuthorization,
   type KeyPairHex, type PaymentPayload, type PaymentRequirements,
-} from '../../src/client/index.ts';
+} from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, offer } from './helpers.ts';
 
 /** Decode a header the client module built, change it, encode it again. */

@@ -1,0 +1,74 @@
+// The auditor's command line: `escrow-settlement verify <bundle.json> [--trusted-key HEX ...]` (a Node edge file).
+import { readFileSync } from 'node:fs';
+import { isHex64 } from './crypto/bytes.ts';
+import { verifyBundle } from './verify.ts';
+
+export const USAGE = `usage: escrow-settlement verify <bundle.json | -> [--trusted-key HEX ...]
+
+Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
+signature and key, the evidence trail, the log inclusion and the signed tree head.
+--trusted-key HEX  pin an issuer public key (repeatable); signers must then be among the pinned keys.
+Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
+
+interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+const stdio: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+function parseArgs(argv: string[]): { file: string; trustedKeys?: string[] } | string {
+  const [command, ...rest] = argv;
+  if (command !== 'verify') return command === undefined ? 'missing command' : `unknown command ${JSON.stringify(command)}`;
+  const files: string[] = [];
+  const keys: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a === '--trusted-key' || a.startsWith('--trusted-key=')) {
+      const v = a === '--trusted-key' ? rest[++i] : a.slice('--trusted-key='.length);
+      if (!isHex64(v)) return `--trusted-key needs a 64-character lowercase hex public key, got ${JSON.stringify(v ?? '')}`;
+      keys.push(v);
+    } else if (a.startsWith('--') && a !== '--') {
+      return `unknown option ${a}`;
+    } else {
+      files.push(a);
+    }
+  }
+  if (files.length !== 1) return files.length === 0 ? 'missing bundle file' : 'give exactly one bundle file';
+  return { file: files[0], ...(keys.length ? { trustedKeys: keys } : {}) };
+}
+
+/** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
+export async function main(argv: string[], io: Io = stdio): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    io.out(USAGE);
+    return 0;
+  }
+  const args = parseArgs(argv);
+  if (typeof args === 'string') {
+    io.err(`escrow-settlement: ${args}\n${USAGE}`);
+    return 2;
+  }
+  let text: string;
+  try {
+    text = readFileSync(args.file === '-' ? 0 : args.file, 'utf8');
+  } catch (e) {
+    io.out(`FAIL bundle.read: cannot read ${args.file}: ${(e as Error).message}`);
+    return 1;
+  }
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(text);
+  } catch (e) {
+    io.out(`FAIL bundle.format: ${args.file} is not valid JSON: ${(e as Error).message}`);
+    return 1;
+  }
+  const { ok, checks } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], { trustedKeys: args.trustedKeys });
+  for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.detail}`);
+  const failed = checks.filter((c) => !c.ok).length;
+  io.out(ok ? `OK: all ${checks.length} checks passed` : `FAILED: ${failed} of ${checks.length} checks failed`);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,257 @@
+// Wire shapes of the API's resources and request bodies, as the service sends and takes them (SPEC part 2, CONTRACT §3-§4).
+import type { Proof, Signature } from './types.ts';
+import type { EngineEvent } from './webhook.ts';
+
+/** A party to an escrow: a raw Ed25519 public key and an optional label (SPEC part 2, KeyRef). */
+export interface KeyRef {
+  publicKey: string;
+  label?: string;
+}
+
+/** A sandbox agent: the service holds its secret key; only the public key is returned. */
+export interface Agent {
+  id: string;
+  label: string;
+  publicKey: string;
+}
+
+export interface MandateCaps {
+  agent: string;
+  perEscrowMax: string;
+  cumulativeMax: string;
+  allowedAssets: string[];
+  allowedCounterparties?: string[];
+  expiresAt: string;
+}
+
+/** What POST /v1/mandates takes; signMandate builds it. */
+export interface SignedMandate {
+  principal: string;
+  caps: MandateCaps;
+  signature: Signature;
+}
+
+export interface Mandate extends SignedMandate {
+  id: string;
+  hash: string;
+  usage?: { spent: string; remaining: string };
+}
+
+export type PredicateName = 'non-empty' | 'equals' | 'number-range' | 'length-range';
+export type HashCheck = { kind: 'hash'; expected: string };
+export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
+export type DeadlineCheck = { kind: 'deadline'; by: string };
+export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
+export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
+/** SPEC part 2 TermCheck, discriminated by `kind`. */
+export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
+
+/** SPEC part 2 Terms. */
+export interface Terms {
+  description: string;
+  checks: TermCheck[];
+}
+
+/** SPEC part 2 Verdict `results` entry. */
+export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
+
+export type RulingOutcome = 'release' | 'refund' | 'split';
+
+export interface EscrowTimeouts {
+  deliverWithinSeconds?: number;
+  resolveWithinSeconds?: number;
+  decideWithinSeconds?: number;
+  timeoutRuling?: RulingOutcome;
+}
+
+export type EscrowState = 'created' | 'funded' | 'delivered' | 'settled' | 'disputed' | 'resolved' | 'refunded';
+
+export interface Escrow {
+  id: string;
+  state: EscrowState;
+  payer: KeyRef;
+  payee: KeyRef;
+  arbiter?: KeyRef;
+  amount: string;
+  asset: string;
+  terms: Terms;
+  timeouts: Required<EscrowTimeouts>;
+  deadlineAt?: string;
+  mandateId?: string;
+  mandateHash?: string;
+  custody: { status: 'unfunded' | 'locked' | 'settle-failed' | 'settled' };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** POST /v1/escrows: each party is a KeyRef or a sandbox agent id (SPEC part 4, Escrows). */
+export interface CreateEscrowInput {
+  amount: string;
+  asset: string;
+  terms: Terms;
+  payer?: KeyRef;
+  payerAgentId?: string;
+  payee?: KeyRef;
+  payeeAgentId?: string;
+  arbiter?: KeyRef;
+  arbiterAgentId?: string;
+  mandateId?: string;
+  timeouts?: EscrowTimeouts;
+}
+
+export interface EscrowPage {
+  escrows: Escrow[];
+  nextCursor: string | null;
+}
+
+/** Sandbox delivery: the service signs with the held payee agent's key. */
+export interface SandboxDelivery {
+  agentId: string;
+  payload: unknown;
+}
+
+/** Client-signed delivery: what signDelivery returns. */
+export interface SignedDelivery {
+  payload: unknown;
+  submittedAt: string;
+  signature: Signature;
+}
+
+export interface Delivery {
+  id: string;
+  escrowId: string;
+  contentHash: string;
+  payload: unknown;
+  submittedAt: string;
+  signature: Signature;
+}
+
+export interface Verdict {
+  id: string;
+  escrowId: string;
+  deliveryId: string;
+  passed: boolean;
+  results: CheckResult[];
+  decidedAt: string;
+}
+
+/** `proof` is present when the verdict passed and custody confirmed (CONTRACT §3). */
+export interface DeliveryResult {
+  delivery: Delivery;
+  verdict: Verdict;
+  proof?: Proof;
+}
+
+export interface Shares {
+  payerBps: number;
+  payeeBps: number;
+}
+
+export interface Dispute {
+  id: string;
+  escrowId: string;
+  state: 'open' | 'under-review' | 'resolved';
+  openedBy: string;
+  reason: string;
+  evidence: Array<{ party: string; contentHash: string; note: string; submittedAt: string }>;
+  ruling?: { outcome: RulingOutcome; rationale: string; decidedAt: string; decidedBy: 'co-signature' | 'arbiter' | 'timeout'; shares?: Shares };
+  openedAt: string;
+}
+
+/** Client-signed dispute bodies: what signDisputeAction returns (CONTRACT §3, "Who may open / add evidence"). */
+export interface SignedDisputeOpen {
+  party: string;
+  reason?: string;
+  signedAt: string;
+  signature: Signature;
+}
+
+export interface SignedDisputeEvidence {
+  party: string;
+  note?: string;
+  payload?: unknown;
+  signedAt: string;
+  signature: Signature;
+}
+
+export type OpenDisputeInput = { agentId: string; reason?: string } | SignedDisputeOpen;
+export type EvidenceInput = { agentId: string; note?: string; payload?: unknown } | SignedDisputeEvidence;
+
+export interface ResolveInput {
+  outcome: RulingOutcome;
+  rationale?: string;
+  signatures?: Signature[];
+  agentIds?: string[];
+  shares?: Shares;
+}
+
+export interface CustodyEntry {
+  escrowId: string;
+  status: 'pending' | 'settle-failed' | 'confirmed';
+  outcome: string;
+  payerAmount: string;
+  payeeAmount: string;
+  attempts: number;
+  lastError?: string;
+  reference: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ProofVerification {
+  proofId: string;
+  signatureValid: boolean;
+  trailIntact: boolean;
+  trailHeadMatches: boolean;
+  issuer: string;
+}
+
+/** POST /v1/verify (CONTRACT §4). */
+export interface DocumentVerification {
+  valid: boolean;
+  signatureValid: boolean;
+  issuerKnown: boolean;
+  issuer: string;
+  keyId?: string;
+  validFrom?: string;
+  validUntil?: string;
+  issuedWithinEra?: boolean;
+  anchor?: Proof['anchor'];
+}
+
+export interface Health {
+  ok: boolean;
+  service: string;
+  issuer: string | null;
+  version: string;
+  uptimeSeconds: number;
+}
+
+export interface DeadLetter {
+  id: string;
+  url: string;
+  event: EngineEvent;
+  attempts: number;
+  lastError: string;
+  lastStatus?: number;
+  firstAttemptAt: string;
+  deadAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  label: string;
+  createdAt: string;
+  revokedAt?: string;
+  rateLimitMax?: number;
+}
+
+export interface MintedKey extends ApiKeyRecord {
+  secret: string;
+}
+
+export interface RateSnapshot {
+  windowMs: number;
+  windowStartedAt: string;
+  units: Record<string, number>;
+}

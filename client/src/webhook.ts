@@ -1,0 +1,115 @@
+// Receiver-side webhook verification against the pinned signing key, both header styles (CONTRACT §5). Web APIs only.
+import { concatBytes, fromBase64, fromHex, isHex64, utf8 } from './crypto/bytes.ts';
+import { verify, verifyHex } from './crypto/ed25519.ts';
+
+/** What every webhook carries and GET /v1/escrows/{id}/events replays (SPEC part 6; CONTRACT §3 "Event data"). */
+export interface EngineEvent {
+  event: string;
+  escrowId: string;
+  at: string;
+  data: unknown;
+}
+
+export interface WebhookVerifyOptions {
+  /** The receiver's clock in milliseconds since the epoch (Date.now() when absent). */
+  now?: number;
+  /** Standard Webhooks: how far webhook-timestamp may be from now (default 300 s, as the Standard Webhooks spec advises). */
+  toleranceSeconds?: number;
+}
+
+export interface WebhookVerifyResult {
+  ok: boolean;
+  style?: 'x-proof' | 'standard';
+  event?: EngineEvent;
+  reason?: string;
+}
+
+type HeaderBag = Headers | Record<string, string>;
+
+function header(headers: HeaderBag, name: string): string | null {
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
+  for (const [k, v] of Object.entries(headers as Record<string, string>)) if (k.toLowerCase() === name) return v;
+  return null;
+}
+
+function parseEvent(bytes: Uint8Array): EngineEvent | null {
+  try {
+    const v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as Record<string, unknown>;
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
+    if (typeof v.event !== 'string' || typeof v.escrowId !== 'string' || typeof v.at !== 'string' || !('data' in v)) return null;
+    return { event: v.event, escrowId: v.escrowId, at: v.at, data: v.data };
+  } catch {
+    return null;
+  }
+}
+
+const fail = (reason: string, style?: WebhookVerifyResult['style']): WebhookVerifyResult => ({ ok: false, ...(style ? { style } : {}), reason });
+
+/** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key (SPEC part 6 step 3). */
+function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): WebhookVerifyResult {
+  const keyId = header(headers, 'x-proof-key-id');
+  const sig = header(headers, 'x-proof-signature') ?? '';
+  // The key id is only a hint: it must name the pinned key, and the signature is checked with the
+  // pinned key, never with the announced one, so a forged key id cannot pass.
+  if (keyId?.toLowerCase() !== pinnedKey) return fail('x-proof-key-id is not the pinned signing key', 'x-proof');
+  if (!verifyHex(sig.toLowerCase(), body, pinnedKey)) return fail('x-proof-signature does not verify with the pinned key', 'x-proof');
+  return { ok: true, style: 'x-proof' };
+}
+
+/**
+ * Standard Webhooks (v1a = Ed25519): signature over `${webhook-id}.${webhook-timestamp}.${body}`;
+ * the header may list several space-separated `version,signature` entries (key rotation); any
+ * v1a entry that verifies with the pinned key is enough. Other versions (v1 = HMAC) are ignored.
+ */
+function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string, opts: WebhookVerifyOptions): WebhookVerifyResult {
+  const id = header(headers, 'webhook-id');
+  const ts = header(headers, 'webhook-timestamp');
+  const list = header(headers, 'webhook-signature') ?? '';
+  if (!id) return fail('webhook-id is missing', 'standard');
+  if (!ts || !/^\d{1,12}$/.test(ts)) return fail('webhook-timestamp is missing or not unix seconds', 'standard');
+  const now = Math.floor((opts.now ?? Date.now()) / 1000);
+  const tolerance = opts.toleranceSeconds ?? 300;
+  if (Math.abs(now - Number(ts)) > tolerance) return fail(`webhook-timestamp is more than ${tolerance} s from now (replay or clock skew)`, 'standard');
+  const message = concatBytes(utf8(`${id}.${ts}.`), body);
+  const key = fromHex(pinnedKey, 'pinnedKey');
+  let sawV1a = false;
+  for (const entry of list.split(' ')) {
+    const comma = entry.indexOf(',');
+    if (comma === -1 || entry.slice(0, comma) !== 'v1a') continue;
+    sawV1a = true;
+    let sig: Uint8Array;
+    try {
+      sig = fromBase64(entry.slice(comma + 1));
+    } catch {
+      continue;
+    }
+    if (sig.length === 64 && verify(sig, message, key)) return { ok: true, style: 'standard' };
+  }
+  return fail(sawV1a ? 'no v1a signature verifies with the pinned key' : 'webhook-signature has no v1a entry', 'standard');
+}
+
+/**
+ * Verifies a received webhook against the signing key pinned at registration (`signingKey` of
+ * POST /v1/webhooks). Invalid is a value ({ok: false, reason}); a pinned key that is not 64 lowercase
+ * hex characters is a caller error (TypeError). When both header styles are present the Standard
+ * Webhooks one is used: it binds a timestamp, so a captured delivery cannot be replayed later.
+ * The x-proof style alone carries no timestamp: deduplicate by webhook-id / (escrowId, event, at).
+ */
+export function verifyWebhook(
+  rawBody: string | Uint8Array,
+  headers: HeaderBag,
+  pinnedKey: string,
+  opts: WebhookVerifyOptions = {},
+): WebhookVerifyResult {
+  if (!isHex64(pinnedKey)) throw new TypeError('pinnedKey must be 64 lowercase hex characters (the signingKey from registration)');
+  const body = typeof rawBody === 'string' ? utf8(rawBody) : rawBody;
+  if (!(body instanceof Uint8Array)) throw new TypeError('rawBody must be a string or a Uint8Array');
+  let r: WebhookVerifyResult;
+  if (header(headers, 'webhook-signature') !== null) r = verifyStandard(body, headers, pinnedKey, opts);
+  else if (header(headers, 'x-proof-signature') !== null) r = verifyXProof(body, headers, pinnedKey);
+  else return fail('no webhook signature headers (x-proof-signature or webhook-signature)');
+  if (!r.ok) return r;
+  const event = parseEvent(body);
+  if (!event) return fail('the signed body is not an EngineEvent {event, escrowId, at, data}', r.style);
+  return { ...r, event };
+}

@@ -1,0 +1,50 @@
+// Custody adapters: where funding locks and a closing actually moves value (simulated rails in
+// domain/custody.ts, or the chain adapter here). The journal lives in SQL; an adapter only locks,
+// settles or fails.
+import type { Queryable } from '../db/types.ts';
+import type { Proof } from '@escrow-settlement/client/types';
+
+/** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
+export type Anchor = NonNullable<Proof['anchor']>;
+
+/** What funding asks custody to hold: the whole amount, for the payer and payee (Ed25519 public keys, hex). */
+export interface LockRequest {
+  escrowId: string;
+  reference: string;
+  amount: bigint;
+  asset: string;
+  payer: string;
+  payee: string;
+}
+
+export type LockResult = { ok: true } | { ok: false; error: string };
+
+export interface SettleRequest {
+  escrowId: string;
+  /** Stable per escrow: a retry reuses it, so custody can refuse a second payout. */
+  reference: string;
+  outcome: 'released' | 'refunded' | 'split';
+  payerAmount: bigint;
+  payeeAmount: bigint;
+  asset: string;
+}
+
+export type SettleResult = { ok: true; reference: string; anchor?: Anchor } | { ok: false; error: string };
+
+export interface CustodyAdapter {
+  readonly kind: string;
+  /**
+   * Called by funding inside its transaction; a failure refuses the funding (502 custody_failed,
+   * the escrow stays created). Absent: nothing to lock (simulated rails).
+   */
+  lock?(tx: Queryable, req: LockRequest): Promise<LockResult>;
+  /** Called inside the closing transaction with its connection (sandbox fault counter lives there). */
+  settle(tx: Queryable, req: SettleRequest): Promise<SettleResult>;
+}
+
+/**
+ * Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next) in the caller's transaction;
+ * true when there was one. The domain owns the counter (domain/custody.ts takeSandboxFault); an
+ * adapter that honours it is handed this function, so custody/ imports nothing from domain/.
+ */
+export type SandboxFault = (tx: Queryable) => Promise<boolean>;

@@ -1,0 +1,152 @@
+// Node edge: adapts node:http to app.fetch. Part of src/node/, the only place besides src/main.ts that touches node:*.
+//
+// The bridge is @hono/node-server's request listener: measured with bench/adapter.ts it serves the
+// same app markedly faster than building a Headers + Request per call and reading every Response
+// back through its stream, because its Request and Response are lazy (a GET never builds a Request
+// at all; a JSON Response is written from the string it was made with). It replaces the global
+// Request/Response with those subclasses once, when nodeListener() is first called (instanceof still
+// holds). What this module adds: the client address, invalid header values dropped, a cap-refused
+// body not read any further, and the error envelopes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
+import type { App } from '../app.ts';
+
+export interface AdapterOptions {
+  trustProxy: boolean;
+  onError?: (err: unknown) => void;
+}
+
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return (req.socket.remoteAddress ?? 'unknown').replace(/^::ffff:/, '');
+}
+
+function envelope(status: number, code: string, message: string): Response {
+  return new Response(JSON.stringify({ error: { code, message, docsUrl: `/docs/errors#${code}` } }), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
+/** Values Headers refuses. Node's strict parser never lets them through; an insecure parser can. */
+const INVALID_VALUE = /[\0\r\n]/;
+
+function hasInvalidValue(raw: string[]): boolean {
+  for (let i = 1; i < raw.length; i += 2) if (INVALID_VALUE.test(raw[i])) return true;
+  return false;
+}
+
+/**
+ * The request body as a stream read from the IncomingMessage only when the app asks (no data is
+ * taken off the socket before the first read). Cancelling it (the app's 1 MB cap) stops reading:
+ * the message is paused and let go, and after the answer is sent hono's clean-up discards what
+ * still arrives for at most 500 ms / 64 MB before closing the connection, so the client sees the 413
+ * instead of a reset. Nothing is buffered beyond the chunk being handed over.
+ */
+function bodyStream(incoming: IncomingMessage, outgoing: ServerResponse): ReadableStream<Uint8Array> {
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let settled = false;
+  const onData = (chunk: Buffer) => {
+    controller!.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    if (controller!.desiredSize! <= 0) incoming.pause();
+  };
+  const onEnd = () => {
+    if (release()) controller!.close();
+  };
+  const onError = (err: unknown) => {
+    if (release()) controller!.error(err);
+  };
+  const onClose = () => onError(new Error('the client closed the connection before the request body ended'));
+  const release = (): boolean => {
+    if (settled) return false;
+    settled = true;
+    if (controller) {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onError);
+      incoming.off('close', onClose);
+      outgoing.off('finish', onFinish);
+      incoming.pause();
+    }
+    return true;
+  };
+  // Answered while the app still held the stream: let go of the message, whatever it does next.
+  const onFinish = () => onError(new Error('the response was sent before the request body was read'));
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(c) {
+        if (!controller) {
+          controller = c;
+          incoming.on('data', onData);
+          incoming.once('end', onEnd);
+          incoming.once('error', onError);
+          incoming.once('close', onClose);
+          outgoing.once('finish', onFinish);
+        }
+        incoming.resume();
+      },
+      cancel() {
+        release();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** Header pairs for a Request, leaving out values Headers would throw on. */
+function headerPairs(raw: string[]): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
+  for (let i = 0; i < raw.length; i += 2) if (!INVALID_VALUE.test(raw[i + 1])) pairs.push([raw[i], raw[i + 1]]);
+  return pairs;
+}
+
+/**
+ * The request as the app sees it. A GET/HEAD with ordinary headers: hono's lazy request, nothing
+ * built. A body, or a header value Headers refuses: a Request of our own (the body still unread).
+ */
+function toRequest(request: Request, incoming: IncomingMessage, outgoing: ServerResponse): Request {
+  const method = request.method;
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  if (!hasBody && !hasInvalidValue(incoming.rawHeaders)) return request;
+  return new Request(request.url, {
+    method,
+    headers: headerPairs(incoming.rawHeaders),
+    body: hasBody ? bodyStream(incoming, outgoing) : undefined,
+    // @ts-expect-error: duplex is required by Node's fetch for streamed request bodies.
+    duplex: hasBody ? 'half' : undefined,
+  });
+}
+
+/** A request listener for node:http that serves app.fetch. */
+export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return getRequestListener(
+    async (request, env) => {
+      const { incoming, outgoing } = env as HttpBindings;
+      let response: Response;
+      try {
+        response = await app.fetch(toRequest(request, incoming, outgoing), { ip: clientIp(incoming, opts.trustProxy) });
+      } catch (err) {
+        opts.onError?.(err);
+        response = envelope(500, 'internal', 'Internal error.');
+      }
+      return response;
+    },
+    {
+      // Kept on (the default): after the answer, a body not read to its end is discarded for at most
+      // 500 ms / 64 MB and then the connection is closed.
+      autoCleanupIncoming: true,
+      // Without a Host header (HTTP/1.0) the URL's authority is this; it is never routed on.
+      hostname: 'localhost',
+      errorHandler(err) {
+        // A request line or Host header no URL can be made of: the client's fault, not ours.
+        if (err instanceof RequestError) return envelope(400, 'bad_request', `malformed request: ${err.message}`);
+        opts.onError?.(err);
+        return envelope(500, 'internal', 'Internal error.');
+      },
+    },
+  );
+}

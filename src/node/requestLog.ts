@@ -1,0 +1,99 @@
+// The request log file (CONTRACT §1 REQUEST_LOG, REQUEST_LOG_MAX_LINES): one JSON line per request, rotated to `<path>.1`. Node only.
+import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, type WriteStream } from 'node:fs';
+import { dirname } from 'node:path';
+import type { RequestLogRecord, RequestLogSink } from '../app.ts';
+
+export interface RequestLogWriter extends RequestLogSink {
+  /** Flushes what is buffered and closes the file (shutdown). */
+  close(): Promise<void>;
+}
+
+/**
+ * Lines already in the file, so a restart keeps counting towards the same rotation. Read in chunks:
+ * the file may be large. A file that cannot be read counts 0; opening it for writing reports why.
+ */
+function countLines(path: string): number {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    let lines = 0;
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) {
+      for (let i = 0; i < n; i++) if (buf[i] === 10) lines++;
+    }
+    return lines;
+  } catch {
+    return 0;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Opens (appending) the request log at `path`. When the file holds `maxLines` lines, the next record
+ * first rotates it: the file is renamed to `<path>.1`, replacing the previous old file, so at most
+ * maxLines × 2 lines are on disk. Writes are buffered by a stream over a descriptor opened
+ * synchronously, so a rename never races an open: lines still buffered for the old descriptor land in
+ * `<path>.1`, where they belong. A failing disk is reported once per failure and never fails a request.
+ */
+export function openRequestLog(path: string, maxLines: number, onError: (err: unknown) => void = () => {}): RequestLogWriter {
+  mkdirSync(dirname(path), { recursive: true });
+  let lines = countLines(path);
+  let rotations = 0;
+  let failing = false;
+  let stream: WriteStream | null = null;
+
+  const report = (err: unknown) => {
+    if (!failing) onError(err);
+    failing = true;
+  };
+
+  function open(): WriteStream | null {
+    try {
+      // 0o600: the log names clients' addresses and key ids; it is the operator's, not every local user's.
+      const s = createWriteStream(path, { fd: openSync(path, 'a', 0o600) });
+      s.on('error', (err) => {
+        report(err);
+        if (stream === s) stream = null;
+      });
+      return s;
+    } catch (err) {
+      report(err);
+      return null;
+    }
+  }
+
+  function rotate(): void {
+    stream?.end();
+    stream = null;
+    try {
+      renameSync(path, `${path}.1`);
+    } catch (err) {
+      report(err);
+    }
+    lines = 0;
+    rotations++;
+  }
+
+  return {
+    write(record: RequestLogRecord) {
+      if (lines >= maxLines) rotate();
+      stream ??= open();
+      if (!stream) return;
+      stream.write(`${JSON.stringify(record)}\n`);
+      lines++;
+      failing = false;
+    },
+    stats: () => ({ lines, rotations }),
+    close() {
+      const s = stream;
+      stream = null;
+      if (!s) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        s.once('close', () => resolve());
+        s.once('error', () => resolve());
+        s.end();
+      });
+    },
+  };
+}
