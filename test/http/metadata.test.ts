@@ -6,6 +6,7 @@ import { describeStores, expectError, type Harness } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
 import { canonicalize } from '../../src/crypto/jcs.ts';
 import { verifyWebhook } from '@escrow-settlement/client/webhook';
+import { createClient, type Terms } from '@escrow-settlement/client';
 import { drain, receiver, register, unregister } from '../webhooks/helpers.ts';
 
 const META = { orderId: 'ord_1234', customer: 'Zoë · 🧾', note: '' };
@@ -51,7 +52,9 @@ describeStores('escrow metadata', (h) => {
       assert.equal(got.length, events.length);
       for (const [i, g] of got.entries()) {
         assert.equal(g.body, canonicalize(events[i]), 'the webhook body is the replayed event, metadata included');
-        assert.equal(verifyWebhook(g.body, g.headers, key).ok, true);
+        const v = verifyWebhook(g.body, g.headers, key);
+        assert.equal(v.ok, true);
+        assert.deepEqual(v.event, events[i], 'the client library hands the receiver the metadata too');
       }
     } finally {
       await unregister(h(), rx.url);
@@ -131,3 +134,29 @@ describeStores('escrow metadata', (h) => {
     }
   });
 }, { WEBHOOK_BACKOFF_MS: '5,5,5,5', WEBHOOK_TIMEOUT_MS: '2000' });
+
+describeStores('metadata, filters and pages through the client library', (h) => {
+  test('the typed client creates with metadata, filters by agent and follows nextCursor on every list', async () => {
+    const api = createClient({ baseUrl: 'http://sandbox.local', fetch: (req: Request) => h().app.fetch(req) });
+    const payer = await api.agents.create({ label: 'payer' });
+    const payee = await api.agents.create({ label: 'payee' });
+    const made = [];
+    for (let i = 0; i < 3; i++) {
+      made.push(await api.escrows.create({ amount: '1', asset: 'USDC', terms: PASSING_TERMS as Terms, payerAgentId: payer.id, payeeAgentId: payee.id, metadata: { n: String(i) } }));
+    }
+    const seen = [];
+    let cursor: string | undefined;
+    do {
+      const page = await api.escrows.list({ agentId: payer.id, limit: 2, cursor });
+      seen.push(...page.escrows);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    assert.deepEqual(seen.map((e) => e.metadata), [{ n: '0' }, { n: '1' }, { n: '2' }]);
+    assert.deepEqual(seen.map((e) => e.id), made.map((e) => e.id));
+    const first = await api.escrows.events(made[0].id, { limit: 1 });
+    assert.equal(first.events.length, 1);
+    assert.deepEqual(first.events[0].metadata, { n: '0' });
+    assert.equal(typeof first.nextCursor, 'object', 'one event: no next page');
+    assert.equal((await api.escrows.trail(made[0].id, { limit: 1 })).nextCursor, null);
+  });
+});
