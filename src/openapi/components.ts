@@ -126,7 +126,7 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /v1/log/proof/:proofId': obj({ proofId: str, leafIndex: int, leafHash: hex64, logSize: int, rootHash: hex64, auditPath: arr(hex64), head: ref('SignedHead') }),
   'GET /v1/log/consistency/:firstSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
   'GET /v1/log/consistency/:firstSize/:secondSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
-  'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })) }),
+  'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })), nextCursor }, ['entries']),
   'GET /v1/log/checkpoint': { type: 'string', description: 'C2SP tlog-checkpoint signed note (text/plain)' },
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64 }),
   'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64, nextCursor }, ['webhooks', 'signingKey']),

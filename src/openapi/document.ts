@@ -33,6 +33,7 @@ const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
     { name: 'end', schema: { type: 'integer', minimum: 0 }, description: 'leaf index after the last one (exclusive; at most start + 1000)' },
+    ...PAGE.map((p) => ({ ...p, description: `${p.description} (instead of ${p.name === 'limit' ? 'end' : 'start'})` })),
   ],
 };
 

@@ -2,6 +2,7 @@
 import { badRequest, notFound } from '../errors.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
+import { encodeCursor, pageQuery } from '../http/page.ts';
 import type { Queryable } from '../db/types.ts';
 import { issuerKeys } from '../domain/keys.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
@@ -102,13 +103,18 @@ export const logRoutes = () => defineRoutes([
   { ...CONSISTENCY, path: '/v1/log/consistency/:firstSize/:secondSize', summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).' },
   {
     method: 'GET', path: '/v1/log/entries', access: 'public', rate: 'public', tag: 'log',
-    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call.`,
-    success: { status: 200, description: '{entries: [{leafIndex, proof}]} in leaf order' },
+    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
+    success: { status: 200, description: '{entries: [{leafIndex, proof}], nextCursor?: string|null} in leaf order (nextCursor with limit or cursor)' },
     errors: PUBLIC_ERRORS,
     async handler({ query, svc }) {
-      const raw = queryParams(query, ['start', 'end']);
-      const start = raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
-      const askedEnd = raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
+      const raw = queryParams(query, ['start', 'end', 'limit', 'cursor']);
+      if (raw.cursor !== undefined && raw.start !== undefined) throw badRequest('give start or cursor, not both');
+      if (raw.limit !== undefined && raw.end !== undefined) throw badRequest('give end or limit, not both');
+      // The list paging of CONTRACT §8 over the same range: cursor = the last leaf index seen, limit = page size.
+      const paged = raw.limit !== undefined || raw.cursor !== undefined;
+      const page = pageQuery(new URLSearchParams(Object.entries(raw).filter(([k, v]) => (k === 'limit' || k === 'cursor') && v !== undefined) as [string, string][]), 'leaf');
+      const start = page.after !== null ? Number(page.after) + 1 : raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
+      const askedEnd = page.limit !== undefined ? start + page.limit : raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
       if (askedEnd !== undefined && askedEnd < start) throw badRequest(`end ${askedEnd} is less than start ${start}`);
       if (askedEnd !== undefined && askedEnd - start > MAX_ENTRIES) throw badRequest(`end - start must be at most ${MAX_ENTRIES}, got ${askedEnd - start}`);
       const size = await logSize(svc.db);
@@ -121,7 +127,9 @@ export const logRoutes = () => defineRoutes([
         'SELECT p.leaf_index::text AS leaf_index, p.doc FROM proofs p WHERE p.leaf_index >= $1 AND p.leaf_index < $2 ORDER BY p.leaf_index',
         [start, end],
       );
-      return json({ entries: rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof })) });
+      const entries = rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof }));
+      if (!paged) return json({ entries });
+      return json({ entries, nextCursor: end < size && entries.length > 0 ? encodeCursor('leaf', end - 1) : null });
     },
   },
   {

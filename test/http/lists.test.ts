@@ -105,6 +105,18 @@ describeStores('list pagination', (h) => {
     }
   });
 
+  test('the public log entries page by leaf index too, beside start/end', async () => {
+    for (let i = 0; i < 3; i++) await settled(h());
+    await pagesLikeTheWhole(h(), '/v1/log/entries', 'entries', 3);
+    const { entries } = (await h().req('GET', '/v1/log/entries')).body;
+    assert.deepEqual(entries.map((e: any) => e.leafIndex), entries.map((_: any, i: number) => i), 'leaf order from 0');
+    const second = (await h().req('GET', '/v1/log/entries?limit=1')).body.nextCursor;
+    assert.deepEqual((await h().req('GET', `/v1/log/entries?cursor=${second}&limit=1`)).body.entries, [entries[1]]);
+    assert.equal('nextCursor' in (await h().req('GET', '/v1/log/entries?start=1&end=2')).body, false, 'start/end answer as before');
+    expectError(await h().req('GET', `/v1/log/entries?cursor=${second}&start=1`), 400, 'bad_request');
+    expectError(await h().req('GET', '/v1/log/entries?limit=2&end=3'), 400, 'bad_request');
+  });
+
   test('pages are stable under concurrent inserts: nothing repeats, nothing that existed is skipped', async () => {
     const before = (await h().req('GET', '/v1/escrows')).body.escrows.map((e: any) => e.id);
     const seen: string[] = [];
