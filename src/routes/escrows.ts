@@ -61,6 +61,19 @@ function deliveryInput(body: unknown): DeliveryInput {
 
 const id = (ctx: Ctx) => ctx.params.id;
 
+/**
+ * An ISO 8601 date-time query value (CONTRACT §2) that is a real calendar instant: Date.parse rolls
+ * 2026-02-30 over to March, and year 0000 is out of Postgres's range, so both are 400s here.
+ */
+function dateParam(raw: string, name: string): Date {
+  const at = new Date(check(raw, timestamp, name));
+  const [y, m, d] = raw.slice(0, 10).split('-').map(Number);
+  if (y < 1 || d > new Date(Date.UTC(2000, m, 0)).getUTCDate() - (m === 2 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0)) {
+    throw badRequest(`${name} is not a calendar date-time: ${JSON.stringify(raw.slice(0, 40))}`);
+  }
+  return at;
+}
+
 /** The list's filters from the query; a bad value is a 400 naming its parameter, an unknown agent a 404. */
 async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams): Promise<EscrowFilter> {
   const f: EscrowFilter = {};
@@ -71,7 +84,7 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams): Promise<Es
   }
   for (const name of ['createdAfter', 'createdBefore'] as const) {
     const raw = query.get(name);
-    if (raw !== null) f[name] = new Date(check(raw, timestamp, name));
+    if (raw !== null) f[name] = dateParam(raw, name);
   }
   const agent = query.get('agentId');
   if (agent !== null) f.partyKey = (await loadAgents(svc.db, [check(agent, agentId, 'agentId')], 'agentId'))[0].publicKey;

@@ -176,7 +176,8 @@ describeStores('escrow list filters', (h) => {
     const plusTwo = new Date(Date.parse(t2) + 1).toISOString().replace('Z', '+00:00');
     assert.ok((await ids(`createdBefore=${encodeURIComponent(plusTwo)}&limit=1000`)).includes(second.id));
     for (const name of ['createdAfter', 'createdBefore']) {
-      for (const bad of ['yesterday', '2026-13-40T00:00:00Z', '2026-11-21', '']) {
+      assert.equal((await h().req('GET', `/v1/escrows?${name}=2024-02-29T00:00:00Z&limit=1`)).status, 200, 'a leap day is a date');
+      for (const bad of ['yesterday', '2026-13-40T00:00:00Z', '2026-11-21', '', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-04-31T10:00:00Z', '0000-01-01T00:00:00Z']) {
         assert.match(expectError(await h().req('GET', `/v1/escrows?${name}=${bad}`), 400, 'bad_request'), new RegExp(name));
       }
     }
