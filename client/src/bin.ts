@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The package's command (package.json "bin": escrow-verify): `npx escrow-verify verify bundle.json --trusted-key HEX`.
+// The package's command (package.json "bin": escrow-settlement): `npx escrow-settlement verify bundle.json --trusted-key HEX`.
 import { main } from './cli.ts';
 
 process.exitCode = await main(process.argv.slice(2));

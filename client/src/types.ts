@@ -45,6 +45,8 @@ export interface IssuerKey {
   publicKey: string;
   validFrom: string;
   validUntil?: string;
+  /** C2SP note verifier key under the log's origin (issuer document only): checks GET /v1/log/checkpoint. */
+  vkey?: string;
 }
 
 /** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}) (CONTRACT §4). */
@@ -93,4 +95,6 @@ export interface Check {
 export interface VerifyResult {
   ok: boolean;
   checks: Check[];
+  /** Things the caller chose that weaken the result (verifyBundle with trustBundleKeys). */
+  warnings?: string[];
 }

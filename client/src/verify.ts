@@ -15,6 +15,25 @@ export const GENESIS_HASH = GENESIS;
 export interface VerifyOptions {
   /** Keys an auditor pins (hex public keys or IssuerKey records): signers must be among them. */
   trustedKeys?: ReadonlyArray<IssuerKey | string>;
+  /**
+   * verifyBundle only: accept the issuer keys the bundle itself carries. Anyone can make a bundle
+   * with a key of their own that passes this way, so it shows self-consistency, not who issued it;
+   * the result carries a warning. Without it, verifyBundle needs trustedKeys.
+   */
+  trustBundleKeys?: boolean;
+}
+
+/** The warning a result carries when the caller trusted the bundle's own keys. */
+export const BUNDLE_KEYS_WARNING = 'trusting the issuer keys inside the bundle: anyone can make a bundle that passes with a key of their own; pin the issuer key (trustedKeys, --trusted-key or --issuer-doc) to know the service issued it';
+
+/** Whom verifyBundle trusts: the pinned keys, or (explicitly) the bundle's own; neither is a failing check. */
+function issuerTrust(trusted: Set<string> | null, opts: VerifyOptions): Check | null {
+  if (opts.trustBundleKeys !== undefined && typeof opts.trustBundleKeys !== 'boolean') throw new TypeError('trustBundleKeys must be a boolean');
+  if (trusted && opts.trustBundleKeys) throw new TypeError('give trustedKeys or trustBundleKeys, not both');
+  if (trusted) return null; // proof.issuer.trusted and head.trusted check the pinned keys
+  return opts.trustBundleKeys
+    ? { name: 'issuer.trust', ok: true, detail: `WARNING ${BUNDLE_KEYS_WARNING}` }
+    : { name: 'issuer.trust', ok: false, detail: 'no trusted issuer key given: pin the issuer keys (trustedKeys, from /.well-known/proof-issuer.json fetched out of band) or pass trustBundleKeys: true to accept the keys the bundle carries' };
 }
 
 /** Transparency-log leaf hash of a proof: SHA-256(0x00 || JCS(proof)) (SPEC part 2, RFC 6962 §2.1). */
@@ -154,6 +173,8 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 /**
  * Everything in an offline bundle (CONTRACT §7): proof signature and issuer, trail chain and its
  * binding to the proof, the proof's leaf and inclusion, and the signed head the inclusion ends at.
+ * Valid only against keys the caller trusts: `trustedKeys` (pinned out of band, e.g. the issuer
+ * document's keys), or explicitly `trustBundleKeys: true`, which adds a warning.
  */
 export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyResult {
   const problem = bundleProblem(bundle);
@@ -169,6 +190,8 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
       : [false, `signer ${signer} is not among the bundle's ${issuerKeys.length} issuer keys`];
   }));
   if (trusted) checks.push(trustCheck('proof.issuer.trusted', 'proof', signer, trusted));
+  const trust = issuerTrust(trusted, opts);
+  if (trust) checks.push(trust);
   checks.push(run('trail.chain', () => {
     const broken = trailBreak(trail);
     return broken ? [false, `trail entry ${broken.index}: ${broken.reason}`] : [true, `${trail.length} entries chain from genesis and every hash recomputes`];
@@ -190,5 +213,5 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
     if (head.rootHash !== inclusion.rootHash) return [false, `head.rootHash ${head.rootHash} does not equal inclusion.rootHash ${inclusion.rootHash}`];
     return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
   }));
-  return result(checks);
+  return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
 }

@@ -84,7 +84,10 @@ export const SCHEMAS: Record<string, unknown> = {
   }, ['id', 'escrowId', 'outcome', 'payer', 'payee', 'amount', 'asset', 'termsHash', 'trailHead', 'trailLength', 'issuedAt', 'signature']),
   TrailEntry: obj({ index: int, prevHash: hex64, hash: hex64, at: ts, event: str, body: {} }),
   EngineEvent: obj({ event: str, escrowId: str, at: ts, data: { type: 'object' }, metadata: ref('Metadata') }, ['event', 'escrowId', 'at', 'data']),
-  IssuerKey: obj({ keyId: str, alg: { const: 'ed25519' }, publicKey: hex64, validFrom: ts, validUntil: ts }, ['keyId', 'alg', 'publicKey', 'validFrom']),
+  IssuerKey: obj({
+    keyId: str, alg: { const: 'ed25519' }, publicKey: hex64, validFrom: ts, validUntil: ts,
+    vkey: { type: 'string', description: 'C2SP note verifier key under LOG_ORIGIN (issuer document only): <origin>+<hex key hash>+<base64(0x01 ‖ key)>' },
+  }, ['keyId', 'alg', 'publicKey', 'validFrom']),
   Custody: obj({
     escrowId: str, status: { type: 'string', enum: ['pending', 'settle-failed', 'confirmed'] }, outcome: str, payerAmount: amount, payeeAmount: amount,
     attempts: int, lastError: str, reference: str, createdAt: ts, updatedAt: ts,

@@ -2,6 +2,7 @@
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { activeKey, issuerKeys } from '../domain/keys.ts';
+import { issuerVkey } from '@escrow-settlement/client/issuer';
 import { openApiDocument } from '../openapi/document.ts';
 import { errorsPage } from '../openapi/errorsPage.ts';
 
@@ -23,11 +24,13 @@ export const metaRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/.well-known/proof-issuer.json', access: 'public', tag: 'meta',
-    summary: 'Every issuer key era, oldest first; the last key signs today.',
-    success: { status: 200, description: '{keys: [IssuerKey]}' },
+    summary: 'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
+    success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
     errors: [],
     async handler({ svc }) {
-      return json({ keys: await issuerKeys(svc.db) }, 200, { 'cache-control': 'public, max-age=60' });
+      // vkey = <origin>+<hex key hash>+<base64(0x01 ‖ key)> (c2sp.org/signed-note): what note.NewVerifier and witnesses take.
+      const keys = (await issuerKeys(svc.db)).map((k) => ({ ...k, vkey: issuerVkey(svc.config.logOrigin, k.publicKey) }));
+      return json({ keys }, 200, { 'cache-control': 'public, max-age=60' });
     },
   },
   {

@@ -169,7 +169,7 @@ describe('the API client', () => {
       const paid = await api.x402.pay<{ resource: string }>(buyer.secretKey, { v2 });
       assert.equal(paid.resource.resource, 'x402-demo');
       assert.equal(paid.payment.outcome, 'released');
-      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId)).ok, true);
+      assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId), { trustedKeys: (await api.issuerKeys()).keys }).ok, true);
     }
   });
 

@@ -1,6 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  BUNDLE_KEYS_WARNING,
+  issuerDocumentKeys,
   proofLeafHash,
   verifyBundle,
   verifyConsistency,
@@ -15,14 +17,18 @@ import { hex, leafHashOf, makeTrail, outsideKey } from '../log/fixtures.ts';
 import { makeBundle } from './bundle.ts';
 
 const flip = (s: string) => (s[0] === '0' ? '1' : '0') + s.slice(1);
-const ALL = ['proof.signature', 'proof.issuer', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match'];
+// The tamper matrix checks integrity with the bundle's own keys; trust is tested on its own below.
+const OPEN = { trustBundleKeys: true };
+const ALL = ['proof.signature', 'proof.issuer', 'issuer.trust', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match'];
 
 const { bundle, old, active, tree } = await makeBundle();
-const failing = (b: Bundle, opts = {}) => verifyBundle(b, opts).checks.filter((c) => !c.ok);
+// A forger makes a complete, internally consistent bundle with keys of their own.
+const forged = await makeBundle();
+const failing = (b: Bundle, opts: object = OPEN) => verifyBundle(b, opts).checks.filter((c) => !c.ok);
 
 describe('verifyBundle', () => {
   test('an intact bundle passes every check, each with a detail', () => {
-    const r = verifyBundle(bundle);
+    const r = verifyBundle(bundle, OPEN);
     assert.equal(r.ok, true, JSON.stringify(r.checks));
     assert.deepEqual(r.checks.map((c) => c.name), ALL);
     for (const c of r.checks) assert.ok(c.detail.length > 10, c.name);
@@ -65,7 +71,7 @@ describe('verifyBundle', () => {
     test(`changing ${field} fails exactly ${expected.join(', ')}, saying why`, () => {
       const b = structuredClone(bundle);
       change(b);
-      const r = verifyBundle(b);
+      const r = verifyBundle(b, OPEN);
       assert.equal(r.ok, false);
       const bad = r.checks.filter((c) => !c.ok);
       assert.deepEqual(bad.map((c) => c.name), expected);
@@ -103,12 +109,49 @@ describe('verifyBundle', () => {
   ];
   for (const [what, make, detail] of malformed) {
     test(`${what} fails bundle.format naming the field`, () => {
-      const r = verifyBundle(make(structuredClone(bundle)) as Bundle);
+      const r = verifyBundle(make(structuredClone(bundle)) as Bundle, { trustedKeys: [active.publicKey] });
       assert.equal(r.ok, false);
       assert.deepEqual(r.checks.map((c) => c.name), ['bundle.format']);
       assert.match(r.checks[0].detail, detail);
     });
   }
+});
+
+describe('trust is explicit (issue 18 item 3)', () => {
+  test('a forged bundle carrying its own key fails without trusted keys: issuer.trust says what to give', () => {
+    const r = verifyBundle(forged.bundle);
+    assert.equal(r.ok, false);
+    const bad = r.checks.filter((c) => !c.ok);
+    assert.deepEqual(bad.map((c) => c.name), ['issuer.trust']);
+    assert.match(bad[0].detail, /^no trusted issuer key given: pin the issuer keys \(trustedKeys/);
+    assert.equal(r.warnings, undefined);
+    assert.equal(verifyBundle(bundle).ok, false, 'the genuine bundle is not valid without a trusted key either');
+  });
+
+  test('against the pinned issuer key the forged bundle fails proof.issuer.trusted and head.trusted', () => {
+    const r = verifyBundle(forged.bundle, { trustedKeys: [active.publicKey] });
+    assert.equal(r.ok, false);
+    assert.deepEqual(r.checks.filter((c) => !c.ok).map((c) => c.name), ['proof.issuer.trusted', 'head.trusted']);
+    assert.equal(verifyBundle(bundle, { trustedKeys: [active.publicKey] }).ok, true);
+  });
+
+  test('trustBundleKeys accepts the keys inside the bundle only with a warning, in the result and in issuer.trust', () => {
+    const r = verifyBundle(forged.bundle, { trustBundleKeys: true });
+    assert.equal(r.ok, true);
+    assert.deepEqual(r.warnings, [BUNDLE_KEYS_WARNING]);
+    assert.match(BUNDLE_KEYS_WARNING, /anyone can make a bundle that passes with a key of their own/);
+    const trust = r.checks.find((c) => c.name === 'issuer.trust')!;
+    assert.equal(trust.ok, true);
+    assert.match(trust.detail, /^WARNING trusting the issuer keys inside the bundle/);
+  });
+
+  test('an issuer document the caller pinned is a list of trusted keys; contradictory options throw', () => {
+    const doc = { keys: bundle.issuerKeys };
+    assert.equal(verifyBundle(bundle, { trustedKeys: issuerDocumentKeys(doc) }).ok, true);
+    assert.equal(verifyBundle(forged.bundle, { trustedKeys: issuerDocumentKeys(doc) }).ok, false);
+    assert.throws(() => verifyBundle(bundle, { trustedKeys: [active.publicKey], trustBundleKeys: true }), /give trustedKeys or trustBundleKeys, not both/);
+    assert.throws(() => verifyBundle(bundle, { trustBundleKeys: 'yes' as never }), /trustBundleKeys must be a boolean/);
+  });
 });
 
 describe('the single-purpose verifiers', () => {

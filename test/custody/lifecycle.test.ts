@@ -50,7 +50,7 @@ describeChain('chain custody lifecycle', (ctx) => {
 
     const bundle = (await h.req('GET', `/v1/proofs/${proof.id}/bundle`)).body;
     assert.deepEqual(bundle.proof.anchor, proof.anchor);
-    assert.equal(verifyBundle(bundle).ok, true);
+    assert.equal(verifyBundle(bundle, { trustedKeys: (await h.req('GET', '/.well-known/proof-issuer.json')).body.keys }).ok, true);
 
     const ok = await verifyAnchor(proof, { rpcUrl: chain.url });
     assert.equal(ok.ok, true, JSON.stringify(ok.checks));

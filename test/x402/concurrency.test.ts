@@ -19,7 +19,7 @@ describeStores('x402 under concurrency', (h) => {
     const [nonce] = await h().db.query('SELECT escrow_id FROM x402_nonces WHERE escrow_id = $1', [escrowId]);
     assert.ok(nonce, 'the nonce row names the escrow it paid for');
     const bundle = (await h().req('GET', `/v1/proofs/${proofId}/bundle`)).body;
-    assert.equal(verifyBundle(bundle).ok, true);
+    assert.equal(verifyBundle(bundle, { trustedKeys: (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys }).ok, true);
   });
 
   test('ten concurrent payments with distinct nonces all settle, each as its own log leaf', async () => {
