@@ -68,7 +68,9 @@ const id = (ctx: Ctx) => ctx.params.id;
 function dateParam(raw: string, name: string): Date {
   const at = new Date(check(raw, timestamp, name));
   const [y, m, d] = raw.slice(0, 10).split('-').map(Number);
-  if (y < 1 || d > new Date(Date.UTC(2000, m, 0)).getUTCDate() - (m === 2 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0)) {
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1];
+  if (y < 1 || d > days) {
     throw badRequest(`${name} is not a calendar date-time: ${JSON.stringify(raw.slice(0, 40))}`);
   }
   return at;
