@@ -1,18 +1,26 @@
 # syntax=docker/dockerfile:1
-# Build: esbuild bundles the service into one file (plus PGlite's wasm assets).
-FROM node:20-bookworm-slim AS build
+# Build: esbuild bundles the service into one file (plus PGlite's wasm assets). The base image is
+# pinned to an exact Node release, so a rebuild runs what was tested.
+FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The client workspace package (npm ci builds it: the root's prepare script runs its tsc).
+# The client workspace package: the service takes its wire types from it.
 COPY client/package.json client/tsconfig.json ./client/
 COPY client/src ./client/src
-RUN npm ci --no-audit --no-fund
+# --ignore-scripts: the build needs esbuild, TypeScript and PGlite, none of which needs an install
+# script; the dev-only tools (ganache, solc) are downloaded by `npm ci` but their native add-ons
+# are never compiled, and nothing of node_modules leaves this stage. The root's `prepare` (the
+# client's tsc) is skipped with them, so it runs as its own step.
+RUN npm ci --no-audit --no-fund --ignore-scripts
+RUN npm run build:client
 COPY tsconfig.json build.mjs ./
 COPY src ./src
 RUN npm run build
 
-# Run: only the bundle, on a slim Node image, as the unprivileged `node` user.
-FROM node:20-bookworm-slim
+# Run: only the bundle, on the same slim Node image, as the unprivileged `node` user. It listens on
+# every interface, so it starts only with API_KEY set (a hosted deployment), or with
+# SANDBOX_PUBLIC=1 for an open sandbox exposed on purpose; anything else exits with one line.
+FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production \
     PORT=4280 \
     HOST=0.0.0.0 \

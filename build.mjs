@@ -11,6 +11,17 @@ const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, 'dist');
 mkdirSync(out, { recursive: true });
 
+/**
+ * The console: rebuild src/console/assets.gen.ts from src/console/ui/ first, so the bundle embeds the
+ * current console (the module is committed too; test/console/pages.test.ts checks it is current).
+ */
+async function buildConsole() {
+  const { writeConsoleAssets } = await import('./src/console/build.mjs');
+  const r = await writeConsoleAssets();
+  console.log(`console: ${r.jsGzip} B JS gzipped (budget 153600)${r.changed ? ', src/console/assets.gen.ts rewritten' : ''}`);
+}
+await buildConsole();
+
 await build({
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(out, 'escrow-settlement.mjs'),

@@ -190,22 +190,9 @@ function withSearchPath(url: string, schema: string, appName: string): string {
  */
 export function rawDb(store: Store, max = 10): Db {
   if (store.kind === 'pglite') return store.db;
-  const sql = postgres(CFG.databaseUrl!, { max, onnotice: () => {}, connection: { application_name: floorAppName(store), search_path: store.name } });
-  closers.push(() => sql.end({ timeout: 5 }));
-  const wrap = (s: postgres.Sql | postgres.TransactionSql): Queryable => {
-    const q = <T extends Row>(text: string, params: unknown[] = []) =>
-      s.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }) as unknown as Promise<T[]>;
-    return { query: q, batch: (stmts: Stmt[]) => Promise.all(stmts.map((x) => q(x.text, x.params))) };
-  };
-  return {
-    kind: 'postgres',
-    ...wrap(sql),
-    tx: <T>(fn: (tx: Queryable) => Promise<T>) => sql.begin((t) => fn(wrap(t))) as Promise<T>,
-    exec: async (text: string) => {
-      await sql.unsafe(text);
-    },
-    close: () => sql.end({ timeout: 5 }),
-  };
+  const db = openPostgres(CFG.databaseUrl!, { max, schema: store.name, applicationName: floorAppName(store) });
+  closers.push(() => db.close());
+  return db;
 }
 
 export function benchConfig(extra: Record<string, string> = {}): Config {

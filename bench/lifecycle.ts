@@ -2,11 +2,9 @@
 // transactions issued straight to the database with fixed precomputed values (no HTTP, no crypto).
 import type { Db, Stmt } from '../src/db/types.ts';
 import { DEFAULT_TIMEOUTS } from '../src/domain/escrows.ts';
-import { escrowUpdate, lockEscrow, trailWrite } from '../src/domain/escrowRow.ts';
-import { loadAgents } from '../src/domain/agents.ts';
+import { escrowUpdate, lockEscrow, lockEscrowWith, trailWrite } from '../src/domain/escrowRow.ts';
 import { createSimulatedCustody } from '../src/domain/custody.ts';
-import { activeKey } from '../src/domain/keys.ts';
-import { nodesCompletedByAppend } from '../src/tlog/nodes.ts';
+import { sequenceLeaf } from '../src/log/sequence.ts';
 import type { TrailEntry } from '../src/trail/chain.ts';
 import { client, dist, expectStatus, runFor, type Client, type Dist } from './lib.ts';
 
@@ -92,20 +90,22 @@ export async function makeAgents(c: Client): Promise<{ payer: string; payee: str
   return { payer, payee };
 }
 
-export async function serviceLifecycle(base: string): Promise<HttpLifecycle> {
-  const setup = client(base, 1);
+/** Against one service process, or several sharing one database (worker w uses process w mod n). */
+export async function serviceLifecycle(base: string | string[]): Promise<HttpLifecycle> {
+  const bases = Array.isArray(base) ? base : [base];
+  const setup = client(bases[0], 1);
   const agents = await makeAgents(setup);
   setup.close();
   let proof: any;
   return {
     async run(concurrency, seconds) {
-      const c = client(base, concurrency);
+      const cs = bases.map((b) => client(b, Math.ceil(concurrency / bases.length)));
       try {
-        return await measure(concurrency, seconds, async (_w, record) => {
-          proof = await httpLifecycle(c, agents, record);
+        return await measure(concurrency, seconds, async (w, record) => {
+          proof = await httpLifecycle(cs[w % cs.length], agents, record);
         });
       } finally {
-        c.close();
+        for (const c of cs) c.close();
       }
     },
     lastProof: () => proof,
@@ -114,13 +114,16 @@ export async function serviceLifecycle(base: string): Promise<HttpLifecycle> {
 
 // ---------------------------------------------------------------------------------------------
 // The floor: the statements the commands issue (src/domain/escrows.ts createEscrow and fundEscrow,
-// deliver.ts submitDelivery, close.ts closeMatter, log/store.ts appendLeaf), in the same transactions,
-// the same order and the same pipelining, with values computed once up front: no HTTP, no hashing, no
-// signing. Where the service has a statement helper that does no crypto it is called as is, so the
-// floor follows it when it changes: agents.ts loadAgents, escrowRow.ts lockEscrow / trailWrite /
-// escrowUpdate, custody.ts (the simulated adapter's settle), keys.ts activeKey. The other statement
-// texts are copies (INSERTs of escrows, deliveries, verdicts, custody journal, proofs, and appendLeaf's
-// two round trips, whose node hashes are fixed here): keep them in step with src/.
+// deliver.ts submitDelivery, close.ts closeMatter), in the same transactions, the same order and the
+// same pipelining, with values computed once up front: no HTTP, no hashing, no signing. Where the
+// service has a statement helper that does no crypto it is called as is, so the floor follows it
+// when it changes: escrowRow.ts lockEscrow / lockEscrowWith / trailWrite / escrowUpdate, custody.ts
+// (the simulated adapter's settle), log/sequence.ts sequenceLeaf. The other statement texts are
+// copies: keep them in step with src/.
+//
+// Honest about the log: the floor takes no lock of ours. Its proof row gets its leaf index from a
+// plain sequence (nextval) in the closing's own batch, and it runs no integrator: the service's
+// integration batches and the closing's wait for them are what the ratio measures, with the rest.
 
 export const hex = (c: string) => c.repeat(64);
 const PAYER_KEY = hex('a');
@@ -128,27 +131,21 @@ const PAYEE_KEY = hex('b');
 
 const SQL = {
   agentKey: 'SELECT public_key, secret_key FROM agents WHERE id = $1',
-  now: 'SELECT svc_now() AS now',
+  parties: `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key))::text
+                               FROM agents WHERE id = ANY($1::text[])) AS agents`,
   insertEscrow: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
                  terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at)
                VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16)`,
-  logSeq: 'UPDATE log_state SET size = size + 1 WHERE id = 1 RETURNING (size - 1)::text AS index',
-  logSiblings: `SELECT l AS level, n.hash FROM log_state s
-               CROSS JOIN generate_series(0, 51) AS l
-               JOIN log_nodes n ON n.level = l AND n.idx = (s.size >> l) - 2
-              WHERE s.id = 1 AND s.size % (2::bigint << l) = 0
-              ORDER BY l`,
-  logInsert: `INSERT INTO log_nodes (level, idx, hash)
-     SELECT level, idx, hash FROM json_to_recordset($1::text::json) AS x(level smallint, idx bigint, hash text)`,
+  leafSeq: 'CREATE SEQUENCE IF NOT EXISTS floor_leaf_seq MINVALUE 0 START 0',
   delivery: 'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
   verdict: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
   journal: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9)
            ON CONFLICT (escrow_id) DO UPDATE SET status = EXCLUDED.status, attempts = custody.attempts + 1,
              last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at`,
-  proof: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, $3, $4, $5, $6)',
-  advisory: `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':escrow-sweep')) AS locked`,
-  due: 'SELECT id FROM escrows WHERE deadline_at <= svc_now() ORDER BY deadline_at, id LIMIT $1',
+  // The service inserts leaf_index NULL and its integrator fills it; the floor takes a plain sequence.
+  proof: `INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, nextval('floor_leaf_seq'), $3, $4, $5)`,
+  due: 'SELECT id FROM escrows WHERE deadline_at <= svc_now() ORDER BY deadline_at, id LIMIT $1 FOR UPDATE SKIP LOCKED',
 } as const;
 export { SQL as FLOOR_SQL };
 
@@ -190,18 +187,7 @@ function proofDoc(n: ReturnType<typeof ids>) {
   });
 }
 
-/** The statements appendLeaf issues (two round trips), with a fixed leaf and node hash. */
-export async function floorAppendLeaf(tx: { query: Db['query']; batch: Db['batch'] }): Promise<number> {
-  const [seq, siblings] = await tx.batch([{ text: SQL.logSeq }, { text: SQL.logSiblings }]);
-  const index = Number(seq[0].index);
-  const completed = nodesCompletedByAppend(index + 1);
-  if (siblings.length !== completed.length) throw new Error(`floor log: append ${index} found ${siblings.length} siblings, wanted ${completed.length}`);
-  const rows = [{ level: 0, idx: index, hash: hex('6') }, ...completed.map((id) => ({ level: id.level, idx: id.index, hash: hex('7') }))];
-  await tx.query(SQL.logInsert, [JSON.stringify(rows)]);
-  return index;
-}
-
-/** closeMatter's confirmed path after the custody call: key read, log append, one pipelined batch. */
+/** closeMatter's confirmed path: the custody call, then one pipelined batch (with the sequenced leaf). */
 export async function floorClose(
   tx: { query: Db['query']; batch: Db['batch'] },
   escrowId: string,
@@ -210,8 +196,6 @@ export async function floorClose(
 ): Promise<void> {
   const settled = await CUSTODY.settle(tx, { escrowId, reference: `cst_${escrowId.slice(4)}`, outcome: opts.outcome, payerAmount: BigInt(opts.payer), payeeAmount: BigInt(opts.payee), asset: 'USDC' });
   if (!settled.ok) throw new Error(`floor custody: ${settled.error}`);
-  await activeKey(tx, 'issuer');
-  const leafIndex = await floorAppendLeaf(tx);
   const last = opts.trail[opts.trail.length - 1];
   await tx.batch([
     ...opts.writes,
@@ -221,7 +205,8 @@ export async function floorClose(
       state: opts.outcome === 'released' ? 'settled' : 'refunded', deadlineAt: null, custodyStatus: 'settled', verdict: opts.verdict,
       trailLength: last.index + 1, trailHead: last.hash, now,
     }),
-    { text: SQL.proof, params: [opts.n.prf, escrowId, leafIndex, hex('8'), proofDoc(opts.n), now] },
+    { text: SQL.proof, params: [opts.n.prf, escrowId, hex('8'), proofDoc(opts.n), now] },
+    sequenceLeaf(opts.n.prf, hex('8')),
   ]);
 }
 
@@ -231,16 +216,15 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
   for (const [id, key, label] of [[payerId, PAYER_KEY, 'payer'], [payeeId, PAYEE_KEY, 'payee']]) {
     await db.query('INSERT INTO agents (id, label, public_key, secret_key, created_at) VALUES ($1, $2, $3, $4, now())', [id, label, key, hex('9')]);
   }
+  await db.query(SQL.leafSeq);
   let seq = 0;
   const one: Lifecycle = async (_w, record) => {
     const n = ids(seq++);
     const id = n.esc;
-    // create: the parties (one query each, outside the transaction), then the transaction.
+    // create: the parties and the clock (one query, outside the transaction), then the transaction.
     let t = performance.now();
-    await loadAgents(db, [payerId], 'payerAgentId');
-    await loadAgents(db, [payeeId], 'payeeAgentId');
+    const [{ now }] = await db.query(SQL.parties, [[payerId, payeeId]]);
     await db.tx(async (tx) => {
-      const [{ now }] = await tx.query(SQL.now);
       await tx.batch([
         {
           text: SQL.insertEscrow,
@@ -263,10 +247,9 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     t2 = performance.now();
     record('fund', t2 - t);
     t = t2;
-    // deliver (sandbox form: the held key is read first), verdict passes, the matter closes
-    await db.query(SQL.agentKey, [payeeId]);
+    // deliver (sandbox form: the held key is read with the lock), verdict passes, the matter closes
     await db.tx(async (tx) => {
-      const e = await lockEscrow(tx, id);
+      const { e } = await lockEscrowWith(tx, id, [{ text: SQL.agentKey, params: [payeeId] }]);
       await floorClose(tx, id, e.now, {
         n,
         outcome: 'released',
@@ -287,4 +270,25 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     record('deliver', performance.now() - t);
   };
   return { run: (concurrency, seconds) => measure(concurrency, seconds, one) };
+}
+
+/**
+ * The machine's raw write rate: transactions of one INSERT and one UPDATE (two round trips and a
+ * commit, as small as a command can be) at `concurrency`, for `seconds`, through postgres.js.
+ */
+export async function rawInsertUpdate(db: Db, concurrency: number, seconds: number): Promise<{ perSecond: number; n: number }> {
+  await db.query('CREATE TABLE IF NOT EXISTS bench_raw (id bigint PRIMARY KEY, v int NOT NULL)');
+  let next = 0;
+  let n = 0;
+  const elapsedMs = await runFor(concurrency, seconds, async (_w, until) => {
+    while (performance.now() < until) {
+      const id = next++;
+      await db.tx(async (tx) => {
+        await tx.query('INSERT INTO bench_raw (id, v) VALUES ($1, 0)', [id]);
+        await tx.query('UPDATE bench_raw SET v = v + 1 WHERE id = $1', [id]);
+      });
+      n++;
+    }
+  });
+  return { perSecond: (n * 1000) / elapsedMs, n };
 }

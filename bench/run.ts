@@ -17,8 +17,9 @@
 // and 6, so its RSS and CPU are its own (/proc/<pid>); runs 3 and 4 call src/ in this process.
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { CFG, childTarget, cleanup, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
-import { floorLifecycle, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
+import { CFG, childTarget, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
+import { openPostgres } from '../src/db/postgres.ts';
+import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
 import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
 import { logBench } from './log.ts';
 import { sweepFloor, sweepService, sweepTwoInstances } from './sweep.ts';
@@ -58,7 +59,10 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
   if (!wantLifecycle && !wantVerify) return;
   const service = await serviceLifecycle(child.url);
   if (wantLifecycle && floorStore) {
-    const floor = await floorLifecycle(rawDb(floorStore));
+    const floorDb = rawDb(floorStore);
+    const floor = await floorLifecycle(floorDb);
+    const idle = child.rss();
+    add({ run: '6 memory', measure: `service idle RSS after start (${STORE === 'postgres' ? 'Postgres store' : 'PGlite in the process'})`, service: `${f(idle.rssMb)} MB` });
     const sampler = rssSampler(child);
     const runs: Array<{ service: LifecycleRun; floor: LifecycleRun; sessions: { service: SessionStats; floor: SessionStats } }> = [];
     for (const c of CFG.concurrency) {
@@ -77,6 +81,35 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       runs.push({ service: s, floor: fl, sessions: { service: svcSessions, floor: floorSessions } });
       log(`lifecycle c=${c}: service ${f(s.perSecond)}/s, floor ${f(fl.perSecond)}/s`);
     }
+    // The machine's raw write rate, beside: one INSERT + one UPDATE per transaction at c=16.
+    const rawTx = await rawInsertUpdate(floorDb, 16, CFG.seconds);
+    raw.rawInsertUpdate = rawTx;
+    add({ run: '1 lifecycle', measure: 'raw INSERT+UPDATE transactions/s at c=16 (postgres.js, the machine\'s write floor)', floor: f(rawTx.perSecond) });
+    // Two service processes on one database, beside one (they share these cores: no speed-up is
+    // expected; what matters is that nothing on the hot path waits on the other instance).
+    if (STORE === 'postgres' && svcStore && CFG.concurrency.includes(16)) {
+      const child2 = await startChild(svcStore, { VERIFY_RATE_LIMIT_MAX: '1000000000' });
+      try {
+        const two = await serviceLifecycle([child.url, child2.url]);
+        if (CFG.warmupSeconds > 0) await two.run(16, CFG.warmupSeconds);
+        const sessions = sessionSampler(serviceAppName(svcStore));
+        const r2 = await two.run(16, CFG.seconds);
+        const st = await sessions.stop();
+        const one = runs.find((r) => r.service.concurrency === 16)!;
+        raw.twoInstances = { run: r2, sessions: st };
+        const on = (x: SessionStats) => Object.entries(x.waitingOn).slice(0, 3).map(([k, v]) => `${k} ${f(v * 100, 0)}%`).join(', ') || 'none';
+        add({
+          run: '1 lifecycle', measure: `c=16 over two service processes on one database: lifecycles/s (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(r2.steps.deliver.p50, r2.steps.deliver.p99)}`,
+          service: f(r2.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(r2.perSecond, one.floor.perSecond),
+        });
+        add({
+          run: '1 lifecycle', measure: `c=16 two processes: DB sessions waiting on a lock / idle in transaction (avg of ${st.samples} pg_stat_activity samples; waiting on: ${on(st)})`,
+          service: `${f(st.lockWaiting, 2)} / ${f(st.idleInTx, 2)}`,
+        });
+      } finally {
+        await child2.stop();
+      }
+    }
     await floorStore.close();
     const sampledMax = sampler.stop();
     const { hwmMb, rssMb } = child.rss();
@@ -87,7 +120,7 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       add({
         run: '1 lifecycle', measure: `c=${s.concurrency}: lifecycles/s (create→fund→deliver; service process CPU ${f(s.serviceCpu!.msPerLifecycle, 1)} ms per lifecycle, ${f(s.serviceCpu!.coreShare * 100, 0)}% of a core)`,
         service: f(s.perSecond), floor: f(fl.perSecond), ratio: pctOf(s.perSecond, fl.perSecond),
-        target: gated ? '≥ 50% of floor' : '', result: gated ? pass(s.perSecond >= 0.5 * fl.perSecond) : '',
+        target: gated ? '≥ 80% of floor' : '', result: gated ? pass(s.perSecond >= 0.8 * fl.perSecond) : '',
       });
     }
     if (STORE === 'postgres') {
@@ -105,7 +138,7 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
         add({
           run: '1 lifecycle', measure: `c=${s.concurrency}: ${step} p50 / p99`,
           service: ms(s.steps[step].p50, s.steps[step].p99), floor: ms(fl.steps[step].p50, fl.steps[step].p99),
-          ratio: `${times(s.steps[step].p99, fl.steps[step].p99)} (p99)`, target: gated ? 'p99 < 25 ms' : '', result: gated ? pass(s.steps[step].p99 < 25) : '',
+          ratio: `${times(s.steps[step].p99, fl.steps[step].p99)} (p99)`, target: gated ? 'p99 < 50 ms' : '', result: gated ? pass(s.steps[step].p99 < 50) : '',
         });
       }
     }
@@ -193,11 +226,11 @@ async function sweepRun(): Promise<void> {
   add({
     run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance: s (escrows/s)`,
     service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
-    ratio: times(s.ms, fl.ms), target: 'within 2x of floor', result: pass(s.ms <= 2 * fl.ms),
+    ratio: pctOf(s.perSecond, fl.perSecond), target: 'closings/s ≥ 80% of floor', result: pass(s.perSecond >= 0.8 * fl.perSecond),
   });
   add({
     run: '4 sweep', measure: `a user's deliver p50 / p99 while that sweep runs (${s.deliverDuringSweep.n} probes; idle: ${ms(s.deliverIdle.p50, s.deliverIdle.p99)})`,
-    service: ms(s.deliverDuringSweep.p50, s.deliverDuringSweep.p99), floor: '', ratio: '',
+    service: ms(s.deliverDuringSweep.p50, s.deliverDuringSweep.p99), floor: '', ratio: '', target: 'p99 < 50 ms', result: pass(s.deliverDuringSweep.p99 < 50),
   });
   add({
     run: '4 sweep', measure: `same, 2 instances together (closed ${two.byInstance.join(' + ')}; proofs ${two.proofs}, distinct ${two.distinctEscrows}, log ${two.logSize})`,
@@ -220,7 +253,21 @@ async function webhookRun(child: Child): Promise<void> {
   });
 }
 
+/** The open sandbox as a developer starts it (embedded PGlite in memory), idle: its RSS after start. */
+async function sandboxIdleRss(): Promise<void> {
+  const child = await startChild({ pgliteMemory: true });
+  try {
+    await sleep(3000);
+    const r = child.rss();
+    raw.sandboxIdle = r;
+    add({ run: '6 memory', measure: 'PGlite sandbox idle RSS (DATA_DIR=:memory:, 3 s after listening; VmRSS / VmHWM)', service: `${f(r.rssMb)} / ${f(r.hwmMb)} MB`, target: '< 300 MB', result: pass(r.rssMb < 300) });
+  } finally {
+    await child.stop();
+  }
+}
+
 async function memoryRun(): Promise<void> {
+  await sandboxIdleRss();
   const m = await memoryAfter(CFG.memoryEscrows);
   raw.memoryAfter = m;
   add({
@@ -240,6 +287,16 @@ function table(): string {
   const width = (k: keyof Row) => Math.max(...all.map((r) => String(r[k]).length));
   const line = (r: Row) => `| ${cols.map((k) => String(r[k]).padEnd(width(k))).join(' | ')} |`;
   return [line(head), `|${cols.map((k) => '-'.repeat(width(k) + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+async function postgresVersion(): Promise<string> {
+  const db = openPostgres(CFG.databaseUrl!, { max: 1 });
+  try {
+    const [{ v }] = await db.query<{ v: string }>('SELECT version() AS v');
+    return v;
+  } finally {
+    await db.close();
+  }
 }
 
 async function main(): Promise<void> {
@@ -273,6 +330,9 @@ async function main(): Promise<void> {
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
     memoryGb: round(totalmem() / 2 ** 30, 1),
     loadavgAtStart: load0.map((n) => round(n, 2)),
+    loadavgAtEnd: loadavg().map((n) => round(n, 2)),
+    postgres: STORE === 'postgres' ? await postgresVersion() : null,
+    sharedMachine: 'shared by 8 concurrent agent sessions during the run: figures are noisy; ratios measured side by side are the trustworthy part',
     seconds: (Date.now() - started) / 1000,
     config: { ...CFG, databaseUrl: undefined },
   };

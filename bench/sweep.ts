@@ -2,14 +2,14 @@
 // passed), against its floor (the same statements straight to the database), and with two service
 // instances (two apps on two pools, one schema) sweeping together: exactly once is asserted.
 import type { Db } from '../src/db/types.ts';
-import { sweepOnce } from '../src/jobs/sweep.ts';
+import { sweepOnce, SWEEP_BATCH } from '../src/jobs/sweep.ts';
 import { lockEscrow } from '../src/domain/escrowRow.ts';
 import type { App } from '../src/app.ts';
 import { entries, FLOOR_SQL as SQL, floorClose, ids, PAYLOAD, TERMS } from './lifecycle.ts';
 import { dist, inProcessApp, log, rawDb, samePool, sleep, type Dist, type Store } from './lib.ts';
 import { seedFunded } from './seed.ts';
 
-const BATCH = 100; // what the running service sweeps per pass (src/jobs/index.ts)
+const BATCH = SWEEP_BATCH; // what the running service sweeps per pass (src/jobs/sweep.ts)
 
 export interface SweepRun {
   escrows: number;
@@ -90,22 +90,23 @@ export async function sweepService(store: Store, n: number, idleProbes: number):
   return { escrows: n, ms, perSecond: (n * 1000) / ms, deliverIdle, deliverDuringSweep };
 }
 
-/** sweepOnce's statements (src/jobs/sweep.ts with closeMatter's timeout path), fixed values. */
+/**
+ * sweepOnce's statements (src/jobs/sweep.ts with closeMatter's timeout path), fixed values, each
+ * close in a savepoint as the service's; leaf indices from a plain sequence and no integrator.
+ */
 export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
   await seedFunded(store.db, n, 'swp', 'past');
   const db = rawDb(store);
+  await db.query(SQL.leafSeq);
   let seq = 0;
   const t = performance.now();
   for (;;) {
     const closed = await db.tx(async (tx) => {
-      const [{ locked }] = await tx.query(SQL.advisory);
-      if (!locked) throw new Error('floor sweep: advisory lock not granted');
       const due = await tx.query<{ id: string }>(SQL.due, [BATCH]);
-      for (const { id } of due) {
+      for (const { id } of due) await tx.savepoint(async (sp) => {
         const n2 = ids(seq++);
-        await tx.query('SAVEPOINT sweep_one');
-        const e = await lockEscrow(tx, id);
-        await floorClose(tx, id, e.now, {
+        const e = await lockEscrow(sp, id);
+        await floorClose(sp, id, e.now, {
           n: n2,
           outcome: 'refunded',
           verdict: 'none',
@@ -117,8 +118,7 @@ export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
             { event: 'proof.issued', body: { proofId: n2.prf, outcome: 'refunded' } },
           ]),
         });
-        await tx.query('RELEASE SAVEPOINT sweep_one');
-      }
+      });
       return due.length;
     });
     if (closed === 0) break;
@@ -133,19 +133,13 @@ export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
 export async function sweepTwoInstances(store: Store, n: number): Promise<SweepPairRun> {
   await seedFunded(store.db, n, 'swp', 'past');
   const apps = [inProcessApp(store.db), inProcessApp(samePool(store))];
-  let skippedPasses = 0;
+  const skippedPasses = 0; // passes no longer take a sweep lock: none is skipped
   const t = performance.now();
   const byInstance = await Promise.all(apps.map(async (app) => {
     let closed = 0;
     for (;;) {
       const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
       if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
-      if (!r.ran) {
-        // The other instance holds the sweep lock: this pass is skipped; try again shortly.
-        skippedPasses++;
-        await sleep(1);
-        continue;
-      }
       closed += r.closed;
       if (r.closed === 0) return closed;
     }

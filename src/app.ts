@@ -10,6 +10,7 @@ import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, typ
 import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './domain/custody.ts';
+import { createProofLog } from './domain/proofLog.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 export interface AppDeps {
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): App {
     routes: [],
     db: deps.db,
     config: deps.config,
+    log: createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs }),
     custody: deps.custody ?? createSimulatedCustody(),
     version: VERSION,
     startedAt: nowMs(),

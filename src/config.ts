@@ -10,6 +10,8 @@ export interface Config {
   webhookBackoffMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
+  /** WEBHOOK_CONCURRENCY: webhook requests in flight per URL, across instances (src/webhooks/sender.ts). */
+  webhookConcurrency: number;
   rateLimitWindowMs: number;
   rateLimitMax: number;
   publicRateLimitMax: number;
@@ -26,6 +28,10 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** SANDBOX_PUBLIC=1: an open sandbox (no API_KEY) may listen on a non-loopback HOST, on purpose. */
+  sandboxPublic: boolean;
+  /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
+  logIntegrateWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -83,6 +89,23 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
+// Exposure (issue 17 item 14): an open sandbox lets anyone who reaches it create and move escrows,
+// so it listens beyond loopback only when SANDBOX_PUBLIC=1 says so. Names that merely resolve to
+// loopback are refused too: the check cannot know what a name will resolve to at listen time.
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d{1,3}){3})$/i;
+
+function exposure(env: Env, host: string, apiKey: string | undefined): boolean {
+  const sandboxPublic = bool(env, 'SANDBOX_PUBLIC', false);
+  if (apiKey === undefined && !sandboxPublic && !LOOPBACK.test(host)) {
+    throw new ConfigError('HOST', `${host} is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose`);
+  }
+  return sandboxPublic;
+}
+
+/**
+ * Every variable is read once. An empty variable (`PORT=`) counts as unset, the same for all of
+ * them, so `KEY=` lines in env files and compose files fall back to the default instead of failing.
+ */
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
@@ -92,7 +115,10 @@ export function parseConfig(env: Env): Config {
   }
   const dataDir = env.DATA_DIR || './.escrow-data';
   const host = env.HOST || (apiKey ? '0.0.0.0' : '127.0.0.1');
-  const requestLog = env.REQUEST_LOG || (dataDir === ':memory:' ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
+  // With DATABASE_URL and no DATA_DIR there is no data directory to write to: no request log file
+  // unless REQUEST_LOG names one, so nothing lands in the working directory (issue 17 item 15).
+  const noDir = dataDir === ':memory:' || (databaseUrl !== undefined && !env.DATA_DIR);
+  const requestLog = env.REQUEST_LOG || (noDir ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
   if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
   return Object.freeze({
@@ -105,6 +131,7 @@ export function parseConfig(env: Env): Config {
     webhookBackoffMs: backoff(env),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),
     publicRateLimitMax: int(env, 'PUBLIC_RATE_LIMIT_MAX', 300, 1, 1e9),
@@ -115,5 +142,7 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    sandboxPublic: exposure(env, host, apiKey),
+    logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });
 }

@@ -17,13 +17,16 @@ export const ERROR_CODES = {
   mandate_violation: { status: 403, cause: 'The escrow would exceed a mandate cap (per-escrow, cumulative, asset, counterparty, agent, expiry), or the mandate signature is not the principal\'s.', fix: 'Create the escrow within the mandate\'s caps, or register a new mandate signed by the principal.' },
   unauthorized_ruling: { status: 403, cause: 'A ruling lacks the required signatures (both parties, or the named arbiter), or split shares are malformed.', fix: 'Sign the ruling body with both parties\' keys or the arbiter\'s; give integer `shares` summing to 10000 only for a split.' },
   not_found: { status: 404, cause: 'Unknown id or unknown route; for the proof of an escrow, the matter has not closed yet.', fix: 'Check the id and path. A proof exists once the escrow reaches a terminal state.' },
+  // Answered by the Node edge for requests its HTTP parser refuses (src/node/clientError.ts); the connection is closed after them.
+  request_timeout: { status: 408, cause: 'The request line and headers did not arrive within 10 s, or the whole request within 60 s.', fix: 'Send the whole request promptly, on a new connection.' },
   invalid_state: { status: 409, cause: 'The operation is not allowed from the escrow\'s (or dispute\'s) current state.', fix: 'GET the escrow, read `state`, and follow the lifecycle table in the README.' },
   payload_too_large: { status: 413, cause: 'The request body is over its cap (1 MB; 32 KB on POST /v1/verify).', fix: 'Send a smaller body.' },
   unprocessable: { status: 422, cause: 'A well-formed request that cannot proceed: wrong or bad signer, clock skew, a dispute opener who is not a party, or an Idempotency-Key reused with another body.', fix: 'Read `message`; sign with the right key, or use a new Idempotency-Key.' },
   rate_limited: { status: 429, cause: 'Over the request budget of this window.', fix: 'Wait `Retry-After` seconds, then retry with backoff.' },
+  headers_too_large: { status: 431, cause: 'The request line and headers together are over 16 KB (a very long URL or header).', fix: 'Send shorter headers and URL; ids and cursors are never that long.' },
   internal: { status: 500, cause: 'An unexpected failure inside the service; nothing about it is the client\'s fault.', fix: 'Retry later; report the `x-request-id` to the operator.' },
   custody_failed: { status: 502, cause: 'Custody could not settle. The attempt is journaled and no proof was issued.', fix: 'Retry with POST /v1/escrows/{id}/custody/retry.' },
-  unavailable: { status: 503, cause: 'The service is starting, stopping, or cannot reach its database.', fix: 'Retry after a short wait.' },
+  unavailable: { status: 503, cause: 'The service is starting, stopping, or cannot reach its database.', fix: 'Wait `Retry-After` seconds and retry; a write retried with the same Idempotency-Key is not applied twice.' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -4,6 +4,7 @@ import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './domain/custody.ts';
 import type { RateLimiter } from './http/rateLimit.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
+import type { ProofLog } from './domain/proofLog.ts';
 
 /** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
@@ -18,6 +19,8 @@ export interface Services {
   routes: ReadonlyArray<RouteDef>;
   db: Db;
   config: Config;
+  /** The proofs log's integrator on this instance (closings wait on it; the jobs tick it). */
+  log: ProofLog;
   custody: CustodyAdapter;
   version: string;
   startedAt: number;

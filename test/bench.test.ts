@@ -42,7 +42,7 @@ test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run
     const runs = new Set(result.table.map((r: { run: string }) => r.run));
     for (const run of ['1 lifecycle', '2 verify', '3 log', '4 sweep', '5 webhooks', '6 memory']) assert.ok(runs.has(run), `a row for ${run}`);
     const targets = result.targets as Array<{ target: string; result: string }>;
-    for (const t of ['≥ 50% of floor', 'p99 < 25 ms', 'within 3x', 'within 2x of floor', 'exactly once: proofs == escrows', '< 300 MB']) {
+    for (const t of ['≥ 80% of floor', 'p99 < 50 ms', 'within 3x', 'closings/s ≥ 80% of floor', 'exactly once: proofs == escrows', '< 300 MB']) {
       assert.ok(targets.some((x) => x.target === t), `a target row for ${t}`);
     }
     for (const t of targets) assert.match(t.result, /^(PASS|MISS)$/);

@@ -4,7 +4,7 @@ import type { EngineEvent } from './webhook.ts';
 import type {
   Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,
   EscrowState, EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
-  SignedDelivery, SignedMandate,
+  SignedDelivery, SignedMandate, WebhookAttempt,
 } from './resources.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
 import { createPaymentHeader, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequirements, type PaymentResponse } from './x402.ts';
@@ -51,6 +51,7 @@ export const API_ROUTES = {
   'webhooks.unregister': ['DELETE /v1/webhooks'],
   'webhooks.deadLetters': ['GET /v1/webhooks/dead-letters'],
   'webhooks.redeliver': ['POST /v1/webhooks/dead-letters/:id/redeliver'],
+  'webhooks.attempts': ['GET /v1/webhooks/attempts'],
   'admin.rotateIssuer': ['POST /v1/admin/issuer/rotate'],
   'admin.createKey': ['POST /v1/admin/keys'],
   'admin.listKeys': ['GET /v1/admin/keys'],
@@ -164,11 +165,13 @@ export function createClient(opts: ClientOptions) {
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
     },
     webhooks: {
-      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string }>('webhooks.register', { body: { url } }),
+      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),
       list: (q: PageQuery = {}) => call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
       deadLetters: (q: PageQuery = {}) => call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
       redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
+      /** Every attempt newest first; ?escrowId keeps one escrow's, ?limit pages with nextCursor. */
+      attempts: (q: { escrowId?: string; limit?: number; cursor?: string } = {}) => call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
     },
     admin: {
       rotateIssuer: () => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer'),

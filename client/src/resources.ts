@@ -256,6 +256,21 @@ export interface DeadLetter {
   deadAt: string;
 }
 
+/** One webhook POST as the sender recorded it (GET /v1/webhooks/attempts). */
+export interface WebhookAttempt {
+  id: string;
+  escrowId: string;
+  index: number;
+  event: string;
+  url: string;
+  attempt: number;
+  status?: number;
+  error?: string;
+  durationMs: number;
+  outcome: 'delivered' | 'retry' | 'dead';
+  at: string;
+}
+
 export interface ApiKeyRecord {
   id: string;
   label: string;

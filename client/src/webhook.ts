@@ -1,5 +1,7 @@
 // Receiver-side webhook verification against the pinned signing key, both header styles (CONTRACT §5). Web APIs only.
-import { concatBytes, fromBase64, fromHex, isHex64, utf8 } from './crypto/bytes.ts';
+import { hmac } from '@noble/hashes/hmac.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from './crypto/bytes.ts';
 import { verify, verifyHex } from './crypto/ed25519.ts';
 
 /** What every webhook carries and GET /v1/escrows/{id}/events replays (SPEC part 6; CONTRACT §3 "Event data"). */
@@ -17,6 +19,11 @@ export interface WebhookVerifyOptions {
   now?: number;
   /** Standard Webhooks: how far webhook-timestamp may be from now (default 300 s, as the Standard Webhooks spec advises). */
   toleranceSeconds?: number;
+  /**
+   * The endpoint's Standard Webhooks secret (`whsec_…`, `standardWebhooks.secret` from registration).
+   * When given, a `v1` (HMAC-SHA256) entry that verifies with it is accepted as well as a `v1a` one.
+   */
+  secret?: string;
 }
 
 export interface WebhookVerifyResult {
@@ -59,10 +66,16 @@ function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): 
   return { ok: true, style: 'x-proof' };
 }
 
+/** The HMAC key of a `whsec_` secret (the base64 after the prefix); a malformed secret is a caller error. */
+function secretBytes(secret: string): Uint8Array {
+  if (typeof secret !== 'string' || !secret.startsWith('whsec_')) throw new TypeError('secret must be the whsec_… string from registration');
+  return fromBase64(secret.slice('whsec_'.length), 'secret');
+}
+
 /**
- * Standard Webhooks (v1a = Ed25519): signature over `${webhook-id}.${webhook-timestamp}.${body}`;
- * the header may list several space-separated `version,signature` entries (key rotation); any
- * v1a entry that verifies with the pinned key is enough. Other versions (v1 = HMAC) are ignored.
+ * Standard Webhooks: signatures over `${webhook-id}.${webhook-timestamp}.${body}`; the header lists
+ * space-separated `version,signature` entries. Any `v1a` (Ed25519) entry that verifies with the pinned
+ * key is enough, and so is any `v1` (HMAC-SHA256) entry that verifies with opts.secret when given.
  */
 function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string, opts: WebhookVerifyOptions): WebhookVerifyResult {
   const id = header(headers, 'webhook-id');
@@ -75,26 +88,30 @@ function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string,
   if (Math.abs(now - Number(ts)) > tolerance) return fail(`webhook-timestamp is more than ${tolerance} s from now (replay or clock skew)`, 'standard');
   const message = concatBytes(utf8(`${id}.${ts}.`), body);
   const key = fromHex(pinnedKey, 'pinnedKey');
+  const mac = opts.secret === undefined ? null : hmac(sha256, secretBytes(opts.secret), message);
   let sawV1a = false;
   for (const entry of list.split(' ')) {
     const comma = entry.indexOf(',');
-    if (comma === -1 || entry.slice(0, comma) !== 'v1a') continue;
-    sawV1a = true;
+    const version = comma === -1 ? '' : entry.slice(0, comma);
+    if (version !== 'v1a' && !(version === 'v1' && mac)) continue;
+    if (version === 'v1a') sawV1a = true;
     let sig: Uint8Array;
     try {
       sig = fromBase64(entry.slice(comma + 1));
     } catch {
       continue;
     }
-    if (sig.length === 64 && verify(sig, message, key)) return { ok: true, style: 'standard' };
+    if (version === 'v1a' ? sig.length === 64 && verify(sig, message, key) : timingSafeEqual(sig, mac!)) return { ok: true, style: 'standard' };
   }
+  if (mac) return fail('no v1a signature verifies with the pinned key, and no v1 signature with the secret', 'standard');
   return fail(sawV1a ? 'no v1a signature verifies with the pinned key' : 'webhook-signature has no v1a entry', 'standard');
 }
 
 /**
  * Verifies a received webhook against the signing key pinned at registration (`signingKey` of
- * POST /v1/webhooks). Invalid is a value ({ok: false, reason}); a pinned key that is not 64 lowercase
- * hex characters is a caller error (TypeError). When both header styles are present the Standard
+ * POST /v1/webhooks, hex, or its `whpk_…` form from `standardWebhooks.publicKey`), and with
+ * opts.secret also the endpoint's v1 HMAC. Invalid is a value ({ok: false, reason}); a pinned key that
+ * is neither 64 lowercase hex characters nor whpk_ + base64 of 32 bytes is a caller error (TypeError). When both header styles are present the Standard
  * Webhooks one is used: it binds a timestamp, so a captured delivery cannot be replayed later.
  * The x-proof style alone carries no timestamp: deduplicate by webhook-id / (escrowId, event, at).
  */
@@ -104,7 +121,12 @@ export function verifyWebhook(
   pinnedKey: string,
   opts: WebhookVerifyOptions = {},
 ): WebhookVerifyResult {
-  if (!isHex64(pinnedKey)) throw new TypeError('pinnedKey must be 64 lowercase hex characters (the signingKey from registration)');
+  if (typeof pinnedKey === 'string' && pinnedKey.startsWith('whpk_')) {
+    const raw = fromBase64(pinnedKey.slice('whpk_'.length), 'pinnedKey');
+    if (raw.length !== 32) throw new TypeError('pinnedKey whpk_… must hold a 32-byte Ed25519 key');
+    pinnedKey = toHex(raw);
+  }
+  if (!isHex64(pinnedKey)) throw new TypeError('pinnedKey must be 64 lowercase hex characters (the signingKey from registration) or its whpk_… form');
   const body = typeof rawBody === 'string' ? utf8(rawBody) : rawBody;
   if (!(body instanceof Uint8Array)) throw new TypeError('rawBody must be a string or a Uint8Array');
   let r: WebhookVerifyResult;

@@ -2,13 +2,19 @@
 import type { Db } from './types.ts';
 import m001 from './migrations/001_init.sql.ts';
 import m002 from './migrations/002_chain.sql.ts';
+import m003 from './migrations/003_log_pending.sql.ts';
+import m005 from './migrations/005_webhooks.sql.ts';
 import m006 from './migrations/006_lists.sql.ts';
+import m008 from './migrations/008_webhook_attempts.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: '001_init', sql: m001 },
   { version: 2, name: '002_chain', sql: m002 },
+  { version: 3, name: '003_log_pending', sql: m003 },
+  { version: 5, name: '005_webhooks', sql: m005 },
   { version: 6, name: '006_lists', sql: m006 },
+  { version: 8, name: '008_webhook_attempts', sql: m008 },
 ];
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).

@@ -1,6 +1,7 @@
 // The Db interface over postgres.js, for DATABASE_URL deployments.
 import postgres from 'postgres';
-import type { Db, Queryable, Row, Stmt } from './types.ts';
+import { runAfterCommit, type AfterCommit, type Db, type Queryable, type Row, type Stmt, type Tx } from './types.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 
 type Sql = postgres.Sql | postgres.TransactionSql;
 
@@ -15,22 +16,66 @@ function wrap(sql: Sql): Queryable {
   };
 }
 
-export function openPostgres(url: string, opts: { max?: number; schema?: string } = {}): Db {
-  const sql = postgres(url, {
+/** A transaction scope; a savepoint collects its own hooks and hands them up only if it succeeds. */
+function wrapTx(t: postgres.TransactionSql, hooks: AfterCommit[]): Tx {
+  return {
+    ...wrap(t),
+    afterCommit: (fn) => {
+      hooks.push(fn);
+    },
+    savepoint: async <T>(fn: (tx: Tx) => Promise<T>) => {
+      const inner: AfterCommit[] = [];
+      const r = (await t.savepoint((s) => fn(wrapTx(s, inner)))) as T;
+      hooks.push(...inner);
+      return r;
+    },
+  };
+}
+
+/**
+ * How often at most the pool is replaced after a lost connection. postgres.js 3.4.9 can leave a
+ * connection whose socket died unable to flush small writes ever again (its deferred-write timer is
+ * cleared but not reset: porsager/postgres#1154, #1208), so after an outage its queries would hang.
+ * A fresh pool has fresh connections: the old one is ended and every later query uses the new one.
+ */
+const RENEW_EVERY_MS = 1_000;
+
+export function openPostgres(url: string, opts: { max?: number; schema?: string; applicationName?: string } = {}): Db {
+  const make = () => postgres(url, {
     max: opts.max ?? 10,
     onnotice: () => {},
     // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
     // needed, timestamps come back as Date.
-    connection: { application_name: 'escrow-settlement', ...(opts.schema ? { search_path: opts.schema } : {}) },
+    connection: { application_name: opts.applicationName ?? 'escrow-settlement', ...(opts.schema ? { search_path: opts.schema } : {}) },
   });
-  const base = wrap(sql);
+  let sql = make();
+  let renewedAt = 0;
+  let closing = false;
+  const renewOnOutage = (err: unknown): never => {
+    if (!closing && isDatabaseUnavailable(err) && Date.now() - renewedAt >= RENEW_EVERY_MS) {
+      renewedAt = Date.now();
+      const old = sql;
+      sql = make();
+      void old.end({ timeout: 5 }).catch(() => {});
+    }
+    throw err;
+  };
   return {
     kind: 'postgres',
-    ...base,
-    tx: <T>(fn: (tx: Queryable) => Promise<T>) => sql.begin((t) => fn(wrap(t))) as Promise<T>,
-    exec: async (text: string) => {
-      await sql.unsafe(text);
+    query: <T extends Row>(text: string, params?: unknown[]) => wrap(sql).query<T>(text, params).catch(renewOnOutage),
+    batch: (stmts: Stmt[]) => wrap(sql).batch(stmts).catch(renewOnOutage),
+    tx: async <T>(fn: (tx: Tx) => Promise<T>) => {
+      const hooks: AfterCommit[] = [];
+      const r = (await (sql.begin((t) => fn(wrapTx(t, hooks))) as Promise<T>).catch(renewOnOutage)) as T;
+      await runAfterCommit(hooks);
+      return r;
     },
-    close: () => sql.end({ timeout: 5 }),
+    exec: async (text: string) => {
+      await sql.unsafe(text).catch(renewOnOutage);
+    },
+    close: () => {
+      closing = true;
+      return sql.end({ timeout: 5 });
+    },
   };
 }

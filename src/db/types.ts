@@ -15,9 +15,29 @@ export interface Queryable {
    * transaction), one after another otherwise (PGlite). Results come back in order.
    */
   batch(stmts: Stmt[]): Promise<Row[][]>;
+  /** Present inside Db.tx (see Tx): code that may run in or out of a transaction checks for it. */
+  afterCommit?(fn: AfterCommit): void;
 }
 
-export type Tx = Queryable;
+/** Work to do once a transaction has committed (waiting for its log leaves, poking a worker). Never throws. */
+export type AfterCommit = () => Promise<unknown> | unknown;
+
+/** A transaction: statements, plus what runs once it commits and nested scopes that can fail alone. */
+export interface Tx extends Queryable {
+  /**
+   * Runs fn after this transaction commits, never after a rollback (nor after a rollback of the
+   * savepoint it was registered in); Db.tx resolves once every fn has settled. Errors of fn are
+   * swallowed: the transaction has committed, so its command has happened.
+   */
+  afterCommit(fn: AfterCommit): void;
+  /**
+   * Runs fn in a savepoint: if fn throws (a JS error or a database error), only fn's statements are
+   * rolled back and the error is rethrown; the transaction stays usable. (postgres.js: sql.savepoint;
+   * hand-written SAVEPOINT statements are not enough there, as the driver then fails the whole
+   * transaction at its end.)
+   */
+  savepoint<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
 
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
@@ -29,6 +49,12 @@ export interface Db extends Queryable {
 }
 
 /** Postgres SQLSTATE of an error from either driver, if it carries one. */
+/** Runs the hooks a committed transaction collected, all at once; their errors are dropped (see Tx.afterCommit). */
+export async function runAfterCommit(hooks: AfterCommit[]): Promise<void> {
+  if (hooks.length === 0) return;
+  await Promise.allSettled(hooks.map(async (h) => h()));
+}
+
 export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;

@@ -1,17 +1,19 @@
 // Closing a matter: the one function every path uses (release, refund, ruling, timeout, retry).
 // In the caller's transaction it settles through custody, journals it, and on confirmation writes
-// the terminal state, the proof, its log leaf, the trail entries and the outbox rows together.
+// the terminal state, the proof, its pending log leaf, the trail entries and the outbox rows
+// together. The leaf gets its index from the log's integrator after the commit (src/log/): the
+// closing takes no shared lock, and its command returns once the leaf is integrated (bounded).
 import type { Queryable, Stmt } from '../db/types.ts';
+import { sequenceLeaf } from '../log/sequence.ts';
 import type { Services } from '../services.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '../crypto/hash.ts';
 import { formatAmount, splitAmount } from '../units/amounts.ts';
-import { activeKey } from './keys.ts';
+import { issuerSigner } from './keys.ts';
 import { extend, type NewEvent } from '../trail/chain.ts';
 import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
 import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from './proof.ts';
 import type { EscrowState } from './states.ts';
-import { appendLeaf } from '../log/store.ts';
 import type { RulingOutcome } from '@escrow-settlement/client/resources';
 
 export type { RulingOutcome };
@@ -131,7 +133,7 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   const proofId = newId('prf');
   const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, outcome)], at);
   const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
-  const key = await activeKey(tx, 'issuer');
+  const key = await issuerSigner(tx, e.issuerKeyId);
   const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
   const proof = signProof({
     id: proofId,
@@ -157,8 +159,6 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome } }], at)];
   const last = entries[entries.length - 1];
   const state = finalState(closing);
-  // The log leaf is appended in this transaction: log size == number of proofs, always.
-  const leafIndex = await appendLeaf(tx, leafHashHex);
   const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
   await tx.batch([
     ...(input.writes ?? []),
@@ -166,9 +166,11 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
     trailWrite(e.id, entries),
     escrowUpdate(e.id, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now }),
     {
-      text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      params: [proofId, e.id, leafIndex, leafHashHex, JSON.stringify(proof), now],
+      text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
+      params: [proofId, e.id, leafHashHex, JSON.stringify(proof), now],
     },
+    // Sequenced, not yet indexed: every proof is in log_pending or in the log, never both, never neither.
+    sequenceLeaf(proofId, leafHashHex),
     ...(e.mandateId && amounts.payer > 0n
       ? [{ text: 'UPDATE mandates SET spent = spent - $2 WHERE id = $1', params: [e.mandateId, amounts.payer.toString()] }]
       : []),
@@ -176,6 +178,9 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
       ? [{ text: `UPDATE disputes SET state = 'resolved', ruling = $2 WHERE id = $1`, params: [disputeId, JSON.stringify(ruling)] }]
       : []),
   ]);
+  // After the commit: wake this instance's integrator and wait (LOG_INTEGRATE_WAIT_MS at most) until
+  // the leaf has its index, so GET /v1/log/proof/{id} answers as soon as the command has returned.
+  if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([proofId]));
   return { ok: true, proof, state };
 }
 

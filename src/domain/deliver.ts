@@ -4,11 +4,12 @@ import type { Services } from '../services.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '../crypto/jcs.ts';
 import { sha256Hex } from '../crypto/hash.ts';
-import { fromHex, utf8 } from '../crypto/bytes.ts';
-import { signJson, verifyHex } from '../crypto/ed25519.ts';
+import { toHex, utf8 } from '../crypto/bytes.ts';
+import { verifyHex } from '../crypto/ed25519.ts';
 import { badRequest, invalidState, notFound, unprocessable } from '../errors.ts';
 import { extend } from '../trail/chain.ts';
-import { lockEscrow, escrowUpdate, trailWrite } from './escrowRow.ts';
+import { lockEscrowWith, escrowUpdate, trailWrite } from './escrowRow.ts';
+import { heldSigner } from '../crypto/signer.ts';
 import { transition } from './states.ts';
 import { evaluateChecks, type CheckResult, type TermCheck } from './checks.ts';
 import { closeMatter } from './close.ts';
@@ -41,14 +42,16 @@ export async function submitDelivery(svc: Services, escrowId: string, input: Del
   const jcs = canonicalPayload(input.payload);
   const contentHash = sha256Hex(jcs);
   const sizeBytes = utf8(jcs).byteLength;
-  let agentKey: { publicKey: string; secretKey: string } | undefined;
-  if (input.form === 'sandbox') {
-    const rows = await svc.db.query<{ public_key: string; secret_key: string }>('SELECT public_key, secret_key FROM agents WHERE id = $1', [input.agentId]);
-    if (rows.length === 0) throw notFound(`agentId: no agent ${input.agentId}`);
-    agentKey = { publicKey: rows[0].public_key, secretKey: rows[0].secret_key };
-  }
   return svc.db.tx(async (tx) => {
-    const e = await lockEscrow(tx, escrowId);
+    // The sandbox agent's key is read in the same round trip as the escrow lock.
+    const { e, more: [agentRows] } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox'
+      ? [{ text: 'SELECT public_key, secret_key FROM agents WHERE id = $1', params: [input.agentId] }]
+      : []);
+    let agentKey: { publicKey: string; secretKey: string } | undefined;
+    if (input.form === 'sandbox') {
+      if (agentRows.length === 0) throw notFound(`agentId: no agent ${input.agentId}`);
+      agentKey = { publicKey: agentRows[0].public_key, secretKey: agentRows[0].secret_key };
+    }
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
     const at = e.now.toISOString();
@@ -57,7 +60,9 @@ export async function submitDelivery(svc: Services, escrowId: string, input: Del
     if (input.form === 'sandbox') {
       if (agentKey!.publicKey !== e.payee.publicKey) throw unprocessable(`agentId: agent ${input.agentId} is not this escrow's payee`);
       submittedAt = at;
-      signature = { signer: agentKey!.publicKey, signature: signJson(deliverySigningBody(escrowId, contentHash, submittedAt), fromHex(agentKey!.secretKey)) };
+      // Signed here with the held key (public half derived once per key); not verified again.
+      const signer = heldSigner(agentKey!.secretKey);
+      signature = { signer: agentKey!.publicKey, signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt))))) };
     } else {
       if (input.signature.signer !== e.payee.publicKey) throw unprocessable('signature.signer is not this escrow\'s payee key');
       const skew = Math.abs(Date.parse(input.submittedAt) - e.now.getTime());

@@ -49,19 +49,26 @@ export async function listEscrows(svc: Services, f: EscrowFilter, after: bigint 
  * in batches of 500 read by key, so 100k escrows never sit in memory at once (bench run 6:
  * buffering them peaked at 710 MB).
  */
-export function streamAllEscrows(svc: Services, f: EscrowFilter, from: bigint | null): ReadableStream<Uint8Array> {
+export async function streamAllEscrows(svc: Services, f: EscrowFilter, from: bigint | null): Promise<ReadableStream<Uint8Array>> {
   const enc = new TextEncoder();
   let after = from ?? 0n;
   let first = true;
   let started = false;
+  const page = () => {
+    const q = listSql(f, after, 500);
+    return svc.db.query(q.text, q.params);
+  };
+  // The first page is read before the answer starts: a database that cannot be reached is then a
+  // 503 with the error envelope, not a 200 cut off mid-body.
+  let firstPage: Awaited<ReturnType<typeof page>> | null = await page();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!started) {
         started = true;
         controller.enqueue(enc.encode('{"escrows":['));
       }
-      const q = listSql(f, after, 500);
-      const rows = await svc.db.query(q.text, q.params);
+      const rows = firstPage ?? await page();
+      firstPage = null;
       if (rows.length > 0) {
         const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));
         controller.enqueue(enc.encode((first ? '' : ',') + parts.join(',')));

@@ -1,9 +1,10 @@
 // How an escrow is read from SQL, locked for a command, and shown as JSON (SPEC part 2, Escrow).
-import type { Queryable, Stmt } from '../db/types.ts';
+import type { Queryable, Row, Stmt } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 import { formatAmount } from '../units/amounts.ts';
 import type { EscrowState, Facts } from './states.ts';
 import type { TrailEntry } from '../trail/chain.ts';
+import { ACTIVE_ISSUER_SQL } from './keys.ts';
 import type { KeyRef } from '@escrow-settlement/client/resources';
 
 export type { KeyRef };
@@ -50,6 +51,8 @@ export interface Locked extends EscrowRow {
   custodyAttempts: number;
   custodyClosing: string | null;
   custodyJournalStatus: string | null;
+  /** The active issuer key's id, read in the same statement (a closing signs with it; no extra round trip). */
+  issuerKeyId: string;
 }
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
@@ -112,14 +115,20 @@ export function toJson(e: EscrowRow): Record<string, unknown> {
  * signed a proof without its deliveryHash. The second statement's snapshot sees every commit.
  */
 export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
-  // Both statements go in one pipelined round trip; the second starts (and takes its snapshot)
+  return (await lockEscrowWith(tx, id, [])).e;
+}
+
+/** lockEscrow with more statements of the same step pipelined after it (their rows come back in order). */
+export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): Promise<{ e: Locked; more: Row[][] }> {
+  // All statements go in one pipelined round trip; the second starts (and takes its snapshot)
   // only once the first holds the lock.
-  const [locked, rows] = await tx.batch([
+  const [locked, rows, ...more] = await tx.batch([
     { text: 'SELECT id FROM escrows WHERE id = $1 FOR UPDATE', params: [id] },
     {
       text: `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
             v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
-            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status
+            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
+            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id
        FROM escrows e
        LEFT JOIN deliveries d ON d.escrow_id = e.id
        LEFT JOIN verdicts v ON v.escrow_id = e.id
@@ -128,11 +137,12 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
       WHERE e.id = $1`,
       params: [id],
     },
+    ...extra,
   ]);
   if (locked.length === 0) throw notFound(`no escrow ${id}`);
   if (rows.length === 0) throw notFound(`no escrow ${id}`);
   const r = rows[0];
-  return {
+  const e: Locked = {
     ...fromRow(r),
     now: r.now,
     deliveryId: r.delivery_id ?? null,
@@ -143,7 +153,9 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
     custodyAttempts: Number(r.custody_attempts ?? 0),
     custodyClosing: r.custody_closing ?? null,
     custodyJournalStatus: r.custody_journal_status ?? null,
+    issuerKeyId: r.issuer_key_id,
   };
+  return { e, more };
 }
 
 export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {

@@ -6,7 +6,6 @@ import { hashJson } from '../crypto/hash.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
 import { extend, GENESIS } from '../trail/chain.ts';
 import { idemStore, type IdemSlot } from '../http/idempotency.ts';
-import { loadAgents } from './agents.ts';
 import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
 import type { Terms } from './checks.ts';
 import { escrowUpdate, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
@@ -34,14 +33,26 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
   timeoutRuling: 'refund',
 };
 
-async function resolveParties(svc: Services, input: CreateInput): Promise<{ payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }> {
+/**
+ * The parties' keys and the database clock in one round trip: every agent named (payer, payee,
+ * arbiter) is read by one statement, which also reads svc_now() for a creation without a mandate.
+ */
+async function resolveParties(svc: Services, input: CreateInput): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date }> {
   const named: Array<[string, PartyInput | undefined]> = [['payer', input.payer], ['payee', input.payee], ['arbiter', input.arbiter]];
+  const ids = named.flatMap(([, p]) => (p && 'agentId' in p ? [p.agentId] : []));
+  const [row] = await svc.db.query<{ now: Date; agents: string | null }>(
+    `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key))::text
+                               FROM agents WHERE id = ANY($1::text[])) AS agents`,
+    [ids],
+  );
+  const byId = new Map<string, { label: string | null; publicKey: string }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string }>).map((a) => [a.id, a]));
   const out: Record<string, KeyRef> = {};
   for (const [role, p] of named) {
     if (!p) continue;
     if ('keyRef' in p) out[role] = p.keyRef;
     else {
-      const [agent] = await loadAgents(svc.db, [p.agentId], `${role}AgentId`);
+      const agent = byId.get(p.agentId);
+      if (!agent) throw notFound(`${role}AgentId: no agent ${p.agentId}`);
       out[role] = { publicKey: agent.publicKey, ...(agent.label ? { label: agent.label } : {}) };
     }
   }
@@ -49,11 +60,11 @@ async function resolveParties(svc: Services, input: CreateInput): Promise<{ paye
   if (out.arbiter && (out.arbiter.publicKey === out.payer.publicKey || out.arbiter.publicKey === out.payee.publicKey)) {
     throw badRequest('arbiter must be a different key from payer and payee');
   }
-  return out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef };
+  return { parties: out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }, now: row.now };
 }
 
 export async function createEscrow(svc: Services, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
-  const parties = await resolveParties(svc, input);
+  const { parties, now: readAt } = await resolveParties(svc, input);
   return svc.db.tx(async (tx) => {
     const writes: Stmt[] = [];
     let mandateHash: string | null = null;
@@ -71,7 +82,8 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
       mandateHash = m.hash;
       writes.push({ text: 'UPDATE mandates SET spent = spent + $2 WHERE id = $1', params: [input.mandateId, input.amount.toString()] });
     } else {
-      now = (await tx.query('SELECT svc_now() AS now'))[0].now;
+      // The clock read with the parties, a moment before this transaction (saves a round trip).
+      now = readAt;
     }
     const escrow: EscrowRow = {
       id: newId('esc'),

@@ -6,6 +6,8 @@ import { issuerKeyId } from '../crypto/ids.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 import type { Queryable } from '../db/types.ts';
 import type { IssuerKey } from '@escrow-settlement/client/types';
+import { createSigner } from '../crypto/signer.ts';
+import type { HeadKeys, HeadSigner } from '../log/keys.ts';
 
 export type { IssuerKey };
 
@@ -53,6 +55,38 @@ export async function activeKey(q: Queryable, purpose: 'issuer' | 'webhook'): Pr
   if (rows.length !== 1) throw new Error(`no active ${purpose} key: ensureKeys() has not run`);
   return { ...toIssuerKey(rows[0]), secretKey: fromHex(rows[0].secret_key, 'secret_key') };
 }
+
+/** The active issuer key's id as a scalar subquery, for statements that need it without a round trip. */
+export const ACTIVE_ISSUER_SQL = `SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL`;
+
+export interface IssuerSigner extends HeadSigner {
+  /** The key as published (GET /v1/issuer). */
+  validFrom: string;
+}
+
+/**
+ * Signers by key id. A key id names one key pair for good (it is derived from the public key), so
+ * the material never goes stale; which key is *active* is read from the database in the statement
+ * that needs it (ACTIVE_ISSUER_SQL), so a rotation reaches every instance at its next statement.
+ * The cache keeps the derived public half (createSigner), so signing never re-derives it.
+ */
+const signers = new Map<string, IssuerSigner>();
+
+export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerSigner> {
+  const hit = signers.get(keyId);
+  if (hit) return hit;
+  const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE key_id = $1 AND purpose = 'issuer'`, [keyId]);
+  if (rows.length !== 1) throw new Error(`no issuer key ${keyId}`);
+  const signer = createSigner(fromHex(rows[0].secret_key, 'secret_key'));
+  const s: IssuerSigner = { keyId, publicKey: toHex(signer.publicKey), validFrom: rows[0].valid_from.toISOString(), sign: signer.sign };
+  if (s.publicKey !== rows[0].public_key) throw new Error(`issuer key ${keyId}: stored public key does not match its secret`);
+  if (signers.size > 1000) signers.clear();
+  signers.set(keyId, s);
+  return s;
+}
+
+/** How the log signs its heads: with the active issuer key (CONTRACT §4). */
+export const issuerHeadKeys: HeadKeys = { activeKeyIdSql: ACTIVE_ISSUER_SQL, signer: issuerSigner };
 
 /** Every issuer key era, oldest first (SPEC part 4: the last one signs today). */
 export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {

@@ -1,7 +1,7 @@
 // The settlement proof: built from a closing, signed by the issuer key over JCS of every field but
 // `signature`, hashed into a transparency-log leaf (SPEC part 2, Proof).
-import { signJson } from '../crypto/ed25519.ts';
-import type { SigningKey } from './keys.ts';
+import { toHex } from '../crypto/bytes.ts';
+import { canonicalBytes } from '../crypto/jcs.ts';
 
 import type { Proof } from '@escrow-settlement/client/types';
 
@@ -12,8 +12,9 @@ export type Shares = NonNullable<Proof['shares']>;
 
 export type UnsignedProof = Omit<Proof, 'signature'>;
 
-export function signProof(body: UnsignedProof, key: SigningKey): Proof {
-  return { ...body, signature: { signer: key.publicKey, signature: signJson(body, key.secretKey) } };
+/** Signs with a cached issuer signer (domain/keys.ts issuerSigner): the public half is derived once per key. */
+export function signProof(body: UnsignedProof, key: { publicKey: string; sign(message: Uint8Array): Uint8Array }): Proof {
+  return { ...body, signature: { signer: key.publicKey, signature: toHex(key.sign(canonicalBytes(body))) } };
 }
 
 export function withoutSignature(p: Proof): UnsignedProof {

@@ -1,6 +1,7 @@
 // Reading proofs back and checking them against the published keys and the trail (SPEC part 4).
 import type { Queryable } from '../db/types.ts';
-import { notFound } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
+import { logSize } from '../log/store.ts';
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { verifyHex } from '../crypto/ed25519.ts';
 import { issuerKeys } from './keys.ts';
@@ -46,4 +47,48 @@ export async function verifyStoredProof(q: Queryable, id: string) {
     trailHeadMatches: atLength === proof.trailHead && (brk === null || brk >= proof.trailLength),
     issuer: proof.signature.signer,
   };
+}
+
+/** A proof with its place in the log: the leaf index once integrated, and the log size covering it. */
+export interface ProofLeaf {
+  proof: Proof;
+  escrowId: string;
+  leafIndex: number;
+  leafHash: string;
+  logSize: number;
+}
+
+/**
+ * The proof and its integrated leaf. A leaf still pending (its closing returned past
+ * LOG_INTEGRATE_WAIT_MS, or the integrator is catching up after a crash) is 503 with Retry-After:
+ * the proof exists, its inclusion does not yet.
+ */
+export async function proofLeaf(q: Queryable, proofId: string): Promise<ProofLeaf> {
+  const [rows, size] = await Promise.all([
+    q.query<{ doc: string; escrow_id: string; leaf_index: string | null; leaf_hash: string }>(
+      'SELECT doc, escrow_id, leaf_index::text AS leaf_index, leaf_hash FROM proofs WHERE id = $1',
+      [proofId],
+    ),
+    logSize(q),
+  ]);
+  if (rows.length === 0) throw notFound(`no proof with id ${proofId}`);
+  const r = rows[0];
+  if (r.leaf_index === null) {
+    throw new AppError('unavailable', `proof ${proofId} is sequenced but its log leaf is not integrated yet; retry in a moment`, { headers: { 'retry-after': '1' } });
+  }
+  const leafIndex = Number(r.leaf_index);
+  // The two reads ran side by side: a batch that committed between them indexed this leaf after
+  // the size was read, so read the size again (it only grows).
+  const covering = leafIndex < size ? size : await logSize(q);
+  return { proof: JSON.parse(r.doc), escrowId: r.escrow_id, leafIndex, leafHash: r.leaf_hash, logSize: covering };
+}
+
+/** Proofs at leaf indices [start, end), in leaf order (GET /v1/log/entries). */
+export async function proofsInLeafRange(q: Queryable, start: number, end: number): Promise<Array<{ leafIndex: number; proof: Proof }>> {
+  const rows = await q.query<{ leaf_index: string; doc: string }>(
+    // ORDER BY the bigint column, not the text alias (which would sort "10" before "2").
+    'SELECT p.leaf_index::text AS leaf_index, p.doc FROM proofs p WHERE p.leaf_index >= $1 AND p.leaf_index < $2 ORDER BY p.leaf_index',
+    [start, end],
+  );
+  return rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof }));
 }

@@ -1,5 +1,6 @@
 // Building responses: JSON bodies and the error envelope.
 import { errorBody } from '../errors.ts';
+import { unavailableError } from '../db/errors.ts';
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
@@ -9,6 +10,7 @@ export function json(body: unknown, status = 200, headers: Record<string, string
 }
 
 export function errorResponse(err: unknown): Response {
-  const { status, body, headers } = errorBody(err);
+  // A lost database is an outage the client may retry (503 unavailable, Retry-After), not a 500.
+  const { status, body, headers } = errorBody(unavailableError(err) ?? err);
   return json(body, status, headers);
 }

@@ -37,6 +37,10 @@ export interface RouteDef {
   /** Status of the success response and a short description for the OpenAPI document. */
   success: { status: number; description: string; schema?: Record<string, unknown> };
   errors: string[];
+  /** Media type of the success body when it is not JSON (text/html pages, text/plain notes). */
+  contentType?: string;
+  /** A page or asset for browsers (the console, /docs): served and documented, but no API client method. */
+  page?: boolean;
   handler: (ctx: Ctx) => Promise<Response>;
 }
 

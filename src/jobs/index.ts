@@ -1,4 +1,5 @@
-// Background work that runs on every instance: the deadline sweep and the webhook sender.
+// Background work that runs on every instance: the deadline sweep, the log integrator's periodic
+// tick, and the webhook sender.
 import type { Services } from '../services.ts';
 import { startTicker, type Ticker } from './ticker.ts';
 import { SWEEP_BATCH, sweepOnce } from './sweep.ts';
@@ -11,13 +12,22 @@ export interface Jobs {
 
 type Log = (msg: string, fields?: Record<string, unknown>) => void;
 
+/** How often the integrator looks for leaves nobody waits for (an instance died between commit and integration). */
+export const LOG_TICK_MS = 1000;
+
 export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   const tickers: Ticker[] = [];
+  svc.log.onError = (err) => opts.log('log integration failed', { error: String((err as Error)?.stack ?? err) });
+  // At start: what a crash left pending is integrated before anything else waits on it.
+  void svc.log.drain();
+  tickers.push(startTicker(LOG_TICK_MS, () => svc.log.drain(), (err) => opts.log('log integration failed', { error: String(err) })));
   tickers.push(startTicker(svc.config.sweepIntervalMs, async () => {
     // Drain: keep sweeping full batches until a pass finds less than a batch to do.
     for (let i = 0; i < 1000; i++) {
       const r = await sweepOnce(svc, { onError: (id, err) => opts.log('sweep could not close an escrow', { escrowId: id, error: String(err) }) });
       if (!r.ran || r.closed + r.failed + r.errors < SWEEP_BATCH) break;
+      // Between passes, let users' requests have the event loop and the pool.
+      await new Promise<void>((resolve) => setTimeout(resolve, 0));
     }
     // Expired Idempotency-Key records (24 h retention, CONTRACT §3): a bounded batch per tick.
     await pruneIdempotency(svc.db);
@@ -27,6 +37,7 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   return {
     async stop() {
       await Promise.all(tickers.map((t) => t.stop()));
+      await svc.log.stop();
     },
   };
 }

@@ -1,5 +1,5 @@
 // The deadline sweep: closes every stage left past its deadline (silence always resolves),
-// on every instance, one instance at a time (CONTRACT §3 Sweep, DESIGN: jobs/).
+// on every instance, side by side (CONTRACT §3 Sweep, DESIGN: jobs/).
 import type { Services } from '../services.ts';
 import type { Queryable } from '../db/types.ts';
 import { lockEscrow, type Locked } from '../domain/escrowRow.ts';
@@ -7,7 +7,7 @@ import { transition } from '../domain/states.ts';
 import { closeMatter, type Closing, type Ruling } from '../domain/close.ts';
 
 export interface SweepResult {
-  /** false when another instance held the sweep lock. */
+  /** Always true since passes no longer take a sweep lock (kept for callers that count passes). */
   ran: boolean;
   closed: number;
   failed: number;
@@ -45,39 +45,32 @@ async function closeExpired(tx: Queryable, svc: Services, id: string): Promise<'
 }
 
 /**
- * One sweep pass of at most `batch` escrows, in one transaction under a transaction-scoped
- * advisory lock. Each escrow closes inside its own savepoint, so a fault in one leaves it exactly
- * as it was (nothing half-closed) and the others still close.
+ * One sweep pass of at most `batch` due escrows, in one transaction. Each escrow closes inside its
+ * own savepoint (Tx.savepoint: postgres.js sql.savepoint), so a fault in one, a JS error or a
+ * database error, leaves it exactly as it was and the others of the pass still close.
  */
-export const SWEEP_BATCH = 10;
+export const SWEEP_BATCH = 25;
 
 export async function sweepOnce(svc: Services, opts: { batch?: number; onError?: (id: string, err: unknown) => void } = {}): Promise<SweepResult> {
-  // Small passes: a pass holds the log's sequencer row from its first close to its commit, so a
-  // 100-escrow pass held users' deliveries for ~0.5 s (bench run 4); 10 keeps that wait short.
+  // No lock of the sweep's own and none of the log's: closings only sequence their leaves (the
+  // integrator indexes them after the commit), so passes on several instances run side by side on
+  // disjoint escrows, and a user's command waits at most for the one escrow it shares with a pass.
   const batch = opts.batch ?? SWEEP_BATCH;
   return svc.db.tx(async (tx) => {
-    // Lock: pg_try_advisory_xact_lock on a key per schema — one sweeper at a time per database
-    // schema; the other instances skip this pass instead of waiting. Released at commit.
-    const [{ locked }] = await tx.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':escrow-sweep')) AS locked`);
-    if (!locked) return { ran: false, closed: 0, failed: 0, errors: 0 };
-    // Lock: every escrow of the batch is row-locked here, before any closing takes the log's
-    // sequencer row (log_state) or the custody fault row; escrows a command holds are skipped until
-    // the next pass. Locking them one by one mid-batch deadlocked: the sweep held log_state and
-    // waited for an escrow whose command held that escrow and waited for log_state.
+    // Lock: every escrow of the batch is row-locked here, before any closing touches custody or the
+    // fault row; escrows a command (or another instance's pass) holds are skipped until the next
+    // pass. Locking them one by one mid-batch deadlocked against commands holding one escrow.
     const due = await tx.query<{ id: string }>(
       'SELECT id FROM escrows WHERE deadline_at <= svc_now() ORDER BY deadline_at, id LIMIT $1 FOR UPDATE SKIP LOCKED',
       [batch],
     );
     const result: SweepResult = { ran: true, closed: 0, failed: 0, errors: 0 };
     for (const { id } of due) {
-      await tx.query('SAVEPOINT sweep_one');
       try {
-        const r = await closeExpired(tx, svc, id);
-        await tx.query('RELEASE SAVEPOINT sweep_one');
+        const r = await tx.savepoint((sp) => closeExpired(sp, svc, id));
         if (r === 'closed') result.closed++;
         if (r === 'failed') result.failed++;
       } catch (err) {
-        await tx.query('ROLLBACK TO SAVEPOINT sweep_one');
         result.errors++;
         opts.onError?.(id, err);
       }

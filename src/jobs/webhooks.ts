@@ -1,99 +1,16 @@
-// The webhook sender: claims due outbox rows, signs each event once, POSTs with bounded concurrency,
-// retries with backoff and dead-letters; runs on every instance (CONTRACT §5, DESIGN "jobs/").
+// The webhook sender: runs on every instance, claims runs of due outbox rows per URL, keeps up to
+// WEBHOOK_CONCURRENCY requests in flight per URL, retries with backoff and dead-letters (CONTRACT §5,
+// DESIGN "jobs/"). The lanes and the statements live in src/webhooks/sender.ts and outbox.ts.
 import type { Services } from '../services.ts';
-import { activeKey, type SigningKey } from '../domain/keys.ts';
-import { claimDue, deadLetter, markDelivered, scheduleRetry, storeSignature, type ClaimedRow, type Failure } from '../webhooks/outbox.ts';
-import { deliveryHeaders, eventBody, signBody, webhookId } from '../webhooks/event.ts';
-import { newDeadLetterId } from '../webhooks/registry.ts';
-import { fetchTransport, type WebhookResult, type WebhookTransport } from '../webhooks/transport.ts';
+import { SenderEngine, type Outcome } from '../webhooks/sender.ts';
 
-/**
- * A claim's lease is WEBHOOK_TIMEOUT_MS plus this: time to record the result after the answer. If the
- * process dies mid-send, the row is due again when the lease runs out (at-least-once, never lost).
- */
-export const LEASE_MARGIN_MS = 5_000;
-/** Sends in flight per instance. Each URL has at most one (per-URL order), so this bounds distinct receivers. */
-export const DEFAULT_CONCURRENCY = 16;
-const DEFAULT_POLL_MS = 250;
+export { LEASE_MARGIN_MS } from '../webhooks/sender.ts';
+export type { Outcome };
 
-export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
-
-interface Prepared {
-  row: ClaimedRow;
-  body: string;
-  signature: string;
-  signer: string;
-}
-
-interface Batch {
-  key: SigningKey | null;
-  items: Prepared[];
-}
-
-/** Claims up to `limit` heads and builds each body; an event's x-proof signature is made once and stored. */
-async function claim(svc: Services, limit: number): Promise<Batch> {
-  const rows = await claimDue(svc.db, limit, svc.config.webhookTimeoutMs + LEASE_MARGIN_MS);
-  if (rows.length === 0) return { key: null, items: [] };
-  // Read per batch, not cached: the key lives in the database so every instance signs alike.
-  const key = await activeKey(svc.db, 'webhook');
-  const made = new Map<string, { signature: string; signer: string }>();
-  const items: Prepared[] = [];
-  for (const row of rows) {
-    const body = eventBody(row.escrowId, row);
-    const id = webhookId(row.escrowId, row.idx);
-    let sig = row.signature && row.signer ? { signature: row.signature, signer: row.signer } : made.get(id);
-    if (!sig) {
-      sig = await storeSignature(svc.db, row.escrowId, row.idx, signBody(body, key.secretKey), key.publicKey);
-      made.set(id, sig);
-    }
-    items.push({ row, body, ...sig });
-  }
-  return { key, items };
-}
-
-function guarded(transport: WebhookTransport, timeoutMs: number): WebhookTransport {
-  // The transport enforces the timeout itself; this backstop (1 s later) keeps a misbehaving injected
-  // transport from holding a sender slot forever. A late answer then counts as a failed attempt.
-  return (req) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const backstop = new Promise<WebhookResult>((resolve) => {
-      timer = setTimeout(() => resolve({ error: 'timeout' }), timeoutMs + 1_000);
-    });
-    const sent = transport(req).catch((err: unknown): WebhookResult => ({ error: String((err as Error)?.message ?? err).slice(0, 500) }));
-    return Promise.race([sent, backstop]).finally(() => clearTimeout(timer));
-  };
-}
-
-/** One attempt of one row, and its result recorded: delete, schedule a retry, or dead-letter. */
-async function deliver(svc: Services, transport: WebhookTransport, key: SigningKey, p: Prepared): Promise<Outcome> {
-  const { row } = p;
-  const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate, webhookBackoffMs: backoff } = svc.config;
-  // webhook-timestamp is the process's wall clock, not the sandbox-shifted svc_now(): receivers
-  // compare it with their own clock (Standard Webhooks tolerance).
-  const headers = deliveryHeaders({
-    body: p.body,
-    id: webhookId(row.escrowId, row.idx),
-    timestamp: Math.floor(svc.nowMs() / 1000),
-    proofSignature: p.signature,
-    publicKey: p.signer,
-    secretKey: key.secretKey,
-    userAgent: `escrow-settlement/${svc.version}`,
-  });
-  const res = await guarded(transport, timeoutMs)({ url: row.url, headers, body: p.body, timeoutMs, allowPrivate });
-  if ('status' in res && res.status >= 200 && res.status <= 299) {
-    await markDelivered(svc.db, row.id);
-    return 'delivered';
-  }
-  const f: Failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
-  // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
-  // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
-  if (row.attempts > backoff.length) {
-    await deadLetter(svc.db, row, f, newDeadLetterId());
-    return 'dead';
-  }
-  await scheduleRetry(svc.db, row, f, backoff[row.attempts - 1]);
-  return 'retry';
-}
+/** Idle poll: how long a new event may wait for an idle sender to look (the sender is woken by its own results). */
+const DEFAULT_POLL_MS = 100;
+/** Busy ticks are at least this far apart, so a burst of results is written by one statement. */
+const MIN_TICK_GAP_MS = 10;
 
 export interface SendResult {
   claimed: number;
@@ -103,29 +20,32 @@ export interface SendResult {
   errors: number;
 }
 
+function tally(result: SendResult) {
+  return (o: Outcome) => {
+    if (o === 'delivered') result.delivered++;
+    else if (o === 'retry') result.retried++;
+    else if (o === 'dead') result.deadLettered++;
+    else result.errors++;
+  };
+}
+
 /**
- * One pass: claim up to `limit` due heads (one per URL) and send them, at most `concurrency` at once,
- * waiting for all. Tests drive the sender with this; the running service uses startWebhookSender.
+ * One pass: claim up to `concurrency` (default WEBHOOK_CONCURRENCY) due rows per URL that no other
+ * sender holds, send them all at once, wait for every answer and write the results. Tests drive the
+ * sender with this; the running service uses startWebhookSender.
  */
 export async function sendDueOnce(svc: Services, opts: { limit?: number; concurrency?: number; onError?: (err: unknown) => void } = {}): Promise<SendResult> {
-  const transport = svc.webhookTransport ?? fetchTransport();
-  const { key, items } = await claim(svc, opts.limit ?? 100);
-  const result: SendResult = { claimed: items.length, delivered: 0, retried: 0, deadLettered: 0, errors: 0 };
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const p = items[next++];
-      const outcome = await deliver(svc, transport, key!, p).catch((err: unknown) => {
-        opts.onError?.(err);
-        return 'error' as const;
-      });
-      if (outcome === 'delivered') result.delivered++;
-      else if (outcome === 'retry') result.retried++;
-      else if (outcome === 'dead') result.deadLettered++;
-      else result.errors++;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? DEFAULT_CONCURRENCY, items.length) }, worker));
+  const result: SendResult = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0, errors: 0 };
+  const engine = new SenderEngine(svc, {
+    perUrl: opts.concurrency ?? svc.config.webhookConcurrency,
+    prefetch: false,
+    onOutcome: tally(result),
+    onError: (_what, err) => opts.onError?.(err),
+  });
+  result.claimed = await engine.tick(true, opts.limit ?? 1000);
+  engine.pump();
+  await engine.settle();
+  await engine.tick(false);
   return result;
 }
 
@@ -136,16 +56,20 @@ export interface Sender {
 }
 
 /**
- * The running sender: keeps up to `concurrency` sends in flight. A free slot is refilled as soon as a
- * send finishes (so a good receiver's next event goes out at once) or at the next poll, never waiting
- * for a slow receiver: a receiver that hangs holds one slot for at most WEBHOOK_TIMEOUT_MS. Stopping
- * waits for the sends in flight (each bounded by the timeout) so none is left to its lease.
+ * The running sender. Each tick (one transaction) writes the results gathered since the last one and
+ * claims more rows; a lane starts a queued row the moment one of its requests finishes, so a good
+ * receiver is never waiting on the database, and a slow or dead one only fills its own lane (at most
+ * `concurrency` requests, each bounded by WEBHOOK_TIMEOUT_MS). Ticks run every `pollMs`, and sooner
+ * (at most one per MIN_TICK_GAP_MS) when a finished request leaves a lane running low. Stopping hands queued rows back, waits
+ * for the requests in flight and writes their results, so nothing is left to its lease.
  */
 export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?: number; pollMs?: number }): Sender {
-  const cap = opts.concurrency ?? DEFAULT_CONCURRENCY;
   const pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
-  const transport = svc.webhookTransport ?? fetchTransport();
-  const inflight = new Set<Promise<void>>();
+  const engine = new SenderEngine(svc, {
+    perUrl: opts.concurrency ?? svc.config.webhookConcurrency,
+    prefetch: true,
+    onError: (what, err, url) => opts.log(what, { url, error: String(err) }),
+  });
   let stopped = false;
   let poked = false;
   let wake: (() => void) | null = null;
@@ -153,38 +77,41 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
     poked = true;
     wake?.();
   };
-  const nap = () =>
+  engine.onSettled = poke;
+  const nap = (ms: number, wakeable: boolean) =>
     new Promise<void>((resolve) => {
-      if (poked) return resolve();
-      const timer = setTimeout(done, pollMs);
+      if (wakeable && poked) return resolve();
+      const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
         wake = null;
         resolve();
       }
-      wake = done;
+      if (wakeable) wake = done;
     });
   const loop = (async () => {
     while (!stopped) {
       poked = false;
-      const free = cap - inflight.size;
-      if (free > 0) {
-        try {
-          const { key, items } = await claim(svc, free);
-          for (const p of items) {
-            const run: Promise<void> = deliver(svc, transport, key!, p)
-              .then(() => undefined, (err: unknown) => opts.log('webhook delivery could not be recorded', { url: p.row.url, error: String(err) }))
-              .finally(() => {
-                inflight.delete(run);
-                poke();
-              });
-            inflight.add(run);
-          }
-        } catch (err) {
-          if (!stopped) opts.log('webhook claim failed', { error: String(err) });
+      const started = Date.now();
+      try {
+        await engine.tick(true);
+        engine.pump();
+      } catch (err) {
+        if (!stopped) opts.log('webhook claim failed', { error: String(err) });
+      }
+      // Until the poll is due, a finished request wakes the loop, but it ticks again only when a
+      // lane is running low (a deep queue needs no database round trip yet).
+      for (;;) {
+        const left = pollMs - (Date.now() - started);
+        if (stopped || left <= 0) break;
+        await nap(left, true);
+        if (poked) {
+          poked = false;
+          if (engine.wantsTick()) break;
         }
       }
-      if (!stopped) await nap();
+      const gap = MIN_TICK_GAP_MS - (Date.now() - started);
+      if (gap > 0 && !stopped) await nap(gap, false);
     }
   })();
   return {
@@ -192,7 +119,9 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
       stopped = true;
       poke();
       await loop;
-      await Promise.all([...inflight]);
+      engine.releaseQueued();
+      await engine.settle();
+      await engine.tick(false).catch((err) => opts.log('webhook results could not be written at stop', { error: String(err) }));
     },
   };
 }

@@ -30,6 +30,11 @@ const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/webhooks': PAGE,
   'GET /v1/webhooks/dead-letters': PAGE,
   'GET /v1/admin/keys': PAGE,
+  'GET /v1/webhooks/attempts': [
+    { name: 'escrowId', schema: { type: 'string', pattern: '^esc_' }, description: 'only this escrow\'s attempts' },
+    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every attempt is returned' },
+    { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
+  ],
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
     { name: 'end', schema: { type: 'integer', minimum: 0 }, description: 'leaf index after the last one (exclusive; at most start + 1000)' },
@@ -144,7 +149,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
     const params = [...def.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const query = (QUERY[key] ?? []).map((q) => ({ name: q.name, in: 'query', required: false, schema: q.schema, description: q.description }));
     const headers = (HEADERS[key] ?? []).map((h) => ({ name: h.name, in: 'header', required: false, schema: { type: 'string' }, description: h.description }));
-    const text = def.path === '/docs/errors' ? 'text/html' : def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json';
+    const text = def.contentType ?? (def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json');
     const op: Record<string, unknown> = {
       operationId: opId(def),
       summary: def.summary,
@@ -164,6 +169,8 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
           }),
         },
         ...responsesOf(def),
+        // The open sandbox leads / to the console (CONTRACT §8 "Console").
+        ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
         // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (CONTRACT §4).
         ...(key === 'GET /health' ? { 503: { description: 'The database is unreachable: ok is false.', content: { 'application/json': { schema: RESPONSES[key] } } } } : {}),
       },

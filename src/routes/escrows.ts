@@ -126,7 +126,7 @@ export const escrowRoutes = () => defineRoutes([
       const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
       const filter = await escrowFilter(svc, query);
       if (page.limit === undefined) {
-        return new Response(streamAllEscrows(svc, filter, page.after), { headers: { 'content-type': 'application/json; charset=utf-8' } });
+        return new Response(await streamAllEscrows(svc, filter, page.after), { headers: { 'content-type': 'application/json; charset=utf-8' } });
       }
       return json(await listEscrows(svc, filter, page.after, page.limit));
     },

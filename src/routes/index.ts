@@ -13,7 +13,9 @@ import { verifyRoutes } from './verify.ts';
 import { adminRoutes } from './admin.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { x402Routes } from './x402.ts';
+import { consoleRoutes } from './console.ts';
+import { webhookAttemptRoutes } from './webhookAttempts.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
 }

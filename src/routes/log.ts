@@ -4,10 +4,12 @@ import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeCursor, pageQuery } from '../http/page.ts';
 import type { Queryable } from '../db/types.ts';
-import { issuerKeys } from '../domain/keys.ts';
+import { issuerHeadKeys, issuerKeys } from '../domain/keys.ts';
+import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../domain/proofs.ts';
+import { readTrail } from '../domain/escrowRow.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
 import { checkpointNote, signedHead } from '../log/heads.ts';
-import type { Inclusion, Proof, TrailEntry } from '@escrow-settlement/client/types';
+import type { Inclusion } from '@escrow-settlement/client/types';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;
@@ -32,25 +34,10 @@ function queryParams(query: URLSearchParams, allowed: string[]): Record<string, 
   return out;
 }
 
-type LeafRow = { doc: string; escrow_id: string; leaf_index: string; leaf_hash: string; size: string };
-
-/** The proof's log row with the committed log size, read together so the size covers the leaf. */
-async function leafOf(q: Queryable, proofId: string): Promise<LeafRow> {
-  const [row] = await q.query<LeafRow>(
-    `SELECT p.doc, p.escrow_id, p.leaf_index::text AS leaf_index, p.leaf_hash, s.size::text AS size
-       FROM proofs p CROSS JOIN log_state s WHERE p.id = $1 AND s.id = 1`,
-    [proofId],
-  );
-  if (!row) throw notFound(`no proof with id ${proofId}`);
-  return row;
-}
-
-/** Inclusion of a leaf in the log at its current size, with the signed head of that size (CONTRACT §4). */
-async function inclusionOf(q: Queryable, row: LeafRow): Promise<Inclusion> {
-  const leafIndex = Number(row.leaf_index);
-  const size = Number(row.size);
-  const [{ auditPath, rootHash }, head] = await Promise.all([inclusionAt(q, leafIndex, size), signedHead(q, size)]);
-  return { leafIndex, leafHash: row.leaf_hash, logSize: size, rootHash, auditPath, head };
+/** Inclusion of a leaf in the log at the size read with it, with the signed head of that size (CONTRACT §4). */
+async function inclusionOf(q: Queryable, leaf: ProofLeaf): Promise<Inclusion> {
+  const [{ auditPath, rootHash }, head] = await Promise.all([inclusionAt(q, leaf.leafIndex, leaf.logSize), signedHead(q, issuerHeadKeys, leaf.logSize)]);
+  return { leafIndex: leaf.leafIndex, leafHash: leaf.leafHash, logSize: leaf.logSize, rootHash, auditPath, head };
 }
 
 async function consistency({ params, svc }: Ctx): Promise<Response> {
@@ -77,8 +64,6 @@ const CONSISTENCY = {
   handler: consistency,
 } as const;
 
-type TrailRow = { idx: number; prev_hash: string; hash: string; at: string; event: string; body: string };
-
 export const logRoutes = () => defineRoutes([
   {
     method: 'GET', path: '/v1/log/head', access: 'public', rate: 'public', tag: 'log',
@@ -86,16 +71,16 @@ export const logRoutes = () => defineRoutes([
     success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
     errors: ['rate_limited'],
     async handler({ svc }) {
-      return json(await signedHead(svc.db));
+      return json(await signedHead(svc.db, issuerHeadKeys));
     },
   },
   {
     method: 'GET', path: '/v1/log/proof/:proofId', access: 'public', rate: 'public', tag: 'log',
     summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
     success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
-    errors: ['not_found', 'rate_limited'],
+    errors: ['not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
-      const inclusion = await inclusionOf(svc.db, await leafOf(svc.db, params.proofId));
+      const inclusion = await inclusionOf(svc.db, await proofLeaf(svc.db, params.proofId));
       return json({ proofId: params.proofId, ...inclusion });
     },
   },
@@ -122,12 +107,7 @@ export const logRoutes = () => defineRoutes([
       // A range reaching past the log is answered up to its end (as RFC 6962 §4.6 allows), so a
       // follower can ask for a full page and get whatever exists.
       const end = Math.min(askedEnd ?? start + MAX_ENTRIES, size);
-      const rows = await svc.db.query<{ leaf_index: string; doc: string }>(
-        // ORDER BY the bigint column, not the text alias (which would sort "10" before "2").
-        'SELECT p.leaf_index::text AS leaf_index, p.doc FROM proofs p WHERE p.leaf_index >= $1 AND p.leaf_index < $2 ORDER BY p.leaf_index',
-        [start, end],
-      );
-      const entries = rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof }));
+      const entries = await proofsInLeafRange(svc.db, start, end);
       if (!paged) return json({ entries });
       return json({ entries, nextCursor: end < size && entries.length > 0 ? encodeCursor('leaf', end - 1) : null });
     },
@@ -138,7 +118,7 @@ export const logRoutes = () => defineRoutes([
     success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line' },
     errors: ['rate_limited'],
     async handler({ svc }) {
-      const { note } = await checkpointNote(svc.db, svc.config.logOrigin);
+      const { note } = await checkpointNote(svc.db, issuerHeadKeys, svc.config.logOrigin);
       return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     },
   },
@@ -146,23 +126,16 @@ export const logRoutes = () => defineRoutes([
     method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tag: 'proofs',
     summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, and every issuer key era.',
     success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey]}' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
-      const row = await leafOf(svc.db, params.id);
-      const proof = JSON.parse(row.doc) as Proof;
-      const [trailRows, inclusion, keys] = await Promise.all([
+      const leaf = await proofLeaf(svc.db, params.id);
+      const [trail, inclusion, keys] = await Promise.all([
         // The proof covers the trail before its own proof.issued entry (CONTRACT §3 "Proof fields").
-        svc.db.query<TrailRow>(
-          'SELECT idx, prev_hash, hash, at, event, body FROM trail_entries WHERE escrow_id = $1 AND idx < $2 ORDER BY idx',
-          [row.escrow_id, proof.trailLength],
-        ),
-        inclusionOf(svc.db, row),
+        readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
+        inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),
       ]);
-      const trail: TrailEntry[] = trailRows.map((t) => ({
-        index: Number(t.idx), prevHash: t.prev_hash, hash: t.hash, at: t.at, event: t.event, body: JSON.parse(t.body),
-      }));
-      return json({ proof, trail, inclusion, issuerKeys: keys });
+      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys });
     },
   },
 ]);

@@ -4,7 +4,6 @@ import { json } from '../http/respond.ts';
 import { activeKey, issuerKeys } from '../domain/keys.ts';
 import { issuerVkey } from '@escrow-settlement/client/issuer';
 import { openApiDocument } from '../openapi/document.ts';
-import { errorsPage } from '../openapi/errorsPage.ts';
 
 export const metaRoutes = () => defineRoutes([
   {
@@ -40,12 +39,5 @@ export const metaRoutes = () => defineRoutes([
     errors: ['unauthorized', 'rate_limited'],
     // servers: PUBLIC_URL when configured (CONTRACT §8), else the origin this request came to.
     handler: async ({ request, svc }) => json(openApiDocument(svc.routes, { serverUrl: (svc.config as { publicUrl?: string }).publicUrl ?? new URL(request.url).origin })),
-  },
-  {
-    method: 'GET', path: '/docs/errors', access: 'public', tag: 'meta',
-    summary: 'HTML page listing every error code with its status, cause and fix (the target of docsUrl).',
-    success: { status: 200, description: 'text/html' },
-    errors: [],
-    handler: async () => new Response(errorsPage(), { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } }),
   },
 ]);

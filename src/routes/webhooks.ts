@@ -7,6 +7,7 @@ import { check } from '../http/validate.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { cutPage, pageQuery } from '../http/page.ts';
 import { activeKey } from '../domain/keys.ts';
+import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
 import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
 import { listDeadLetters, listWebhooks, redeliverDeadLetter, registerWebhook, unregisterWebhook } from '../webhooks/registry.ts';
 
@@ -27,15 +28,17 @@ const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).
 export const webhookRoutes = () => defineRoutes([
   {
     method: 'POST', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Register a URL for every event (signed, retried, dead-lettered). Registering it again keeps one registration. Pin the returned signingKey to verify deliveries.',
+    summary: 'Register a URL for every event (signed, retried, dead-lettered). Registering it again keeps one registration. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.',
     body: WebhookBody,
-    success: { status: 201, description: '{ok: true, url (normalised), signingKey: hex64}' },
+    success: { status: 201, description: '{ok: true, url (normalised), signingKey: hex64, standardWebhooks: {secret?: "whsec_…" (only in the answer that first shows it), publicKey: "whpk_…"}}' },
     errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
       const url = await bodyUrl(ctx);
       await checkDestination(new URL(url), ctx.svc.config.webhookAllowPrivate, ctx.svc.resolveHost);
-      await registerWebhook(ctx.svc.db, url);
-      return json({ ok: true, url, signingKey: await signingKey(ctx) }, 201);
+      const secret = await registerWebhook(ctx.svc.db, url);
+      const key = await signingKey(ctx);
+      const standardWebhooks = { ...(secret !== null ? { secret: formatSecret(secret) } : {}), publicKey: formatPublicKey(key) };
+      return json({ ok: true, url, signingKey: key, standardWebhooks }, 201);
     },
   },
   {

@@ -1,7 +1,7 @@
 // What a webhook delivery carries: the EngineEvent body (JCS), its signature and the two header styles (CONTRACT §5).
-import { toBase64, toHex, utf8 } from '../crypto/bytes.ts';
-import { sign } from '../crypto/ed25519.ts';
+import { toHex, utf8 } from '../crypto/bytes.ts';
 import { canonicalize } from '../crypto/jcs.ts';
+import { signedContent, v1aSignature, v1Signature } from './standard.ts';
 import type { EngineEvent } from '@escrow-settlement/client/webhook';
 
 export type { EngineEvent };
@@ -27,12 +27,20 @@ export function eventBody(escrowId: string, entry: EventEntry): string {
   return canonicalize(engineEvent(escrowId, entry));
 }
 
-/** Standard Webhooks message id: stable per event across attempts and URLs, so receivers can deduplicate. */
-export const webhookId = (escrowId: string, idx: number) => `${escrowId}.${idx}`;
+/**
+ * Standard Webhooks message id `<escrowId>_<n>`: stable per event across attempts and URLs, so
+ * receivers can deduplicate; n is the event's 0-based position in its escrow's trail (and in GET
+ * .../events), so receivers can also order one escrow's events by it (README "Webhooks"). Only
+ * [A-Za-z0-9_-]: escrow ids are `esc_` + base32, and the last `_` splits the two parts.
+ */
+export const webhookId = (escrowId: string, idx: number) => `${escrowId}_${idx}`;
+
+/** Ed25519 with the deployment's webhook key (src/webhooks/signer.ts: the key expanded once). */
+export type Signer = (message: Uint8Array) => Uint8Array;
 
 /** x-proof-signature: hex Ed25519 over the raw body (SPEC part 6, Webhook delivery step 2). Made once per event. */
-export function signBody(body: string, secretKey: Uint8Array): string {
-  return toHex(sign(utf8(body), secretKey));
+export function signBody(body: string, sign: Signer): string {
+  return toHex(sign(utf8(body)));
 }
 
 export interface HeaderInput {
@@ -42,16 +50,21 @@ export interface HeaderInput {
   timestamp: number;
   proofSignature: string;
   publicKey: string;
-  secretKey: Uint8Array;
+  sign: Signer;
+  /** The endpoint's Standard Webhooks secret (HMAC key bytes); absent only for an unregistered URL's redelivery. */
+  hmacKey: Uint8Array | null;
   userAgent: string;
 }
 
 /**
- * Both header styles. The Standard Webhooks v1a signature covers `${id}.${timestamp}.${body}`, so it is
- * made per attempt; the x-proof signature covers the body alone and is the stored one.
+ * Both header styles. The Standard Webhooks signatures cover `${id}.${timestamp}.${body}`, so they are
+ * made per attempt: `v1` (HMAC-SHA256, the endpoint's whsec_ secret) and `v1a` (Ed25519, the
+ * deployment's webhook key), space-separated in one header as the spec allows. The x-proof signature
+ * covers the body alone and is the stored one.
  */
 export function deliveryHeaders(h: HeaderInput): Record<string, string> {
-  const standard = toBase64(sign(utf8(`${h.id}.${h.timestamp}.${h.body}`), h.secretKey));
+  const content = signedContent(h.id, h.timestamp, h.body);
+  const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.sign)];
   return {
     'content-type': 'application/json',
     'user-agent': h.userAgent,
@@ -59,6 +72,6 @@ export function deliveryHeaders(h: HeaderInput): Record<string, string> {
     'x-proof-key-id': h.publicKey,
     'webhook-id': h.id,
     'webhook-timestamp': String(h.timestamp),
-    'webhook-signature': `v1a,${standard}`,
+    'webhook-signature': signatures.join(' '),
   };
 }

@@ -2,14 +2,28 @@
 import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { engineEvent, type EngineEvent } from './event.ts';
+import { newEndpointSecret } from './standard.ts';
 import type { DeadLetter } from '@escrow-settlement/client/resources';
 
 /** A delivery that never succeeded (CONTRACT §4 "Dead letter"); its wire shape lives in the client package. */
 export type { DeadLetter };
 
-/** Registers a URL; registering it again keeps the one registration (CONTRACT §5). */
-export async function registerWebhook(q: Queryable, url: string): Promise<void> {
-  await q.query('INSERT INTO webhooks (url, created_at) VALUES ($1, svc_now()) ON CONFLICT (url) DO NOTHING', [url]);
+/**
+ * Registers a URL; registering it again keeps the one registration and its secret (CONTRACT §5).
+ * Returns the endpoint's Standard Webhooks secret (stored base64) when this call is the one that
+ * shows it, else null: a new registration shows its fresh secret; an endpoint whose secret was never
+ * shown (made by migration 005 for a URL registered before it) shows it on its next registration;
+ * after that, never again. Lock: the upsert's row lock, and the `secret_revealed = false` condition
+ * re-checked on the newest row version, so two concurrent calls reveal a secret at most once.
+ */
+export async function registerWebhook(q: Queryable, url: string): Promise<string | null> {
+  const rows = await q.query<{ secret: string }>(
+    `INSERT INTO webhooks (url, created_at, secret, secret_revealed) VALUES ($1, svc_now(), $2, true)
+     ON CONFLICT (url) DO UPDATE SET secret_revealed = true WHERE webhooks.secret_revealed = false
+     RETURNING secret`,
+    [url, newEndpointSecret()],
+  );
+  return rows[0]?.secret ?? null;
 }
 
 /** Registered URLs in registration order (keyset on seq, as listDeadLetters). */

@@ -1,6 +1,6 @@
 // Settling an x402 payment: the whole escrow lifecycle for one request in one transaction (SPEC part 4 "x402 demo", CONTRACT §6).
 import type { Services } from '../services.ts';
-import type { Db, Queryable, Row, Stmt } from '../db/types.ts';
+import type { Db, Row, Stmt, Tx } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { hashJson } from '../crypto/hash.ts';
 import { signJson } from '../crypto/ed25519.ts';
@@ -18,13 +18,13 @@ import type { DemoPayee } from './payee.ts';
  * the nonce or not at all: a throw anywhere rolls the whole lifecycle back (DESIGN, "Every command
  * is one database transaction"). The same shape as routes/admin.ts's `serialised`.
  */
-function joinTx(svc: Services, tx: Queryable): Services {
+function joinTx(svc: Services, tx: Tx): Services {
   const refuse = () => Promise.reject(new Error('not available inside a joined transaction'));
   const db: Db = {
     kind: svc.db.kind,
     query: <T extends Row>(text: string, params?: unknown[]) => tx.query<T>(text, params),
     batch: (stmts: Stmt[]) => tx.batch(stmts),
-    tx: <T>(fn: (t: Queryable) => Promise<T>) => fn(tx),
+    tx: <T>(fn: (t: Tx) => Promise<T>) => fn(tx),
     exec: refuse,
     close: refuse,
   };

@@ -14,8 +14,8 @@ function tsFiles(dir: string): string[] {
 const files = tsFiles(join(ROOT, 'src')).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
 /** Import specifiers of a file (static `from '…'` and dynamic `import('…')`). */
 const importsOf = (text: string) => [...text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]);
-/** The Node edge, and the client package that leaves src/ for its own workspace. */
-const edge = (path: string) => path === 'src/main.ts' || path.startsWith('src/node/') || path.startsWith('src/client/');
+/** The Node edge. */
+const edge = (path: string) => path === 'src/main.ts' || path.startsWith('src/node/');
 
 test('only src/main.ts and src/node/ import node:* modules or read process.env', () => {
   const offenders = files.filter((f) => !edge(f.path))

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validate } from 'dockerfile-utils';
@@ -11,6 +11,9 @@ import { ROOT, startService } from '../process/proc.ts';
 
 const unit = readFileSync(join(ROOT, 'systemd/escrow-settlement.service'), 'utf8');
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+/** What the bundle may contain: the runtime dependencies and what they depend on. */
+const RUNTIME_PACKAGES = new Set([...Object.keys(pkg.dependencies), 'hono']);
 
 test('the systemd unit passes systemd-analyze verify', () => {
   const r = spawnSync('systemd-analyze', ['verify', join(ROOT, 'systemd/escrow-settlement.service')], { encoding: 'utf8' });
@@ -28,45 +31,86 @@ test('the systemd unit runs the bundle with node, restarts on failure, stops wit
   assert.match(unit, /DATA_DIR=\/var\/lib\/escrow-settlement/);
 });
 
+/** The Dockerfile's stages: each FROM line and the instructions under it (continuations joined). */
+function stages(): Array<{ from: string; lines: string[] }> {
+  const out: Array<{ from: string; lines: string[] }> = [];
+  for (const line of dockerfile.replace(/\\\n\s*/g, ' ').split('\n')) {
+    if (/^FROM /.test(line)) out.push({ from: line, lines: [] });
+    else if (/^[A-Z]+ /.test(line)) out.at(-1)!.lines.push(line);
+  }
+  return out;
+}
+
 test('the Dockerfile lints clean and has the shape operators expect', () => {
   const problems = validate(dockerfile);
   assert.deepEqual(problems.map((p) => `${p.range.start.line + 1}: ${p.message}`), []);
-  assert.equal((dockerfile.match(/^FROM /gm) ?? []).length, 2, 'multi-stage');
-  assert.match(dockerfile, /^FROM node:20-bookworm-slim AS build$/m);
-  assert.match(dockerfile, /^USER node$/m);
+  const [build, runtime, ...more] = stages();
+  assert.equal(more.length, 0, 'two stages');
+  // One exact Node release for both stages (no floating tag such as node:20-bookworm-slim).
+  assert.match(build.from, /^FROM node:\d+\.\d+\.\d+-bookworm-slim AS build$/);
+  assert.equal(runtime.from, build.from.replace(/ AS build$/, ''));
   assert.match(dockerfile, /^EXPOSE 4280$/m);
   assert.match(dockerfile, /^VOLUME \["\/data"\]$/m);
   assert.match(dockerfile, /^HEALTHCHECK .*\n.*\/health/m);
   assert.match(dockerfile, /^CMD \["node", "dist\/escrow-settlement\.mjs"\]$/m);
 });
 
-/** The RUN lines of a stage, and the runtime stage's CMD and HEALTHCHECK, as written in the Dockerfile. */
+test('the runtime stage copies only the bundle from the build stage and runs as the unprivileged node user', () => {
+  const runtime = stages()[1].lines;
+  assert.deepEqual(runtime.filter((l) => /^(COPY|ADD) /.test(l)), ['COPY --from=build /app/dist ./dist'], 'no node_modules, no sources');
+  const users = runtime.filter((l) => l.startsWith('USER '));
+  assert.deepEqual(users, ['USER node']);
+  assert.ok(runtime.indexOf('USER node') < runtime.findIndex((l) => l.startsWith('CMD ')), 'USER node comes before CMD');
+  assert.ok(!runtime.some((l) => /^RUN .*npm/.test(l)), 'nothing is installed in the runtime stage');
+});
+
+/** The RUN lines, the runtime stage's ENV, and its CMD and HEALTHCHECK, as written in the Dockerfile. */
 function commands() {
   const joined = dockerfile.replace(/\\\n/g, ' ');
   const runs = [...joined.matchAll(/^RUN (.+)$/gm)].map((m) => m[1].trim());
   const cmd = JSON.parse(/^CMD (\[.+\])$/m.exec(joined)![1]) as string[];
   const health = JSON.parse(/^HEALTHCHECK .*? CMD (\[.+\])$/m.exec(joined)![1]) as string[];
-  return { runs, cmd, health };
+  const envLine = stages()[1].lines.find((l) => l.startsWith('ENV '))!;
+  const env = Object.fromEntries([...envLine.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
+  return { runs, cmd, health, env };
 }
 
-test('the Dockerfile\'s own build, start and health-check commands work outside Docker, from dist/ alone', { timeout: 300_000 }, async () => {
-  const { runs, cmd, health } = commands();
-  assert.deepEqual(runs.slice(0, 2), ['npm ci --no-audit --no-fund', 'npm run build']);
+test('the Dockerfile\'s own build, start and health-check commands work outside Docker, from dist/ alone, under its start-up rule', { timeout: 300_000 }, async () => {
+  const { runs, cmd, health, env } = commands();
+  assert.deepEqual(runs.slice(0, 3), ['npm ci --no-audit --no-fund --ignore-scripts', 'npm run build:client', 'npm run build']);
+  assert.deepEqual(env, { NODE_ENV: 'production', PORT: '4280', HOST: '0.0.0.0', DATA_DIR: '/data' });
   const build = mkdtempSync(join(tmpdir(), 'escrow-build-'));
   const run = mkdtempSync(join(tmpdir(), 'escrow-run-'));
   try {
     // Stage 1: exactly the files the Dockerfile copies, then its RUN lines.
     for (const f of ['package.json', 'package-lock.json', 'client/package.json', 'client/tsconfig.json', 'client/src', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
     for (const line of runs.slice(0, 2)) execFileSync('sh', ['-c', line], { cwd: build, stdio: 'pipe', env: { ...process.env, NODE_V8_COVERAGE: '' } });
-    // Stage 2: only dist/, no node_modules anywhere near it.
+    // Stage 2: only dist/, no node_modules anywhere near it; none of the dev tools made it into the bundle.
     cpSync(join(build, 'dist'), join(run, 'dist'), { recursive: true });
-    const s = await startService(cmd.slice(1), { PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(run, 'data'), NODE_ENV: 'production' }, 60_000, run);
-    try {
-      const port = new URL(s.url).port;
-      const hc = spawnSync(health[0], health.slice(1), { env: { PATH: process.env.PATH, PORT: port }, encoding: 'utf8' });
-      assert.equal(hc.status, 0, hc.stderr);
-    } finally {
-      assert.equal(await s.stop(), 0, s.stderr());
+    assert.deepEqual(readdirSync(join(run, 'dist')).sort(), ['escrow-settlement.mjs', 'escrow-settlement.mjs.map', 'initdb.wasm', 'pglite.data', 'pglite.wasm']);
+    const sources = (JSON.parse(readFileSync(join(run, 'dist/escrow-settlement.mjs.map'), 'utf8')).sources as string[]);
+    // Packages the bundle took from node_modules/ (PGlite's own source map adds paths of its
+    // internal packages that are not installed; only installed ones are counted).
+    const packages = [...new Set(sources.map((s) => /^\.\.\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(s)?.[1]).filter((p): p is string => !!p))]
+      .filter((p) => existsSync(join(build, 'node_modules', p, 'package.json'))).sort();
+    assert.deepEqual(packages.filter((p) => !RUNTIME_PACKAGES.has(p)), [], 'only runtime dependencies are bundled');
+    assert.ok(packages.includes('postgres') && packages.includes('@electric-sql/pglite'));
+    assert.ok(!packages.some((p) => /ganache|solc|typescript|esbuild|tsx/.test(p)), 'no development tool is in the bundle');
+
+    // The image's environment as the Dockerfile sets it (DATA_DIR in a temp dir, PORT 0 to share the machine).
+    const imageEnv = { ...env, PORT: '0', DATA_DIR: join(run, 'data') };
+    const refused = spawnSync(process.execPath, cmd.slice(1), { cwd: run, env: { PATH: process.env.PATH, ...imageEnv }, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(refused.status, 1, 'no API_KEY on 0.0.0.0: refused');
+    assert.deepEqual(refused.stderr.trim().split('\n'), ['escrow-settlement: bad configuration: HOST: 0.0.0.0 is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose']);
+    for (const extra of [{ API_KEY: 'container-root-key-0123456789' }, { SANDBOX_PUBLIC: '1' }] as Array<Record<string, string>>) {
+      const s = await startService(cmd.slice(1), { ...imageEnv, ...extra }, 60_000, run);
+      try {
+        const port = new URL(s.url).port;
+        const hc = spawnSync(health[0], health.slice(1), { env: { PATH: process.env.PATH, PORT: port }, encoding: 'utf8' });
+        assert.equal(hc.status, 0, hc.stderr);
+      } finally {
+        assert.equal(await s.stop(), 0, s.stderr());
+      }
     }
   } finally {
     rmSync(build, { recursive: true, force: true });

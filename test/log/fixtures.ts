@@ -5,7 +5,10 @@ import { signJson } from '../../src/crypto/ed25519.ts';
 import { newId } from '../../src/crypto/ids.ts';
 import type { Db, Queryable } from '../../src/db/types.ts';
 import { activeKey } from '../../src/domain/keys.ts';
-import { appendLeaf } from '../../src/log/store.ts';
+import { sequenceLeaf } from '../../src/log/sequence.ts';
+import { integrateBatch } from '../../src/log/integrate.ts';
+import { issuerHeadKeys } from '../../src/domain/keys.ts';
+import { recordIndices } from '../../src/domain/proofLog.ts';
 import type { Proof, TrailEntry } from '@escrow-settlement/client/types';
 
 export const sha256 = (...parts: Array<Uint8Array | string>): Buffer => {
@@ -77,7 +80,7 @@ async function serviceSigner(q: Queryable): Promise<Signer> {
  * trail (trailLength entries plus the proof.issued entry), the signed proof, its leaf and its row.
  */
 export async function issueSynthetic(db: Db, opts: { trailLength?: number; signer?: Signer; extra?: Partial<Proof> } = {}): Promise<Issued> {
-  return db.tx(async (tx) => {
+  const issued = await db.tx(async (tx) => {
     const escrowId = newId('esc');
     const [{ now }] = await tx.query<{ now: Date }>('SELECT svc_now() AS now');
     const at = now.toISOString();
@@ -102,9 +105,15 @@ export async function issueSynthetic(db: Db, opts: { trailLength?: number; signe
       await tx.query('INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         [escrowId, e.index, e.prevHash, e.hash, e.at, e.event, JSON.stringify(e.body)]);
     }
-    const leafIndex = await appendLeaf(tx, leafHash);
-    await tx.query('INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, $3, $4, $5, svc_now())',
-      [proof.id, escrowId, leafIndex, leafHash, canonicalize(proof)]);
-    return { proof, leafIndex, leafHash, trail: trail.slice(0, n) };
+    await tx.query('INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, svc_now())',
+      [proof.id, escrowId, leafHash, canonicalize(proof)]);
+    const seq = sequenceLeaf(proof.id, leafHash);
+    await tx.query(seq.text, seq.params);
+    return { proof, leafHash, trail: trail.slice(0, n) };
   });
+  // Integrated as the service's integrator does it, after the commit.
+  const { integrated } = await integrateBatch(db, { keys: issuerHeadKeys, max: 1000, indexed: recordIndices });
+  const mine = integrated.find((d) => d.entryId === issued.proof.id);
+  if (!mine) throw new Error(`synthetic proof ${issued.proof.id} was not integrated`);
+  return { ...issued, leafIndex: mine.index };
 }

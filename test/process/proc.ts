@@ -49,10 +49,17 @@ export async function startService(args: string[], env: Record<string, string>, 
   };
 }
 
+export interface RunOptions {
+  cwd?: string;
+  /** Run as this user and group (a root test playing an unprivileged operator). */
+  uid?: number;
+  gid?: number;
+}
+
 /** Runs a command to completion, returning its exit code and output. */
-export function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function run(args: string[], env: Record<string, string> = {}, opts: RunOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env } });
+    const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, uid: opts.uid, gid: opts.gid, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -62,3 +69,5 @@ export function run(args: string[], env: Record<string, string> = {}): Promise<{
 }
 
 export const TSX = ['--import', 'tsx', 'src/main.ts'];
+/** The same, runnable from any working directory. */
+export const TSX_ANYWHERE = ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('../../src/main.ts', import.meta.url))];

@@ -22,6 +22,9 @@ export interface Receiver {
   got: Received[];
   /** Every request that arrived, answered or not. */
   seen: number;
+  /** Requests open right now (arrived, not yet answered or dropped), and the most ever open at once. */
+  open: number;
+  maxOpen: number;
   behaviour: Behaviour;
   close(): Promise<void>;
 }
@@ -31,8 +34,11 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A real receiver on 127.0.0.1:<port 0>; `behaviour` can be swapped at any time. */
 export async function receiver(behaviour: Behaviour = () => 200, port = 0): Promise<Receiver> {
   const hung: ServerResponse[] = [];
-  const r: Receiver = { url: '', got: [], seen: 0, behaviour, close: async () => {} };
+  const r: Receiver = { url: '', got: [], seen: 0, open: 0, maxOpen: 0, behaviour, close: async () => {} };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    r.open++;
+    r.maxOpen = Math.max(r.maxOpen, r.open);
+    res.on('close', () => r.open--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
@@ -130,3 +136,16 @@ export async function harnessWith(kind: StoreKind, env: Record<string, string>, 
     close: store.drop,
   };
 }
+
+/** How a receiver orders one escrow's events: the webhook-id is `<escrowId>_<n>`, n its trail position. */
+export const position = (g: { headers: Record<string, string> }) => {
+  const id = g.headers['webhook-id'];
+  const cut = id.lastIndexOf('_');
+  return { escrowId: id.slice(0, cut), n: Number(id.slice(cut + 1)) };
+};
+export const inTrailOrder = <T extends { headers: Record<string, string> }>(got: T[]) =>
+  [...got].sort((a, b) => {
+    const x = position(a);
+    const y = position(b);
+    return x.escrowId === y.escrowId ? x.n - y.n : x.escrowId < y.escrowId ? -1 : 1;
+  });

@@ -37,13 +37,16 @@ for (const kind of STORES) {
     test('a public https URL registers, is listed once however often it is registered, and unregisters', async () => {
       const r1 = await post({ url: 'https://hooks.example.com/escrow' });
       assert.equal(r1.status, 201, r1.text);
-      assert.deepEqual(Object.keys(r1.body).sort(), ['ok', 'signingKey', 'url']);
+      assert.deepEqual(Object.keys(r1.body).sort(), ['ok', 'signingKey', 'standardWebhooks', 'url']);
       assert.equal(r1.body.ok, true);
       assert.equal(r1.body.url, 'https://hooks.example.com/escrow');
       assert.match(r1.body.signingKey, /^[0-9a-f]{64}$/);
+      assert.match(r1.body.standardWebhooks.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'a fresh secret, shown by the registration that creates it');
+      assert.equal(r1.body.standardWebhooks.publicKey, `whpk_${Buffer.from(r1.body.signingKey, 'hex').toString('base64')}`);
       const r2 = await post({ url: 'HTTPS://Hooks.Example.com:443/escrow' });
       assert.equal(r2.status, 201);
       assert.equal(r2.body.url, 'https://hooks.example.com/escrow', 'the normalised spelling');
+      assert.deepEqual(r2.body.standardWebhooks, { publicKey: r1.body.standardWebhooks.publicKey }, 'the secret is shown once');
       const list = await h.req('GET', '/v1/webhooks', undefined, auth);
       assert.deepEqual(list.body, { webhooks: ['https://hooks.example.com/escrow'], signingKey: r1.body.signingKey });
       const issuer = (await h.req('GET', '/health')).body.issuer;

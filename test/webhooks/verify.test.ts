@@ -1,7 +1,7 @@
 // verifyWebhook against an independent signer: both header styles, forged keys, tampering, stale timestamps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPrivateKey, sign as nodeSign } from 'node:crypto';
+import { createHmac, createPrivateKey, sign as nodeSign } from 'node:crypto';
 import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { generateKeyPair } from '../../src/crypto/ed25519.ts';
 import { toHex } from '../../src/crypto/bytes.ts';
@@ -20,7 +20,12 @@ const EVENT = { event: 'escrow.funded', escrowId: 'esc_01hx000000000000000000000
 const BODY = canonicalize(EVENT);
 const NOW = 1_800_000_000_000;
 const TS = String(NOW / 1000);
-const ID = `${EVENT.escrowId}.1`;
+const ID = `${EVENT.escrowId}_1`;
+const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+const OTHER_SECRET = `whsec_${Buffer.alloc(32, 8).toString('base64')}`;
+/** v1 by an independent HMAC (node:crypto) with a whsec_ secret. */
+const v1 = (secret: string, ts = TS, body = BODY) => `v1,${createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`${ID}.${ts}.${body}`).digest('base64')}`;
+const whpk = (hex: string) => `whpk_${Buffer.from(hex, 'hex').toString('base64')}`;
 
 function headers(opts: { by?: ReturnType<typeof signer>; keyId?: string; body?: string; ts?: string; sigList?: (good: string) => string; style?: 'both' | 'x-proof' | 'standard' } = {}) {
   const by = opts.by ?? service;
@@ -60,6 +65,13 @@ const cases: Array<[string, () => ReturnType<typeof verifyWebhook>, { ok: boolea
   ['a re-signed timestamp does not fit the original signature', () => verifyWebhook(BODY, { ...headers({ style: 'standard' }), 'webhook-timestamp': String(NOW / 1000 + 1) }, service.publicKey, { now: NOW }), { ok: false, style: 'standard' }],
   ['several signatures: any v1a entry that verifies is enough', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: (good) => `v1,aGVsbG8= v1a,${Buffer.alloc(64).toString('base64')} ${good}` }), service.publicKey, { now: NOW }), { ok: true, style: 'standard' }],
   ['only a v1 (HMAC) entry is not accepted', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: (good) => good.replace('v1a,', 'v1,') }), service.publicKey, { now: NOW }), { ok: false, style: 'standard', reason: /no v1a entry/ }],
+  ['with the secret, a v1 (HMAC) entry alone verifies', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: () => v1(SECRET) }), service.publicKey, { now: NOW, secret: SECRET }), { ok: true, style: 'standard' }],
+  ['with the secret, v1 and v1a side by side (as the service sends them) verify', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: (good) => `${v1(SECRET)} ${good}` }), service.publicKey, { now: NOW, secret: SECRET }), { ok: true, style: 'standard' }],
+  ['a v1 entry made with another secret is refused', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: () => v1(OTHER_SECRET) }), service.publicKey, { now: NOW, secret: SECRET }), { ok: false, style: 'standard', reason: /no v1 signature with the secret/ }],
+  ['a v1 entry over a tampered body is refused', () => verifyWebhook(`${BODY} `, headers({ style: 'standard', body: `${BODY} `, sigList: () => v1(SECRET) }), service.publicKey, { now: NOW, secret: SECRET }), { ok: false, style: 'standard' }],
+  ['a v1 entry over another timestamp is refused', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: () => v1(SECRET, String(NOW / 1000 + 1)) }), service.publicKey, { now: NOW, secret: SECRET }), { ok: false, style: 'standard' }],
+  ['the pinned key in its whpk_ form verifies v1a', () => verifyWebhook(BODY, headers({ style: 'standard' }), whpk(service.publicKey), { now: NOW }), { ok: true, style: 'standard' }],
+  ['the whpk_ form of another key refuses', () => verifyWebhook(BODY, headers({ style: 'standard' }), whpk(attacker.publicKey), { now: NOW }), { ok: false, style: 'standard' }],
   ['a v1a entry that is not base64 is not a signature', () => verifyWebhook(BODY, headers({ style: 'standard', sigList: () => 'v1a,!!!' }), service.publicKey, { now: NOW }), { ok: false, style: 'standard' }],
   ['a missing webhook-timestamp is refused', () => verifyWebhook(BODY, { ...headers({ style: 'standard' }), 'webhook-timestamp': '' }, service.publicKey, { now: NOW }), { ok: false, style: 'standard', reason: /timestamp/ }],
   ['no signature headers at all is refused', () => verifyWebhook(BODY, { 'content-type': 'application/json' }, service.publicKey), { ok: false, reason: /no webhook signature headers/ }],
@@ -80,4 +92,10 @@ for (const [name, run, want] of cases) {
 test('a pinned key that is not 64 lowercase hex characters is a caller error', () => {
   assert.throws(() => verifyWebhook(BODY, headers(), 'not-a-key'), TypeError);
   assert.throws(() => verifyWebhook(BODY, headers(), service.publicKey.toUpperCase()), TypeError);
+  assert.throws(() => verifyWebhook(BODY, headers(), `whpk_${Buffer.alloc(31).toString('base64')}`), TypeError);
+});
+
+test('a secret that is not whsec_ + base64 is a caller error', () => {
+  assert.throws(() => verifyWebhook(BODY, headers({ style: 'standard' }), service.publicKey, { now: NOW, secret: 'hunter2' }), TypeError);
+  assert.throws(() => verifyWebhook(BODY, headers({ style: 'standard' }), service.publicKey, { now: NOW, secret: 'whsec_!!' }), TypeError);
 });

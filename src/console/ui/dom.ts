@@ -1,0 +1,71 @@
+// A tiny hyperscript over the DOM: the console's only rendering primitive (no framework, no innerHTML,
+// so nothing from the API is ever parsed as markup).
+type Child = Node | string | number | null | undefined | false | Child[];
+type Attrs = Record<string, string | number | boolean | null | undefined | ((e: any) => void)>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | null = null, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+export function s(tag: string, attrs: Attrs | null = null, ...children: Child[]): SVGElement {
+  const el = document.createElementNS(SVG_NS, tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+
+function setAttrs(el: Element, attrs: Attrs | null) {
+  if (!attrs) return;
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (typeof v === 'function') el.addEventListener(k.replace(/^on/, '').toLowerCase(), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+export function append(el: Node, children: Child[]) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+  }
+}
+
+/** Replaces an element's children. */
+export function mount(el: Element, ...children: Child[]) {
+  el.replaceChildren();
+  append(el, children);
+}
+
+/** A hex string shortened for display, full value in the title (and to screen readers). */
+export const short = (hex: string, n = 10) => h('code', { title: hex, class: 'hex' }, hex.length > n + 2 ? `${hex.slice(0, n)}…` : hex);
+
+export const badge = (ok: boolean, yes = 'pass', no = 'fail') => h('span', { class: ok ? 'badge ok' : 'badge bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
+
+export const when = (iso: string | undefined) => (iso ? h('time', { datetime: iso }, iso.replace('T', ' ').replace('.000Z', 'Z')) : '—');
+
+/** A labelled section (h2 with an id the region is labelled by). */
+let seq = 0;
+export function section(title: string, ...children: Child[]): HTMLElement {
+  const id = `s${++seq}`;
+  return h('section', { 'aria-labelledby': id }, h('h2', { id }, title), ...children);
+}
+
+export function table(head: string[], rows: Child[][], caption?: string): HTMLTableElement {
+  return h('table', null,
+    caption ? h('caption', null, caption) : null,
+    h('thead', null, h('tr', null, head.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', null, rows.map((r) => h('tr', null, r.map((c) => h('td', null, c))))));
+}
+
+export const pre = (v: unknown) => h('pre', { tabindex: 0 }, typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+
+/** An API error (or any error) as an alert: `code: message`. */
+export function errorBox(err: unknown): HTMLElement {
+  const e = err as { code?: string; message?: string };
+  return h('p', { role: 'alert', class: 'error' }, e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err));
+}

@@ -1,0 +1,111 @@
+// One escrow: its state machine, trail (each hash rechecked here), events, webhook attempts, custody
+// journal, dispute and proof. Polls every 2 s so deadlines closing (sandbox clock) show on screen.
+import { ApiError, get, post } from '../api.ts';
+import { errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
+import { pathTaken, stateMachine } from './stateMachine.ts';
+import { trailTimeline } from './trail.ts';
+import { proofSection } from './proof.ts';
+
+const POLL_MS = 2000;
+const TERMINAL = new Set(['settled', 'resolved', 'refunded']);
+const orNull = async <T>(p: Promise<T>): Promise<T | null> => p.catch((e) => { if (e instanceof ApiError && e.status === 404) return null; throw e; });
+
+export async function escrowView(main: HTMLElement, params: Record<string, string>) {
+  const id = params.id;
+  const base = `/v1/escrows/${encodeURIComponent(id)}`;
+  let shown = '';
+  let stopped = false;
+
+  async function load() {
+    const [escrow, trail, events, attempts] = await Promise.all([
+      get(base), get(`${base}/trail`), get(`${base}/events`), get(`/v1/webhooks/attempts?escrowId=${encodeURIComponent(id)}`),
+    ]);
+    // Ask only for what the trail says exists, so an open matter does not answer with 404s.
+    const seen = new Set<string>(trail.entries.map((t: any) => t.event));
+    const settling = TERMINAL.has(escrow.state) || escrow.custody?.status === 'settle-failed';
+    const [custody, dispute, proof] = await Promise.all([
+      settling ? orNull(get(`${base}/custody`)) : null,
+      seen.has('dispute.opened') ? orNull(get(`${base}/dispute`)) : null,
+      seen.has('proof.issued') ? orNull(get(`${base}/proof`)) : null,
+    ]);
+    shown = version(escrow, attempts.attempts);
+    render(escrow, trail, events.events, attempts.attempts.slice().reverse(), custody, dispute, proof);
+  }
+  const version = (e: any, a: any[]) => `${e.updatedAt}|${e.state}|${e.custody?.status}|${a[0]?.id ?? ''}`;
+
+  function render(e: any, trail: any, events: any[], attempts: any[], custody: any, dispute: any, proof: any) {
+    const path = pathTaken(trail.entries.map((t: any) => t.event), e.state);
+    const role = (k: string) => (k === e.payer.publicKey ? 'payer' : k === e.payee.publicKey ? 'payee' : k === e.arbiter?.publicKey ? 'arbiter' : 'key');
+    mount(main,
+      h('p', { class: 'crumbs' }, h('a', { href: '#/escrows' }, 'Escrows'), ' / ', id),
+      h('h1', null, 'Escrow ', h('code', null, id), ' ', h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state)),
+      h('dl', { class: 'facts' },
+        h('dt', null, 'Amount'), h('dd', null, `${e.amount} ${e.asset}`),
+        h('dt', null, 'Payer'), h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
+        h('dt', null, 'Payee'), h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
+        e.arbiter ? [h('dt', null, 'Arbiter'), h('dd', null, short(e.arbiter.publicKey, 16))] : null,
+        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${e.terms.checks.length} checks: ${e.terms.checks.map((c: any) => c.kind).join(', ')})`),
+        h('dt', null, 'Deadline'), h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
+        h('dt', null, 'Custody'), h('dd', null, e.custody?.status ?? '—'),
+        h('dt', null, 'Created'), h('dd', null, when(e.createdAt))),
+      e.custody?.status === 'settle-failed' ? retryCustody() : null,
+      section('State machine', stateMachine(path, e.state)),
+      section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
+      section('Events', events.length === 0 ? h('p', null, 'No events.') : table(['#', 'event', 'at', 'data'], events.map((ev, i) => [
+        String(i), h('code', null, ev.event), when(ev.at), h('details', null, h('summary', null, 'data'), pre(ev.data))]), 'Events exactly as webhooks receive them')),
+      section('Webhook attempts', attempts.length === 0 ? h('p', null, 'No webhook attempts (no URL registered, or none sent yet).') : table(['event', 'url', 'attempt', 'result', 'duration', 'at'], attempts.map((a) => [
+        h('code', null, `${a.index} ${a.event}`), a.url, String(a.attempt),
+        h('span', { class: a.outcome === 'delivered' ? 'badge ok' : 'badge bad' }, a.status ? `HTTP ${a.status}` : a.error ?? '', ` (${a.outcome})`),
+        `${a.durationMs} ms`, when(a.at)]), 'Every POST to every registered URL, oldest first')),
+      section('Custody journal', custody ? h('dl', { class: 'facts' },
+        Object.entries(custody).filter(([k]) => k !== 'escrowId').map(([k, v]) => [h('dt', null, k), h('dd', null, typeof v === 'object' ? pre(v) : String(v))]))
+        : h('p', null, 'No settlement attempted yet.')),
+      section('Dispute', dispute ? disputeBlock(dispute, e, role) : h('p', null, 'No dispute.')),
+      section('Proof', proof ? proofSection(proof) : h('p', null, 'The matter has not closed: no proof yet.')),
+    );
+  }
+
+  function retryCustody() {
+    const out = h('span', { role: 'status' });
+    return h('div', { class: 'card warn' }, h('p', null, 'The last settlement attempt failed; custody keeps the journal entry for a retry.'),
+      h('button', { type: 'button', onclick: async () => {
+        try {
+          await post(`${base}/custody/retry`);
+          out.textContent = 'Custody confirmed.';
+          await load();
+        } catch (err) { out.replaceChildren(errorBox(err)); }
+      } }, 'Retry custody settlement'), ' ', out);
+  }
+
+  await load();
+  const timer = setInterval(async () => {
+    if (stopped) return;
+    try {
+      const [e, a] = await Promise.all([get(base), get(`/v1/webhooks/attempts?escrowId=${encodeURIComponent(id)}&limit=1`)]);
+      if (version(e, a.attempts) !== shown && !stopped) await load();
+    } catch { /* keep showing the last good page */ }
+  }, POLL_MS);
+  return () => { stopped = true; clearInterval(timer); };
+}
+
+function disputeBlock(d: any, e: any, role: (k: string) => string) {
+  const r = d.ruling;
+  const signers = !r ? [] : r.decidedBy === 'co-signature' ? [`payer ${e.payer.publicKey}`, `payee ${e.payee.publicKey}`]
+    : r.decidedBy === 'arbiter' ? [`arbiter ${e.arbiter?.publicKey}`] : [];
+  return h('div', null,
+    h('dl', { class: 'facts' },
+      h('dt', null, 'Dispute'), h('dd', null, h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)),
+      h('dt', null, 'Opened by'), h('dd', null, role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)),
+      h('dt', null, 'Reason'), h('dd', null, d.reason || '—')),
+    h('h3', null, 'Evidence'),
+    d.evidence.length === 0 ? h('p', null, 'None.') : table(['party', 'content hash', 'note', 'at'], d.evidence.map((ev: any) => [
+      `${role(ev.party)} `, short(ev.contentHash), ev.note || '—', when(ev.submittedAt)])),
+    h('h3', null, 'Ruling'),
+    !r ? h('p', null, 'Not ruled yet. It closes by a co-signed or arbiter-signed ruling, or by timeout at the deadline.')
+      : h('dl', { class: 'facts', 'data-testid': 'ruling' },
+        h('dt', null, 'Outcome'), h('dd', null, r.outcome, r.shares ? ` (payer ${r.shares.payerBps / 100}%, payee ${r.shares.payeeBps / 100}%)` : ''),
+        h('dt', null, 'Decided by'), h('dd', null, r.decidedBy),
+        h('dt', null, 'Signed by'), h('dd', null, signers.length ? h('ul', null, signers.map((x) => h('li', null, h('code', null, x)))) : 'nobody: the deadline passed in silence (timeoutRuling)'),
+        h('dt', null, 'Rationale'), h('dd', null, r.rationale || '—'),
+        h('dt', null, 'Decided at'), h('dd', null, when(r.decidedAt))));
+}

@@ -1,0 +1,44 @@
+// Which database failures mean "the database cannot be reached right now" (an outage the client may
+// retry) rather than a fault in the service: the error boundary answers them 503 `unavailable`
+// with Retry-After instead of 500 `internal` (issue 17 item 6). Web APIs only.
+import { AppError } from '../errors.ts';
+
+/** How long a client should wait before retrying during an outage (seconds, the Retry-After value). */
+export const OUTAGE_RETRY_AFTER_S = 5;
+
+/**
+ * Codes a lost connection carries: the socket's (Node's net errors as postgres.js passes them on)
+ * and postgres.js's own (CONNECTION_CLOSED when the server or network drops a connection in use,
+ * CONNECTION_ENDED/DESTROYED when the pool was closed, CONNECT_TIMEOUT when the server never answers).
+ */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH',
+  'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+]);
+
+/**
+ * SQLSTATEs the server sends when it cannot serve anyone for now: class 08 (connection exception),
+ * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting or in recovery),
+ * 53300 too_many_connections. A client's bad value or a constraint never lands here.
+ */
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
+
+/** True when `err` (from postgres.js, PGlite or the socket below them) says the database is unreachable. */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (err === null || typeof err !== 'object' || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (CONNECTION_CODES.has(code) || UNAVAILABLE_STATE.test(code))) return true;
+  // Happy Eyeballs (localhost → ::1 and 127.0.0.1) fails with an AggregateError of one error per address.
+  const inner = (err as { errors?: unknown }).errors;
+  if (Array.isArray(inner) && inner.length > 0) return inner.every((e) => isDatabaseUnavailable(e, depth + 1));
+  const cause = (err as { cause?: unknown }).cause;
+  return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
+}
+
+/** The 503 the error boundary answers for an outage, or undefined when `err` is not one. */
+export function unavailableError(err: unknown): AppError | undefined {
+  if (err instanceof AppError || !isDatabaseUnavailable(err)) return undefined;
+  return new AppError('unavailable', 'the database cannot be reached right now; retry shortly (a write retried with the same Idempotency-Key is not applied twice)', {
+    headers: { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
+  });
+}

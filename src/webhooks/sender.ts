@@ -1,0 +1,268 @@
+// The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL,
+// results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
+import type { Services } from '../services.ts';
+import { fromHex } from '../crypto/bytes.ts';
+import { newId } from '../crypto/ids.ts';
+import { recordAttempts, type AttemptRecord } from './attempts.ts';
+import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
+import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
+import { signerFor } from './signer.ts';
+import { newDeadLetterId } from './registry.ts';
+import { secretKeyBytes } from './standard.ts';
+import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
+
+/**
+ * A claim's lease is WEBHOOK_TIMEOUT_MS plus this: time to record the result after the answer. If the
+ * process dies mid-send, the row is due again when the lease runs out (at-least-once, never lost).
+ */
+export const LEASE_MARGIN_MS = 5_000;
+/** A queued row must start its attempt with at least a timeout plus this much lease left, else it is released. */
+const START_SAFETY_MS = 1_000;
+/** A URL answering within this (2xx) counts as fast and gets a queue of PREFETCH runs behind its in-flight ones. */
+const FAST_MS = 1_000;
+const PREFETCH_RUNS = 15;
+/** Rows one sender holds at most, over all URLs (queued or in flight). */
+export const MAX_HELD = 4096;
+
+export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
+
+interface Held {
+  row: ClaimedRow;
+  body: string;
+  signature: string;
+  signer: string;
+  claimedAt: number;
+}
+
+interface Lane {
+  queue: Held[];
+  inflight: number;
+  /** The last attempt failed or took longer than FAST_MS: no queue behind the in-flight ones. */
+  slow: boolean;
+}
+
+export interface EngineOptions {
+  /** Requests in flight per URL (WEBHOOK_CONCURRENCY). */
+  perUrl: number;
+  /** Queue runs behind the in-flight ones for fast URLs (a running sender); one pass uses none. */
+  prefetch: boolean;
+  onOutcome?: (o: Outcome, url: string) => void;
+  onError?: (what: string, err: unknown, url?: string) => void;
+}
+
+function guarded(transport: WebhookTransport, timeoutMs: number): WebhookTransport {
+  // The transport enforces the timeout itself; this backstop (1 s later) keeps a misbehaving injected
+  // transport from holding a lane slot forever. A late answer then counts as a failed attempt.
+  return (req) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const backstop = new Promise<WebhookResult>((resolve) => {
+      timer = setTimeout(() => resolve({ error: 'timeout' }), timeoutMs + 1_000);
+    });
+    const sent = transport(req).catch((err: unknown): WebhookResult => ({ error: String((err as Error)?.message ?? err).slice(0, 500) }));
+    return Promise.race([sent, backstop]).finally(() => clearTimeout(timer));
+  };
+}
+
+export class SenderEngine {
+  /** This sender's lease owner id: distinct per engine, so two engines in one process exclude each other too. */
+  readonly owner = newId('snd');
+  private readonly lanes = new Map<string, Lane>();
+  private readonly held = new Map<string, Held>();
+  private delivered: string[] = [];
+  private failed: FailedAttempt[] = [];
+  private sigs: NewSignature[] = [];
+  /** Every POST's status and timing, written with the tick's results (GET /v1/webhooks/attempts). */
+  private attempts: AttemptRecord[] = [];
+  private toRelease: Held[] = [];
+  private readonly sigCache = new Map<string, { signature: string; signer: string }>();
+  private readonly keyCache = new Map<string, Uint8Array>();
+  private signerOf: { hex: string; sign: Signer } | null = null;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly transport: WebhookTransport;
+  private readonly leaseMs: number;
+  /** Called when a request finishes: a lane has room again and results wait to be flushed. */
+  onSettled: () => void = () => {};
+
+  constructor(private readonly svc: Services, private readonly opts: EngineOptions) {
+    this.transport = guarded(svc.webhookTransport ?? fetchTransport(), svc.config.webhookTimeoutMs);
+    this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
+  }
+
+  /**
+   * One transaction: write the results gathered since the last tick and, when `claim` and the claim
+   * lock is free, claim more rows (up to `limit`). Returns how many rows were claimed. On error
+   * nothing gathered is lost: it is written by the next tick.
+   */
+  async tick(claim: boolean, limit = MAX_HELD - this.held.size): Promise<number> {
+    if (this.toRelease.length > 0) {
+      const rows = this.toRelease;
+      this.toRelease = [];
+      await release(this.svc.db, this.owner, rows.map((h) => h.row)).catch((err) => {
+        this.toRelease.push(...rows);
+        throw err;
+      });
+      for (const h of rows) this.held.delete(h.row.id);
+    }
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
+    const attempts = this.attempts;
+    this.delivered = [];
+    this.failed = [];
+    this.sigs = [];
+    this.attempts = [];
+    const wantClaim = claim && limit > 0;
+    let rows: ClaimedRow[] = [];
+    try {
+      if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
+      rows = await this.svc.db.tx(async (tx) => {
+        await recordAttempts(tx, attempts);
+        const locked = await flushAndLock(tx, results, wantClaim);
+        if (!locked) return [];
+        const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
+        const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
+        return claimRuns(tx, { owner: this.owner, hold, slowUrls, holdSlow: this.opts.perUrl, limit, leaseMs: this.leaseMs });
+      });
+    } catch (err) {
+      this.delivered.push(...results.delivered);
+      this.failed.push(...results.failed);
+      this.sigs.push(...results.sigs);
+      this.attempts.push(...attempts);
+      throw err;
+    }
+    for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
+    const now = Date.now();
+    for (const row of rows) {
+      // A row still held here (its lease ran out under us and we claimed it again) is not sent twice.
+      if (this.held.has(row.id)) continue;
+      const h = this.prepare(row, now);
+      this.held.set(row.id, h);
+      this.lane(row.url).queue.push(h);
+    }
+    return rows.length;
+  }
+
+  private lane(url: string): Lane {
+    let l = this.lanes.get(url);
+    if (!l) this.lanes.set(url, (l = { queue: [], inflight: 0, slow: false }));
+    return l;
+  }
+
+  /** Each endpoint's HMAC key (the stored base64 secret, decoded once). */
+  private hmacKey(secret: string): Uint8Array {
+    let k = this.keyCache.get(secret);
+    if (!k) {
+      if (this.keyCache.size > 10_000) this.keyCache.clear();
+      this.keyCache.set(secret, (k = secretKeyBytes(secret)));
+    }
+    return k;
+  }
+
+  /** The Ed25519 signer of the webhook key (hex, read with every claim), expanded once per key. */
+  private signer(secretHex: string): Signer {
+    if (this.signerOf?.hex !== secretHex) this.signerOf = { hex: secretHex, sign: signerFor(fromHex(secretHex, 'webhook key')) };
+    return this.signerOf.sign;
+  }
+
+  /** The body and the event's x-proof signature: stored, or made once here and stored by the next tick. */
+  private prepare(row: ClaimedRow, now: number): Held {
+    const body = eventBody(row.escrowId, row);
+    if (row.signature && row.signer) return { row, body, signature: row.signature, signer: row.signer, claimedAt: now };
+    const id = webhookId(row.escrowId, row.idx);
+    let sig = this.sigCache.get(id);
+    if (!sig) {
+      sig = { signature: signBody(body, this.signer(row.keySecret)), signer: row.keyPublic };
+      this.sigCache.set(id, sig);
+      this.sigs.push({ escrowId: row.escrowId, idx: row.idx, signature: sig.signature, publicKey: sig.signer });
+    }
+    return { row, body, ...sig, claimedAt: now };
+  }
+
+  /**
+   * Whether a tick now would do more than write results: some lane's queue is down to fewer rows than
+   * it may have in flight (it may run dry before the next poll), or many results wait to be written.
+   */
+  wantsTick(): boolean {
+    if (this.delivered.length + this.failed.length >= 256) return true;
+    for (const lane of this.lanes.values()) if (lane.queue.length < this.opts.perUrl) return true;
+    return false;
+  }
+
+  /** Starts queued rows on every lane with room; a row whose lease ran too low is released instead. */
+  pump(): void {
+    const latest = Date.now() - (this.leaseMs - this.svc.config.webhookTimeoutMs - START_SAFETY_MS);
+    for (const [url, lane] of this.lanes) {
+      while (lane.inflight < this.opts.perUrl && lane.queue.length > 0) {
+        const h = lane.queue.shift()!;
+        if (h.claimedAt < latest) {
+          this.toRelease.push(h);
+          continue;
+        }
+        lane.inflight++;
+        const run: Promise<void> = this.deliver(h, lane)
+          .then((o) => this.opts.onOutcome?.(o, url))
+          .finally(() => {
+            lane.inflight--;
+            this.held.delete(h.row.id);
+            this.inflight.delete(run);
+            if (lane.inflight === 0 && lane.queue.length === 0 && !lane.slow) this.lanes.delete(url);
+            this.pump();
+            this.onSettled();
+          });
+        this.inflight.add(run);
+      }
+    }
+  }
+
+  /** Waits for every request in flight (each bounded by the timeout), pumping queued rows as lanes free. */
+  async settle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.race([...this.inflight]);
+  }
+
+  /** Hands every queued (unsent) row back to the outbox; a stopping sender calls this before its last tick. */
+  releaseQueued(): void {
+    for (const lane of this.lanes.values()) this.toRelease.push(...lane.queue.splice(0));
+  }
+
+  /** One attempt of one row; its result (delivered, retry or dead letter) is written by the next tick. */
+  private async deliver(h: Held, lane: Lane): Promise<Outcome> {
+    const { row } = h;
+    const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate, webhookBackoffMs: backoff } = this.svc.config;
+    const started = Date.now();
+    try {
+      // webhook-timestamp is the process's wall clock, not the sandbox-shifted svc_now(): receivers
+      // compare it with their own clock (Standard Webhooks tolerance).
+      const headers = deliveryHeaders({
+        body: h.body,
+        id: webhookId(row.escrowId, row.idx),
+        timestamp: Math.floor(this.svc.nowMs() / 1000),
+        proofSignature: h.signature,
+        publicKey: h.signer,
+        sign: this.signer(row.keySecret),
+        hmacKey: row.secret ? this.hmacKey(row.secret) : null,
+        userAgent: `escrow-settlement/${this.svc.version}`,
+      });
+      const res = await this.transport({ url: row.url, headers, body: h.body, timeoutMs, allowPrivate });
+      const ok = 'status' in res && res.status >= 200 && res.status <= 299;
+      lane.slow = !ok || Date.now() - started > FAST_MS;
+      const dead = row.attempts > backoff.length;
+      this.attempts.push({
+        escrowId: row.escrowId, idx: row.idx, url: row.url, attempt: row.attempts,
+        status: 'status' in res ? res.status : null, error: ok ? null : 'status' in res ? `HTTP ${res.status}` : res.error,
+        durationMs: Date.now() - started, outcome: ok ? 'delivered' : dead ? 'dead' : 'retry',
+      });
+      if (ok) {
+        this.delivered.push(row.id);
+        return 'delivered';
+      }
+      const failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
+      // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
+      // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
+      this.failed.push({ id: row.id, attempts: row.attempts, ...failure, waitMs: dead ? 0 : backoff[row.attempts - 1], deadLetterId: dead ? newDeadLetterId() : null });
+      return dead ? 'dead' : 'retry';
+    } catch (err) {
+      // Building the headers failed (a corrupt stored secret, say): the row stays leased and is due
+      // again when the lease ends; the log says why.
+      this.opts.onError?.('webhook delivery failed before sending', err, row.url);
+      return 'error';
+    }
+  }
+}
