@@ -28,6 +28,8 @@ export interface Config {
   chainAccount?: string;
   /** How long a chain transaction may take to be mined before the attempt counts as unconfirmed. */
   chainConfirmTimeoutMs: number;
+  /** PUBLIC_URL: the absolute base URL clients reach the service at, without a trailing slash (x402 resources). */
+  publicUrl: string;
   /** SANDBOX_PUBLIC=1: an open sandbox (no API_KEY) may listen on a non-loopback HOST, on purpose. */
   sandboxPublic: boolean;
   /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
@@ -89,6 +91,25 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
+/**
+ * PUBLIC_URL (CONTRACT §8): an absolute http(s) base URL, no query or fragment; a trailing slash is
+ * dropped. Default: the listening address (IPv6 in brackets). Never taken from a request's Host.
+ */
+function publicUrl(env: Env, host: string, port: number): string {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.length > 1024) {
+    throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+}
+
 // Exposure (issue 17 item 14): an open sandbox lets anyone who reaches it create and move escrows,
 // so it listens beyond loopback only when SANDBOX_PUBLIC=1 says so. Names that merely resolve to
 // loopback are refused too: the check cannot know what a name will resolve to at listen time.
@@ -142,6 +163,7 @@ export function parseConfig(env: Env): Config {
     logOrigin,
     ...chain(env),
     chainConfirmTimeoutMs: int(env, 'CHAIN_CONFIRM_TIMEOUT_MS', 30_000, 100, 600_000),
+    publicUrl: publicUrl(env, host, int(env, 'PORT', 4280, 0, 65535)),
     sandboxPublic: exposure(env, host, apiKey),
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
   });

@@ -7,7 +7,7 @@ import type {
   SignedDelivery, SignedMandate, WebhookAttempt,
 } from './resources.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
-import { createPaymentHeader, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequirements, type PaymentResponse } from './x402.ts';
+import { createPaymentHeader, createPaymentHeaderV2, decodePaymentRequired, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequiredV2, type PaymentRequirements, type PaymentResponse } from './x402.ts';
 
 /**
  * Which route each client method calls, as "METHOD /path" in the service's own route table. The
@@ -94,21 +94,28 @@ export function createClient(opts: ClientOptions) {
   async function demo<T = unknown>(payment?: { header: string; v2?: boolean }): Promise<PaidResource<T>> {
     const name = payment?.v2 ? X402_HEADERS.paymentV2 : X402_HEADERS.payment;
     const a = await transport<T>(API_ROUTES['x402.demo'][0], { headers: payment ? { [name]: payment.header } : undefined });
-    const answer = a.headers.get(X402_HEADERS.responseV2) ?? a.headers.get(X402_HEADERS.response);
+    // The settlement in the version the payment was made in (both headers are always sent).
+    const [mine, other] = payment?.v2 ? [X402_HEADERS.responseV2, X402_HEADERS.response] : [X402_HEADERS.response, X402_HEADERS.responseV2];
+    const answer = a.headers.get(mine) ?? a.headers.get(other);
     if (answer === null) throw new ApiError(a.status, 'http_200', 'the paid resource came without X-PAYMENT-RESPONSE / PAYMENT-RESPONSE', { headers: a.headers });
     return { resource: a.data, payment: decodePaymentResponse(answer) };
   }
 
-  /** The 402 offer: {x402Version, accepts, error}. */
-  async function offer(): Promise<PaymentRequired> {
+  /** The 402 without a payment: its v1 body and its x402 v2 PAYMENT-REQUIRED header, decoded. */
+  async function unpaid(): Promise<{ v1: PaymentRequired; v2: PaymentRequiredV2 }> {
     try {
       await transport(API_ROUTES['x402.offer'][0]);
     } catch (err) {
-      if (err instanceof ApiError && err.status === 402) return err.body as PaymentRequired;
+      if (err instanceof ApiError && err.status === 402) {
+        return { v1: err.body as PaymentRequired, v2: decodePaymentRequired(err.headers.get(X402_HEADERS.required) ?? '') };
+      }
       throw err;
     }
     throw new ApiError(200, 'http_200', 'expected 402 Payment Required without a payment header');
   }
+
+  /** The x402 v1 offer: the 402 body {x402Version: 1, accepts, error}. */
+  const offer = async (): Promise<PaymentRequired> => (await unpaid()).v1;
 
   return {
     health: () => call<Health>('health'),
@@ -187,12 +194,16 @@ export function createClient(opts: ClientOptions) {
     },
     x402: {
       offer,
+      /** The x402 v2 offer: the decoded PAYMENT-REQUIRED header. */
+      offerV2: async (): Promise<PaymentRequiredV2> => (await unpaid()).v2,
       /** GET the resource with a payment header (X-PAYMENT, or PAYMENT-SIGNATURE with v2). */
       demo,
-      /** The whole x402 dance: read the offer, sign its first `accepts` with secretKey, pay. */
+      /** The whole x402 dance: read the offer, sign its first `accepts` with secretKey (v2: the PAYMENT-REQUIRED offer), pay. */
       async pay<T = unknown>(secretKey: string, o: PaymentOptions & { v2?: boolean } = {}): Promise<PaidResource<T> & { requirements: PaymentRequirements }> {
-        const requirements = (await offer()).accepts[0];
-        const paid = await demo<T>({ header: createPaymentHeader(requirements, secretKey, o), v2: o.v2 });
+        const { v1, v2 } = await unpaid();
+        const requirements = v1.accepts[0];
+        const header = o.v2 ? createPaymentHeaderV2(v2, secretKey, o) : createPaymentHeader(requirements, secretKey, o);
+        const paid = await demo<T>({ header, v2: o.v2 });
         return { ...paid, requirements };
       },
     },

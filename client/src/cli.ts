@@ -7,8 +7,8 @@ import { verifyBundle } from './verify.ts';
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys)
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
-signature and key, the evidence trail, the log inclusion and the signed tree head, against issuer
-keys you trust. Give at least one of:
+signature and key, the evidence trail, the log inclusion, the signed tree head and each party
+signature the closing relied on, against issuer keys you trust. Give at least one of:
 --trusted-key HEX      pin an issuer public key (repeatable); signers must be among the pinned keys.
 --issuer-doc FILE      pin every key of an issuer document (/.well-known/proof-issuer.json) you
                        fetched and kept; repeatable, combines with --trusted-key.

@@ -1,6 +1,7 @@
 // The client module: what a party runs locally, with Web APIs only (DESIGN "client/").
 export * from './types.ts';
 export * from './verify.ts';
+export { partyChecks } from './parties.ts';
 export * from './issuer.ts';
 export * from './anchor.ts';
 export * from './webhook.ts';

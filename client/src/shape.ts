@@ -108,7 +108,29 @@ export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
   return null;
 }
 
+const PARTY_KINDS = ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'];
+
+/** `parties` is optional (bundles before issue 18.6); when present, {signatures: [PartySignature]}. */
+export function partiesProblem(p: unknown, at = 'parties'): Problem {
+  if (p === undefined) return null;
+  if (!isObj(p) || !Array.isArray(p.signatures)) return `${at} must be an object {signatures: [...]}`;
+  for (let i = 0; i < p.signatures.length; i++) {
+    const s = p.signatures[i];
+    const here = `${at}.signatures[${i}]`;
+    if (!isObj(s)) return `${here} must be an object`;
+    const q = first(
+      typeof s.kind === 'string' && PARTY_KINDS.includes(s.kind) ? null : `${here}.kind must be one of ${PARTY_KINDS.join(', ')}`,
+      count(s.trailIndex, `${here}.trailIndex`),
+      hex64(s.publicKey, `${here}.publicKey`),
+      isObj(s.signedBody) ? null : `${here}.signedBody must be an object`,
+      str(s.signature, `${here}.signature`),
+    );
+    if (q) return q;
+  }
+  return null;
+}
+
 export function bundleProblem(b: unknown): Problem {
-  if (!isObj(b)) return 'bundle must be a JSON object {proof, trail, inclusion, issuerKeys}';
-  return first(proofProblem(b.proof), trailProblem(b.trail), inclusionProblem(b.inclusion), issuerKeysProblem(b.issuerKeys));
+  if (!isObj(b)) return 'bundle must be a JSON object {proof, trail, inclusion, issuerKeys, parties}';
+  return first(proofProblem(b.proof), trailProblem(b.trail), inclusionProblem(b.inclusion), issuerKeysProblem(b.issuerKeys), partiesProblem(b.parties));
 }

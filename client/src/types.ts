@@ -77,12 +77,35 @@ export interface ConsistencyProof {
   path: string[];
 }
 
+/** What a party signed that the service relied on to close the matter (issue 18.6). */
+export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'dispute.open' | 'dispute.evidence' | 'ruling';
+
+/**
+ * One party signature: Ed25519 by `publicKey` over JCS(`signedBody`), bound to the trail entry at
+ * `trailIndex` (escrow.created for mandate and x402; delivery.submitted, dispute.opened,
+ * dispute.evidence, dispute.resolved for the others).
+ */
+export interface PartySignature {
+  kind: PartySignatureKind;
+  trailIndex: number;
+  publicKey: string;
+  signedBody: unknown;
+  signature: string;
+}
+
+/** The parties' side of a bundle: not covered by the issuer's signature, each entry checks itself. */
+export interface BundleParties {
+  signatures: PartySignature[];
+}
+
 /** Everything needed to audit one matter with no network (CONTRACT §7, offline bundle). */
 export interface Bundle {
   proof: Proof;
   trail: TrailEntry[];
   inclusion: Inclusion;
   issuerKeys: IssuerKey[];
+  /** Absent only in bundles from services before issue 18.6; treated as no signatures. */
+  parties?: BundleParties;
 }
 
 /** One named verification step and what it found. */

@@ -5,6 +5,7 @@ import { concatBytes, fromHex, isHex64 } from './crypto/bytes.ts';
 import { verifyJson } from './crypto/ed25519.ts';
 import { entryHash, GENESIS } from './trail/chain.ts';
 import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
+import { partyChecks } from './parties.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 
@@ -172,7 +173,8 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 
 /**
  * Everything in an offline bundle (CONTRACT §7): proof signature and issuer, trail chain and its
- * binding to the proof, the proof's leaf and inclusion, and the signed head the inclusion ends at.
+ * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at, and
+ * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`).
  * Valid only against keys the caller trusts: `trustedKeys` (pinned out of band, e.g. the issuer
  * document's keys), or explicitly `trustBundleKeys: true`, which adds a warning.
  */
@@ -213,5 +215,7 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
     if (head.rootHash !== inclusion.rootHash) return [false, `head.rootHash ${head.rootHash} does not equal inclusion.rootHash ${inclusion.rootHash}`];
     return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
   }));
+  // The parties' own signatures: not covered by the issuer's, each re-checked on its own (issue 18.6).
+  checks.push(...partyChecks(bundle));
   return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
 }

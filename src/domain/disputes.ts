@@ -6,7 +6,7 @@ import { newId } from '../crypto/ids.ts';
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 
-import { verifyHex } from '../crypto/ed25519.ts';
+import { signJson, verifyHex } from '../crypto/ed25519.ts';
 import { AppError, invalidState, notFound } from '../errors.ts';
 import { extend } from '../trail/chain.ts';
 import { escrowUpdate, lockEscrow, trailWrite, type Locked } from './escrowRow.ts';
@@ -16,6 +16,7 @@ import { canonicalPayload } from './deliver.ts';
 import { closeMatter, type Ruling, type RulingOutcome } from './close.ts';
 import { loadAgents } from './agents.ts';
 import { custodyFailed } from './refund.ts';
+import { partySignatureWrite, signedAct, type PartySignatureRow } from './partySignatures.ts';
 import type { Proof, Shares } from './proof.ts';
 import type { ResolveInput } from '@escrow-settlement/client/resources';
 
@@ -68,14 +69,17 @@ export async function openDispute(svc: Services, escrowId: string, act: PartyAct
     const e = await lockEscrow(tx, escrowId);
     if (e.disputeId) throw invalidState('this escrow already has a dispute; an escrow has at most one');
     transition('dispute', e);
-    const openedBy = await actingParty(tx, e, act, 'dispute.open', act.form === 'client' && reason !== '' ? { reason } : {});
+    const signedFields = reason !== '' ? { reason } : {};
+    const openedBy = await actingParty(tx, e, act, 'dispute.open', act.form === 'client' ? signedFields : {});
     const at = e.now.toISOString();
     const d: DisputeJson = { id: newId('dsp'), escrowId, state: 'open', openedBy, reason, evidence: [], openedAt: at };
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.opened', body: { disputeId: d.id, openedBy, reason } }], at);
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
+    const signed = await signedAct(tx, escrowId, act, 'dispute.open', signedFields, openedBy, at, entries[0].index);
     await tx.batch([
       { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
       trailWrite(escrowId, entries),
+      partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: 'disputed', deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
     ]);
     return d;
@@ -98,9 +102,11 @@ export async function addEvidence(svc: Services, escrowId: string, act: PartyAct
     // The counterparty's first evidence moves the dispute under review (CONTRACT §3).
     const state = d.state === 'open' && party !== d.opened_by ? 'under-review' : d.state;
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.evidence', body: { disputeId: d.id, party, contentHash } }], at);
+    const signed = await signedAct(tx, escrowId, act, 'dispute.evidence', fields, party, at, entries[0].index);
     await tx.batch([
       { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
       trailWrite(escrowId, entries),
+      partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: e.state, deadlineAt: e.deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
     ]);
     return toJson({ ...d, state, evidence: JSON.stringify(evidence) });
@@ -151,18 +157,27 @@ export async function resolveDispute(svc: Services, escrowId: string, input: Res
     const d = await disputeOf(tx, escrowId, true);
     if (d.state === 'resolved') throw invalidState('the dispute is already resolved');
     transition('resolve', e);
-    const body = canonicalBytes(rulingBody(escrowId, d.id, input.outcome, rationale, shares));
+    const signedBody = rulingBody(escrowId, d.id, input.outcome, rationale, shares);
+    const body = canonicalBytes(signedBody);
     const signers = new Set<string>();
+    const sigs = new Map<string, string>();
     (input.signatures ?? []).forEach((s, i) => {
       if (!verifyHex(s.signature, body, s.signer)) throw rulingError(`signatures[${i}] does not verify over JCS {escrowId, disputeId, outcome, rationale${shares ? ', shares' : ''}}`);
       signers.add(s.signer);
+      sigs.set(s.signer, s.signature);
     });
-    // agentIds: the service signs the same body with each held key (SPEC part 4); a held key's
-    // signature over it always verifies, so the key joins the signers. It only counts toward the
-    // ruling if it is the payer, payee or arbiter (decidedBy).
-    for (const a of held) signers.add(a.publicKey);
+    // agentIds: the service signs the same body with each held key (SPEC part 4); it only counts
+    // toward the ruling if it is the payer, payee or arbiter (decidedBy).
+    for (const a of held) {
+      signers.add(a.publicKey);
+      if (!sigs.has(a.publicKey)) sigs.set(a.publicKey, signJson(signedBody, a.secretKey));
+    }
     const ruling: Ruling = { outcome: input.outcome, rationale, decidedAt: e.now.toISOString(), decidedBy: decidedBy(e, signers), ...(shares ? { shares } : {}) };
-    const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling } });
+    // The signatures of the parties and arbiter the ruling rests on, kept for the bundle (issue 18.6).
+    const roles = new Set([e.payer.publicKey, e.payee.publicKey, ...(e.arbiter ? [e.arbiter.publicKey] : [])]);
+    const kept: PartySignatureRow[] = [...sigs].filter(([k]) => roles.has(k))
+      .map(([publicKey, signature]) => ({ kind: 'ruling', trailIndex: null, publicKey, signedBody, signature }));
+    const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling }, writes: [partySignatureWrite(escrowId, kept)] });
     return { closed, d };
   });
   if (!r.closed.ok) throw custodyFailed(r.closed);

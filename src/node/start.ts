@@ -89,16 +89,8 @@ async function main(env: Env) {
   const app = createApp({ db, config, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
   serve = nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) });
   const jobs = startJobs(app.svc, { log });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log('listening', {
-    url: `http://${config.host}:${port}`,
-    mode: config.apiKey ? 'hosted' : 'sandbox',
-    store: config.databaseUrl ? 'postgres' : config.dataDir === ':memory:' ? 'pglite (memory)' : `pglite (${config.dataDir})`,
-    migrationsApplied: applied,
-    requestLog: config.requestLog ?? null,
-  });
-
+  // Handlers before the 'listening' line: a supervisor may signal as soon as it reads it, and until
+  // process.on() is called the signal's default action ends the process without a clean stop.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -117,6 +109,15 @@ async function main(env: Env) {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  log('listening', {
+    url: `http://${config.host}:${port}`,
+    mode: config.apiKey ? 'hosted' : 'sandbox',
+    store: config.databaseUrl ? 'postgres' : config.dataDir === ':memory:' ? 'pglite (memory)' : `pglite (${config.dataDir})`,
+    migrationsApplied: applied,
+    requestLog: config.requestLog ?? null,
+  });
 }
 
 /** Starts the service from `env`; a failure ends the process with exit code 1 and one line. */

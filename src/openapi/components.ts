@@ -123,7 +123,10 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/sandbox/custody/fail-next': obj({ failNext: int }),
   'GET /v1/proofs/:id': ref('Proof'),
   'GET /v1/proofs/:id/verify': obj({ proofId: str, signatureValid: bool, trailIntact: bool, trailHeadMatches: bool, issuer: hex64 }),
-  'GET /v1/proofs/:id/bundle': obj({ proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')) }),
+  'GET /v1/proofs/:id/bundle': obj({
+    proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')),
+    parties: obj({ signatures: arr(obj({ kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'] }, trailIndex: int, publicKey: hex64, signedBody: {}, signature: str })) }),
+  }),
   'POST /v1/verify': obj({ valid: bool, signatureValid: bool, issuerKnown: bool, issuer: hex64, keyId: str, validFrom: ts, validUntil: ts, issuedWithinEra: bool, anchor: ref('Anchor') }, ['valid', 'signatureValid', 'issuerKnown', 'issuer']),
   'GET /v1/log/head': ref('SignedHead'),
   'GET /v1/log/proof/:proofId': obj({ proofId: str, leafIndex: int, leafHash: hex64, logSize: int, rootHash: hex64, auditPath: arr(hex64), head: ref('SignedHead') }),

@@ -47,16 +47,16 @@ const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
   'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
   'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
   'GET /v1/x402/demo': [
-    { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON payment payload (proof-sandbox scheme)' },
-    { name: 'PAYMENT-SIGNATURE', description: 'x402 v2 name for the same payload (x402Version 1 or 2); send one of the two' },
+    { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}} (proof-sandbox scheme)' },
+    { name: 'PAYMENT-SIGNATURE', description: 'x402 v2: base64 JSON {x402Version: 2, resource?, accepted, payload: {authorization, signature}}; send one of the two' },
   ],
 };
 
 /** Response headers of the routes that send more than x-request-id (x402: CONTRACT §6, both transports' names). */
 const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> = {
   'GET /v1/x402/demo': {
-    'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {escrowId, proofId, outcome: "released"}' },
-    'PAYMENT-RESPONSE': { description: 'x402 v2 name for the same value' },
+    'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {success: true, transaction: proofId, network: "proof-local", payer, escrowId, proofId, outcome: "released"}' },
+    'PAYMENT-RESPONSE': { description: 'x402 v2: the same SettlementResponse with network "proof:local" (CAIP-2)' },
   },
 };
 
@@ -138,7 +138,7 @@ const TAGS: Record<string, string> = {
 };
 
 export interface DocumentOptions {
-  /** The `servers` URL: PUBLIC_URL when configured, else the origin the request came to. */
+  /** The `servers` URL: PUBLIC_URL (config publicUrl). */
   serverUrl?: string;
 }
 

@@ -1,5 +1,6 @@
 // Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (SPEC part 4, CONTRACT §4, §7).
 import { badRequest, notFound } from '../errors.ts';
+import { bundleParties } from '../domain/bundleParties.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeCursor, pageQuery } from '../http/page.ts';
@@ -124,8 +125,8 @@ export const logRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tag: 'proofs',
-    summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, and every issuer key era.',
-    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey]}' },
+    summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
+    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}}' },
     errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
       const leaf = await proofLeaf(svc.db, params.id);
@@ -135,7 +136,7 @@ export const logRoutes = () => defineRoutes([
         inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),
       ]);
-      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys });
+      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys, parties: await bundleParties(svc.db, leaf.proof, trail) });
     },
   },
 ]);

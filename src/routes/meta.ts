@@ -37,7 +37,7 @@ export const metaRoutes = () => defineRoutes([
     summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
     success: { status: 200, description: 'OpenAPI 3.1 document, info.version 0.3.0' },
     errors: ['unauthorized', 'rate_limited'],
-    // servers: PUBLIC_URL when configured (CONTRACT §8), else the origin this request came to.
-    handler: async ({ request, svc }) => json(openApiDocument(svc.routes, { serverUrl: (svc.config as { publicUrl?: string }).publicUrl ?? new URL(request.url).origin })),
+    // servers: PUBLIC_URL (CONTRACT §8; it defaults to the listening address).
+    handler: async ({ svc }) => json(openApiDocument(svc.routes, { serverUrl: svc.config.publicUrl })),
   },
 ]);

@@ -1,14 +1,17 @@
-// The x402 demo's offer: the price, the paid resource, the PaymentRequirements and the 402 refusal (SPEC part 4, CONTRACT §6).
-import { AppError, docsUrlFor, type ErrorCode } from '../errors.ts';
+// The x402 demo's offer: the price, the paid resource, the v1 and v2 requirements and the 402 refusal (SPEC part 4, CONTRACT §6).
+import { AppError, type ErrorCode } from '../errors.ts';
 import { hashJson } from '../crypto/hash.ts';
-import { encodeBase64Json, X402_HEADERS, type PaymentRequirements } from '@escrow-settlement/client/x402';
+import { AMOUNT_DECIMALS } from '../units/amounts.ts';
+import {
+  encodeBase64Json, toAtomicAmount, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, X402_SCHEME,
+  type PaymentRequiredV2, type PaymentRequirements, type PaymentRequirementsV2,
+} from '@escrow-settlement/client/x402';
 
-export const X402_VERSION = 1;
-export const SCHEME = 'proof-sandbox';
-export const NETWORK = 'proof-local';
 export const PRICE = '0.01';
 export const ASSET = 'USDC';
 export const MAX_TIMEOUT_SECONDS = 60;
+export const MIME_TYPE = 'application/json';
+export const DEMO_PATH = '/v1/x402/demo';
 export const DESCRIPTION = 'x402 demo resource: paid through an escrow that is created, funded, delivered, verified, settled and proven for this request';
 
 /**
@@ -22,23 +25,48 @@ export const DEMO_RESOURCE = Object.freeze({
 });
 export const DEMO_RESOURCE_HASH = hashJson(DEMO_RESOURCE);
 
-/** The absolute URL of the route as this request reached it, without query or fragment (CONTRACT §6, resource). */
-export function resourceUrl(request: Request): string {
-  const u = new URL(request.url);
-  return `${u.origin}${u.pathname}`;
+/** One offer, in both x402 versions' words. */
+export interface Offer {
+  v1: PaymentRequirements;
+  v2: Omit<PaymentRequiredV2, 'error'> & { accepts: [PaymentRequirementsV2] };
 }
 
-export function paymentRequirements(resource: string, payTo: string): PaymentRequirements {
+/**
+ * The absolute URL of the paid resource: PUBLIC_URL + the route's path (CONTRACT §8). Never built
+ * from the request's Host header, which the client controls (issue 17.10: a payment signed for
+ * evil.example would otherwise name "this" resource).
+ */
+export function resourceUrl(publicUrl: string): string {
+  return `${publicUrl}${DEMO_PATH}`;
+}
+
+export function demoOffer(resource: string, payTo: string): Offer {
   return {
-    scheme: SCHEME,
-    network: NETWORK,
-    maxAmountRequired: PRICE,
-    resource,
-    description: DESCRIPTION,
-    mimeType: 'application/json',
-    payTo,
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    asset: ASSET,
+    v1: {
+      scheme: X402_SCHEME,
+      network: X402_NETWORK_V1,
+      maxAmountRequired: PRICE,
+      resource,
+      description: DESCRIPTION,
+      mimeType: MIME_TYPE,
+      payTo,
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      asset: ASSET,
+    },
+    v2: {
+      x402Version: 2,
+      resource: { url: resource, description: DESCRIPTION, mimeType: MIME_TYPE },
+      accepts: [{
+        scheme: X402_SCHEME,
+        network: X402_NETWORK_V2,
+        // x402 v2 amounts are atomic units; this service's amounts have 6 decimals (CONTRACT §2).
+        amount: toAtomicAmount(PRICE, AMOUNT_DECIMALS),
+        asset: ASSET,
+        payTo,
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+        extra: { resource, decimals: AMOUNT_DECIMALS },
+      }],
+    },
   };
 }
 
@@ -47,13 +75,15 @@ export type X402Code = Extract<ErrorCode,
   'payment_required' | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch' | 'wrong_resource' | 'wrong_payee' | 'wrong_asset' | 'bad_signature' | 'payment_invalid'>;
 
 /**
- * A 402 that restates the offer, so a client can pay (again) from any refusal: body
- * {x402Version, accepts, error} (CONTRACT §6) through the one error boundary, plus the v2
- * PAYMENT-REQUIRED header carrying base64 of that same body.
+ * A 402 that restates the offer, so a client can pay (again) from any refusal. The body is x402
+ * v1's {x402Version: 1, accepts, error} with the spec's error envelope as `error` (SPEC part 7
+ * decides over x402's string); the PAYMENT-REQUIRED header is x402 v2's PaymentRequired, whose
+ * string `error` carries the code (as @x402/core's server puts its invalidReason there).
  */
-export function paymentRefusal(code: X402Code, message: string, requirements: PaymentRequirements): AppError {
-  const extra = { x402Version: X402_VERSION, accepts: [requirements] };
-  // Mirrors errorBody()'s envelope exactly, so the header and the body say the same thing.
-  const body = { ...extra, error: { code, message, docsUrl: docsUrlFor(code) } };
-  return new AppError(code, message, { extra, headers: { [X402_HEADERS.required]: encodeBase64Json(body), 'cache-control': 'no-store' } });
+export function paymentRefusal(code: X402Code, message: string, offer: Offer): AppError {
+  const required: PaymentRequiredV2 = { x402Version: 2, error: code, resource: offer.v2.resource, accepts: offer.v2.accepts };
+  return new AppError(code, message, {
+    extra: { x402Version: 1, accepts: [offer.v1] },
+    headers: { [X402_HEADERS.required]: encodeBase64Json(required), 'cache-control': 'no-store' },
+  });
 }

@@ -7,8 +7,9 @@ import { signJson } from '../crypto/ed25519.ts';
 import { parseAmount } from '../units/amounts.ts';
 import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../domain/escrows.ts';
 import { deliverySigningBody, submitDelivery } from '../domain/deliver.ts';
-import type { PaymentAuthorization, PaymentRequirements, PaymentResponse } from '@escrow-settlement/client/x402';
-import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal } from './offer.ts';
+import type { ProofSandboxPayload } from '@escrow-settlement/client/x402';
+import { partySignatureWrite } from '../domain/partySignatures.ts';
+import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal, type Offer } from './offer.ts';
 import type { DemoPayee } from './payee.ts';
 
 /**
@@ -32,9 +33,16 @@ function joinTx(svc: Services, tx: Tx): Services {
 }
 
 export interface SettleInput {
-  authorization: PaymentAuthorization;
-  offer: PaymentRequirements;
+  /** The signed authorization, checked against the offer (header.ts). */
+  signed: ProofSandboxPayload;
+  offer: Offer;
   payee: DemoPayee;
+}
+
+export interface Settled {
+  escrowId: string;
+  proofId: string;
+  payer: string;
 }
 
 /**
@@ -43,8 +51,9 @@ export interface SettleInput {
  * payee with its held key, verified, settled through custody, proven and logged, with trail
  * entries and outbox rows (SPEC part 4: "the full escrow lifecycle runs for the request").
  */
-export async function settlePayment(svc: Services, input: SettleInput): Promise<PaymentResponse> {
-  const { authorization: a, offer, payee } = input;
+export async function settlePayment(svc: Services, input: SettleInput): Promise<Settled> {
+  const { signed, offer, payee } = input;
+  const a = signed.authorization;
   const refuse = (message: string) => paymentRefusal('payment_invalid', message, offer);
   return svc.db.tx(async (tx) => {
     // Database time, as every deadline (DESIGN): constant for the transaction, so the delivery's
@@ -63,12 +72,15 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
     const escrow = await createEscrow(inTx, {
       amount: parseAmount(a.value, 'authorization.value'),
       asset: a.asset,
-      terms: { description: offer.description, checks: [{ kind: 'hash', expected: DEMO_RESOURCE_HASH }] },
+      terms: { description: offer.v1.description, checks: [{ kind: 'hash', expected: DEMO_RESOURCE_HASH }] },
       payer: { keyRef: { publicKey: a.from } },
       payee: { keyRef: { publicKey: payee.publicKey, label: 'x402 demo payee' } },
       timeouts: DEFAULT_TIMEOUTS,
     });
     const escrowId = escrow.id as string;
+    // The payer's authorization is the signature this matter rests on: kept for the offline bundle,
+    // bound to the escrow.created entry (its payer, payee, amount and asset) (issue 18.6).
+    await tx.batch([partySignatureWrite(escrowId, [{ kind: 'x402', trailIndex: 0, publicKey: a.from, signedBody: a, signature: signed.signature }])]);
     await fundEscrow(inTx, escrowId);
     // The demo payee signs its delivery like any client-signed payee (SPEC part 2, Signed bodies).
     const submittedAt = now.toISOString();
@@ -84,6 +96,6 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
       throw new AppError('custody_failed', 'custody could not settle this payment; nothing was kept and the nonce is unused, so the same payment header can be sent again');
     }
     await tx.query('UPDATE x402_nonces SET escrow_id = $2 WHERE nonce = $1', [a.nonce, escrowId]);
-    return { escrowId, proofId: result.proof.id, outcome: 'released' };
+    return { escrowId, proofId: result.proof.id, payer: a.from };
   });
 }

@@ -8,7 +8,7 @@ import {
   verifyBundle, verifyConsistency, verifyInclusion, verifyProof, type ApiClient, type Terms,
 } from '@escrow-settlement/client';
 
-const h = await makeHarness('pglite');
+const h = await makeHarness('pglite', { PUBLIC_URL: 'http://sandbox.local' });
 const hosted = await makeHarness('pglite', { API_KEY: 'client-test-root-key-0123' });
 after(async () => {
   await h.close();
@@ -161,6 +161,7 @@ describe('the API client', () => {
     const offer = await api.x402.offer();
     assert.equal(offer.error.code, 'payment_required');
     assert.equal(offer.accepts[0].resource, 'http://sandbox.local/v1/x402/demo');
+    assert.equal((await api.x402.offerV2()).resource.url, 'http://sandbox.local/v1/x402/demo');
     const refused = await rejects(api.x402.demo());
     assert.equal(refused.status, 402);
     assert.equal(refused.code, 'payment_required');
@@ -169,6 +170,7 @@ describe('the API client', () => {
       const paid = await api.x402.pay<{ resource: string }>(buyer.secretKey, { v2 });
       assert.equal(paid.resource.resource, 'x402-demo');
       assert.equal(paid.payment.outcome, 'released');
+      assert.equal(paid.payment.network, v2 ? 'proof:local' : 'proof-local');
       assert.equal(verifyBundle(await api.proofs.bundle(paid.payment.proofId), { trustedKeys: (await api.issuerKeys()).keys }).ok, true);
     }
   });

@@ -29,9 +29,9 @@ describe('escrow-settlement verify', () => {
   test('an intact bundle checked against the pinned issuer key prints one PASS line per check and exits 0', () => {
     const r = cli(['verify', write('ok.json', text), '--trusted-key', active.publicKey]);
     assert.equal(r.code, 0, r.out + r.err);
-    const names = ['proof.signature', 'proof.issuer', 'proof.issuer.trusted', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.trusted', 'head.match'];
+    const names = ['proof.signature', 'proof.issuer', 'proof.issuer.trusted', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.trusted', 'head.match', 'parties.complete'];
     assert.deepEqual(r.lines.slice(0, -1).map((l) => l.split(':')[0]), names.map((n) => `PASS ${n}`));
-    assert.equal(r.lines.at(-1), 'OK: all 11 checks passed');
+    assert.equal(r.lines.at(-1), 'OK: all 12 checks passed');
     assert.equal(r.err, '');
   });
 
@@ -44,7 +44,7 @@ describe('escrow-settlement verify', () => {
     assert.ok(r.lines.includes(`FAIL proof.signature: issuer signature does not verify over the canonical proof body with signer ${active.publicKey}`), r.out);
     assert.ok(r.lines.some((l) => l.startsWith('FAIL leaf.hash: inclusion.leafHash')));
     assert.ok(r.lines.some((l) => l.startsWith('PASS trail.chain: ')));
-    assert.equal(r.lines.at(-1), 'FAILED: 3 of 11 checks failed');
+    assert.equal(r.lines.at(-1), 'FAILED: 3 of 12 checks failed');
   });
 
   test('a one-byte change to the head signature exits 1 with a FAIL head.signature line', () => {

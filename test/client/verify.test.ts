@@ -19,7 +19,7 @@ import { makeBundle } from './bundle.ts';
 const flip = (s: string) => (s[0] === '0' ? '1' : '0') + s.slice(1);
 // The tamper matrix checks integrity with the bundle's own keys; trust is tested on its own below.
 const OPEN = { trustBundleKeys: true };
-const ALL = ['proof.signature', 'proof.issuer', 'issuer.trust', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match'];
+const ALL = ['proof.signature', 'proof.issuer', 'issuer.trust', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.match', 'parties.complete'];
 
 const { bundle, old, active, tree } = await makeBundle();
 // A forger makes a complete, internally consistent bundle with keys of their own.

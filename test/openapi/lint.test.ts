@@ -30,8 +30,10 @@ test('the linter is really running: a document with a known fault gets a problem
   assert.ok(problems.some((p) => p.includes('operation-4xx-response')), problems.join('\n'));
 });
 
-test('servers is the origin the document was fetched from, or the configured public URL', async () => {
-  assert.deepEqual(doc.servers.map((s: any) => s.url), ['http://test.local']);
+test('servers is PUBLIC_URL (by default the listening address)', async () => {
+  assert.deepEqual(doc.servers.map((s: any) => s.url), [sandbox.config.publicUrl.replace(/\/+$/, '')]);
+  const pub = await makeHarness('pglite', { PUBLIC_URL: 'https://escrow.example.org/' }, { db: sandbox.db });
+  assert.deepEqual((await pub.req('GET', '/v1/openapi.json')).body.servers.map((s: any) => s.url), ['https://escrow.example.org']);
   const built = openApiDocument(sandbox.app.routes, { serverUrl: 'https://escrow.example.org/' }) as any;
   assert.deepEqual(built.servers.map((s: any) => s.url), ['https://escrow.example.org']);
 });

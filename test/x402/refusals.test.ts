@@ -34,13 +34,15 @@ const ROWS: Array<[string, string, Build, RegExp]> = [
   ['an unknown field in the authorization', 'malformed_header', (o, p) => x(tamper(good(o, p), (q) => ((q.payload.authorization as any).memo = 'hi'))), /authorization\.memo is not a known field/],
   ['a nonce that is not 64 hex characters', 'malformed_header', (o, p) => x(createPaymentHeader(o, p.secretKey, { nonce: 'abc' })), /nonce must be 64 lowercase hex/],
   ['a value that is not an amount', 'malformed_header', (o, p) => x(createPaymentHeader(o, p.secretKey, { value: '1e3' })), /value must be a decimal string/],
-  ['a string x402Version', 'malformed_header', (o, p) => x(tamper(good(o, p), (q) => ((q as any).x402Version = '1'))), /x402Version must be an integer/],
+  ['a string x402Version', 'malformed_header', (o, p) => x(tamper(good(o, p), (q) => ((q as any).x402Version = '1'))), /with an integer x402Version/],
   ['both X-PAYMENT and PAYMENT-SIGNATURE', 'malformed_header', (o, p) => ({ 'X-PAYMENT': good(o, p), 'PAYMENT-SIGNATURE': good(o, p) }), /not both/],
-  ['x402Version 2 under the v1 header name', 'version_mismatch', (o, p) => x(createPaymentHeader(o, p.secretKey, { x402Version: 2 })), /x402Version 2 is not accepted in X-PAYMENT; use 1/],
-  ['x402Version 3 under the v2 header name', 'version_mismatch', (o, p) => ({ 'PAYMENT-SIGNATURE': tamper(good(o, p), (q) => (q.x402Version = 3)) }), /use 1 or 2/],
+  ['x402Version 2 under the v1 header name', 'version_mismatch', (o, p) => x(tamper(good(o, p), (q) => (q.x402Version = 2))), /X-PAYMENT carries x402Version 1, not 2; send x402Version 2 in PAYMENT-SIGNATURE/],
+  ['a v1 payment under the v2 header name', 'version_mismatch', (o, p) => ({ 'PAYMENT-SIGNATURE': good(o, p) }), /PAYMENT-SIGNATURE carries x402Version 2, not 1; send x402Version 1 in X-PAYMENT/],
+  ['x402Version 3', 'version_mismatch', (o, p) => x(tamper(good(o, p), (q) => (q.x402Version = 3))), /only versions 1 and 2 exist/],
+  ['a lone surrogate in the authorization', 'malformed_header', (o, p) => x(tamper(good(o, p), (q) => (q.payload.authorization.asset = 'US\uD800'))), /surrogate|canonical/i],
   ['another scheme', 'scheme_mismatch', (o, p) => x(createPaymentHeader({ ...o, scheme: 'exact' }, p.secretKey)), /scheme is "exact"/],
   ['another network', 'scheme_mismatch', (o, p) => x(tamper(good(o, p), (q) => (q.network = 'base-sepolia'))), /network is "base-sepolia"/],
-  ['a signed authorization for another resource', 'wrong_resource', (o, p) => x(createPaymentHeader({ ...o, resource: 'http://test.local/v1/x402/other' }, p.secretKey)), /this resource is http:\/\/test\.local\/v1\/x402\/demo/],
+  ['a signed authorization for another resource', 'wrong_resource', (o, p) => x(createPaymentHeader({ ...o, resource: 'http://test.local/v1/x402/other' }, p.secretKey)), /this resource is https:\/\/escrow\.example\.com\/v1\/x402\/demo/],
   ['the resource changed after signing', 'wrong_resource', (o, p) => x(tamper(good(o, p), (q) => (q.payload.authorization.resource = 'https://elsewhere.example/'))), /authorization\.resource/],
   ['payment to another payee', 'wrong_payee', (o, p) => x(createPaymentHeader({ ...o, payTo: generateKeys().publicKey }, p.secretKey)), /payTo/],
   ['payment in another asset', 'wrong_asset', (o, p) => x(createPaymentHeader({ ...o, asset: 'EURC' }, p.secretKey)), /asset is "EURC"/],
@@ -84,4 +86,4 @@ describeStores('x402 refusals', (h) => {
       assert.match(page, new RegExp(`<tr id="${c}"><td><code>${c}</code></td><td>402</td><td>[^<]`));
     }
   });
-});
+}, { PUBLIC_URL: 'https://escrow.example.com/' });

@@ -1,0 +1,121 @@
+// Re-checking the parties' signatures a bundle carries (issue 18.6): each verifies over its signed body and is bound to its trail entry and role; none the trail relies on is missing. Web APIs only.
+import { canonicalize } from './crypto/jcs.ts';
+import { sha256Hex } from './crypto/hash.ts';
+import { verifyJson } from './crypto/ed25519.ts';
+import type { Bundle, Check, PartySignature, TrailEntry } from './types.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const same = (a: unknown, b: unknown) => canonicalize(a ?? null) === canonicalize(b ?? null);
+
+/** Micro-units of a decimal amount, or null (CONTRACT §2 Amounts: at most 6 fraction digits). */
+function micro(v: unknown): bigint | null {
+  const m = typeof v === 'string' ? /^(\d{1,18})(?:\.(\d{1,6}))?$/.exec(v) : null;
+  return m ? BigInt(m[1]) * 1_000_000n + BigInt((m[2] ?? '').padEnd(6, '0')) : null;
+}
+
+/** The escrow's parties as its escrow.created entry recorded them (the trail is hash-chained to the proof). */
+function roles(trail: ReadonlyArray<TrailEntry>): { payer?: string; payee?: string; arbiter?: string } {
+  const e = trail[0]?.event === 'escrow.created' && isObj(trail[0].body) && isObj(trail[0].body.escrow) ? trail[0].body.escrow : {};
+  const key = (k: string) => (isObj(e[k]) && typeof (e[k] as Obj).publicKey === 'string' ? (e[k] as Obj).publicKey as string : undefined);
+  return { payer: key('payer'), payee: key('payee'), arbiter: key('arbiter') };
+}
+
+/** The event each kind is bound to. */
+const EVENT: Record<PartySignature['kind'], string> = {
+  mandate: 'escrow.created', x402: 'escrow.created', delivery: 'delivery.submitted',
+  'dispute.open': 'dispute.opened', 'dispute.evidence': 'dispute.evidence', ruling: 'dispute.resolved',
+};
+
+/** Why `s` does not belong to this matter, or null: its role and its signed content against the proof and trail. */
+function bindingProblem(s: PartySignature, b: Bundle): string | null {
+  const { proof, trail } = b;
+  const entry = trail[s.trailIndex];
+  if (!entry) return `trailIndex ${s.trailIndex} is not an entry of the ${trail.length}-entry trail`;
+  if (entry.event !== EVENT[s.kind]) return `trail entry ${s.trailIndex} is ${entry.event}, not ${EVENT[s.kind]}`;
+  const body = s.signedBody as Obj;
+  const data = (isObj(entry.body) ? entry.body : {}) as Obj;
+  const r = roles(trail);
+  switch (s.kind) {
+    case 'mandate':
+      if (body.principal !== s.publicKey) return 'signer is not the mandate\'s principal';
+      if (!proof.mandateHash || sha256Hex(canonicalize({ principal: body.principal, caps: body.caps })) !== proof.mandateHash) return 'sha256(JCS({principal, caps})) is not proof.mandateHash';
+      if (!isObj(body.caps) || body.caps.agent !== proof.payer) return 'caps.agent is not the proof\'s payer';
+      return null;
+    case 'x402':
+      if (body.from !== s.publicKey || s.publicKey !== proof.payer) return 'signer is not authorization.from and the proof\'s payer';
+      if (body.to !== proof.payee) return 'authorization.to is not the proof\'s payee';
+      if (body.asset !== proof.asset) return 'authorization.asset is not the proof\'s asset';
+      if (micro(body.value) === null || micro(body.value) !== micro(proof.amount)) return `authorization.value is not the proof's amount ${proof.amount}`;
+      return null;
+    case 'delivery':
+      if (s.publicKey !== proof.payee) return 'signer is not the proof\'s payee';
+      if (body.escrowId !== proof.escrowId) return 'signed escrowId is not the proof\'s';
+      if (body.contentHash !== data.contentHash || (proof.deliveryHash && body.contentHash !== proof.deliveryHash)) return 'signed contentHash is not the delivery\'s';
+      return null;
+    case 'dispute.open':
+    case 'dispute.evidence': {
+      if (body.escrowId !== proof.escrowId || body.action !== s.kind) return `signed body is not {escrowId: ${proof.escrowId}, action: "${s.kind}", …}`;
+      const actor = s.kind === 'dispute.open' ? data.openedBy : data.party;
+      if (s.publicKey !== actor) return `signer is not the ${s.kind === 'dispute.open' ? 'opener' : 'party'} trail entry ${s.trailIndex} names`;
+      if (s.kind === 'dispute.open') return (body.reason ?? '') === data.reason ? null : 'signed reason is not the dispute\'s';
+      const hash = typeof body.contentHash === 'string' ? body.contentHash : sha256Hex(canonicalize(body.note ?? ''));
+      return hash === data.contentHash ? null : 'signed contentHash (or the note\'s hash) is not the evidence\'s';
+    }
+    case 'ruling':
+      if (body.escrowId !== proof.escrowId || body.disputeId !== data.disputeId) return 'signed escrowId/disputeId are not the ruling\'s';
+      if (body.outcome !== data.outcome || !same(body.shares, data.shares)) return 'signed outcome/shares are not the ruling the trail records';
+      if (![r.payer, r.payee, r.arbiter].includes(s.publicKey)) return 'signer is neither payer, payee nor the named arbiter';
+      return null;
+  }
+}
+
+function one(s: PartySignature, i: number, b: Bundle): Check {
+  const name = `parties[${i}].${s.kind}`;
+  try {
+    if (!verifyJson(s.signedBody, s.signature, s.publicKey)) {
+      return { name, ok: false, detail: `${s.kind} signature does not verify over JCS(signedBody) with ${s.publicKey}` };
+    }
+    const problem = bindingProblem(s, b);
+    return problem
+      ? { name, ok: false, detail: `${s.kind} signature verifies but does not belong to this matter: ${problem}` }
+      : { name, ok: true, detail: `${s.kind} signature by ${s.publicKey} verifies and is bound to trail entry ${s.trailIndex} (${EVENT[s.kind]})` };
+  } catch (err) {
+    return { name, ok: false, detail: `could not be checked: ${(err as Error).message}` };
+  }
+}
+
+/** The first signature the trail shows the service relied on that the bundle lacks, or null. */
+function missing(b: Bundle, sigs: PartySignature[]): string | null {
+  const has = (kind: PartySignature['kind'], index: number, key?: string) => sigs.some((s) => s.kind === kind && s.trailIndex === index && (key === undefined || s.publicKey === key));
+  if (b.proof.mandateHash && !sigs.some((s) => s.kind === 'mandate')) return 'the proof names a mandateHash but no mandate signature is carried';
+  const r = roles(b.trail);
+  for (const e of b.trail) {
+    const data = (isObj(e.body) ? e.body : {}) as Obj;
+    if (e.event === 'delivery.submitted' && !has('delivery', e.index)) return `trail entry ${e.index} (delivery.submitted) has no delivery signature`;
+    if (e.event === 'dispute.opened' && !has('dispute.open', e.index)) return `trail entry ${e.index} (dispute.opened) has no dispute.open signature`;
+    if (e.event === 'dispute.evidence' && !has('dispute.evidence', e.index)) return `trail entry ${e.index} (dispute.evidence) has no dispute.evidence signature`;
+    if (e.event === 'dispute.resolved') {
+      const need = data.decidedBy === 'co-signature' ? [['payer', r.payer], ['payee', r.payee]] : data.decidedBy === 'arbiter' ? [['arbiter', r.arbiter]] : [];
+      for (const [role, key] of need) {
+        if (!key || !has('ruling', e.index, key)) return `trail entry ${e.index} (dispute.resolved by ${String(data.decidedBy)}) has no ruling signature of the ${role}`;
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * One check per carried signature (`parties[i].<kind>`), then `parties.complete`: every signature
+ * the trail shows the service relied on is carried. A bundle without `parties` (a service before
+ * issue 18.6) carries none, so it passes only for matters that relied on no party signature.
+ */
+export function partyChecks(b: Bundle): Check[] {
+  const sigs = b.parties?.signatures ?? [];
+  const checks = sigs.map((s, i) => one(s, i, b));
+  const gap = missing(b, sigs);
+  checks.push(gap
+    ? { name: 'parties.complete', ok: false, detail: gap }
+    : { name: 'parties.complete', ok: true, detail: `every party signature the trail relies on is carried (${sigs.length})` });
+  return checks;
+}
