@@ -2,7 +2,7 @@
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from './types.ts';
 import type { EngineEvent } from './webhook.ts';
 import type {
-  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowPage,
+  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,
   EscrowState, EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
   SignedDelivery, SignedMandate, WebhookAttempt,
 } from './resources.ts';
@@ -133,14 +133,14 @@ export function createClient(opts: ClientOptions) {
     },
     escrows: {
       create: (body: CreateEscrowInput, o?: IdempotencyOption) => call<Escrow>('escrows.create', { body, headers: idem(o) }),
-      list: (q: { state?: EscrowState; limit?: number; cursor?: string } = {}) => call<EscrowPage>('escrows.list', { query: q }),
+      list: (q: EscrowListQuery = {}) => call<EscrowPage>('escrows.list', { query: q }),
       get: (escrowId: string) => call<Escrow>('escrows.get', { params: id(escrowId) }),
       fund: (escrowId: string, o?: IdempotencyOption) => call<Escrow>('escrows.fund', { params: id(escrowId), headers: idem(o) }),
       /** Sandbox form {agentId, payload}, or the client-signed form from signDelivery. */
       deliver: (escrowId: string, body: SandboxDelivery | SignedDelivery) => call<DeliveryResult>('escrows.deliver', { params: id(escrowId), body }),
       refund: (escrowId: string) => call<Proof>('escrows.refund', { params: id(escrowId) }),
-      trail: (escrowId: string) => call<{ entries: TrailEntry[]; intactUpTo: number | null }>('escrows.trail', { params: id(escrowId) }),
-      events: (escrowId: string) => call<{ events: EngineEvent[] }>('escrows.events', { params: id(escrowId) }),
+      trail: (escrowId: string, q: PageQuery = {}) => call<{ entries: TrailEntry[]; intactUpTo: number | null; nextCursor?: string | null }>('escrows.trail', { params: id(escrowId), query: q }),
+      events: (escrowId: string, q: PageQuery = {}) => call<{ events: EngineEvent[]; nextCursor?: string | null }>('escrows.events', { params: id(escrowId), query: q }),
       proof: (escrowId: string) => call<Proof>('escrows.proof', { params: id(escrowId) }),
       custody: (escrowId: string) => call<CustodyEntry>('escrows.custody', { params: id(escrowId) }),
       retryCustody: (escrowId: string) => call<Proof>('escrows.retryCustody', { params: id(escrowId) }),
@@ -174,9 +174,9 @@ export function createClient(opts: ClientOptions) {
     },
     webhooks: {
       register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),
-      list: () => call<{ webhooks: string[]; signingKey: string }>('webhooks.list'),
+      list: (q: PageQuery = {}) => call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
-      deadLetters: () => call<{ deadLetters: DeadLetter[] }>('webhooks.deadLetters'),
+      deadLetters: (q: PageQuery = {}) => call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
       redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
       /** Every attempt newest first; ?escrowId keeps one escrow's, ?limit pages with nextCursor. */
       attempts: (q: { escrowId?: string; limit?: number; cursor?: string } = {}) => call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
@@ -184,7 +184,7 @@ export function createClient(opts: ClientOptions) {
     admin: {
       rotateIssuer: () => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer'),
       createKey: (body: { label?: string; rateLimitMax?: number } = {}) => call<MintedKey>('admin.createKey', { body }),
-      listKeys: () => call<{ keys: ApiKeyRecord[] }>('admin.listKeys'),
+      listKeys: (q: PageQuery = {}) => call<{ keys: ApiKeyRecord[]; nextCursor?: string | null }>('admin.listKeys', { query: q }),
       revokeKey: (keyId: string) => call<ApiKeyRecord>('admin.revokeKey', { params: { keyId } }),
       metrics: () => call<Record<string, unknown>>('admin.metrics'),
       rate: () => call<RateSnapshot>('admin.rate'),

@@ -82,6 +82,8 @@ export interface Escrow {
   custody: { status: 'unfunded' | 'locked' | 'settle-failed' | 'settled' };
   createdAt: string;
   updatedAt: string;
+  /** Your notes, set at creation (CONTRACT §8); absent when none. Never part of a proof. */
+  metadata?: Record<string, string>;
 }
 
 /** POST /v1/escrows: each party is a KeyRef or a sandbox agent id (SPEC part 4, Escrows). */
@@ -97,12 +99,28 @@ export interface CreateEscrowInput {
   arbiterAgentId?: string;
   mandateId?: string;
   timeouts?: EscrowTimeouts;
+  /** At most 50 keys, keys of 1-40 characters, string values of at most 500 characters. */
+  metadata?: Record<string, string>;
 }
 
 export interface EscrowPage {
   escrows: Escrow[];
   nextCursor: string | null;
 }
+
+/** Every list route pages alike (CONTRACT §8 "Lists"): with `limit` the answer carries nextCursor (null on the last page). */
+export type PageQuery = {
+  limit?: number;
+  cursor?: string;
+};
+
+/** GET /v1/escrows filters: party agent (payer or payee) and strict createdAt bounds (ISO 8601). */
+export type EscrowListQuery = PageQuery & {
+  state?: EscrowState;
+  agentId?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+};
 
 /** Sandbox delivery: the service signs with the held payee agent's key. */
 export interface SandboxDelivery {

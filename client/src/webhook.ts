@@ -10,6 +10,8 @@ export interface EngineEvent {
   escrowId: string;
   at: string;
   data: unknown;
+  /** The escrow's metadata, when it has some (CONTRACT §8); set at creation, so the same on every event. */
+  metadata?: Record<string, string>;
 }
 
 export interface WebhookVerifyOptions {
@@ -44,7 +46,8 @@ function parseEvent(bytes: Uint8Array): EngineEvent | null {
     const v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as Record<string, unknown>;
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
     if (typeof v.event !== 'string' || typeof v.escrowId !== 'string' || typeof v.at !== 'string' || !('data' in v)) return null;
-    return { event: v.event, escrowId: v.escrowId, at: v.at, data: v.data };
+    const meta = v.metadata !== null && typeof v.metadata === 'object' && !Array.isArray(v.metadata) ? { metadata: v.metadata as Record<string, string> } : {};
+    return { event: v.event, escrowId: v.escrowId, at: v.at, data: v.data, ...meta };
   } catch {
     return null;
   }

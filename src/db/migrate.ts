@@ -5,6 +5,7 @@ import m002 from './migrations/002_chain.sql.ts';
 import m003 from './migrations/003_log_pending.sql.ts';
 import m004 from './migrations/004_hardening.sql.ts';
 import m005 from './migrations/005_webhooks.sql.ts';
+import m006 from './migrations/006_lists.sql.ts';
 import m007 from './migrations/007_party_signatures.sql.ts';
 import m008 from './migrations/008_webhook_attempts.sql.ts';
 
@@ -15,6 +16,7 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 3, name: '003_log_pending', sql: m003 },
   { version: 4, name: '004_hardening', sql: m004 },
   { version: 5, name: '005_webhooks', sql: m005 },
+  { version: 6, name: '006_lists', sql: m006 },
   { version: 7, name: '007_party_signatures', sql: m007 },
   { version: 8, name: '008_webhook_attempts', sql: m008 },
 ];

@@ -41,10 +41,17 @@ export async function mintKey(q: Queryable, opts: { label?: string; rateLimitMax
   return { id: rec.id, label: rec.label, secret, createdAt: rec.createdAt, ...(rec.rateLimitMax !== undefined ? { rateLimitMax: rec.rateLimitMax } : {}) };
 }
 
-/** Every minted key, oldest first; the root key (API_KEY) is configuration, not a record, so it is not listed. */
-export async function listKeys(q: Queryable): Promise<ApiKeyRecord[]> {
-  const rows = await q.query<KeyRow>(`SELECT ${COLS} FROM api_keys ORDER BY created_at, id`);
-  return rows.map(toRecord);
+/**
+ * Minted keys, oldest first (keyset on seq: after the `after` key, at most `limit` + 1 rows so the
+ * caller can tell whether another page exists); the root key (API_KEY) is configuration, not a
+ * record, so it is not listed.
+ */
+export async function listKeys(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<{ record: ApiKeyRecord; seq: string }>> {
+  const rows = await q.query<KeyRow & { seq: string }>(
+    `SELECT ${COLS}, seq::text AS seq FROM api_keys WHERE seq > $1 ORDER BY seq${limit === undefined ? '' : ' LIMIT $2'}`,
+    limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
+  );
+  return rows.map((r) => ({ record: toRecord(r), seq: r.seq }));
 }
 
 /**

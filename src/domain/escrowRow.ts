@@ -36,6 +36,8 @@ export interface EscrowRow {
   trailHead: string;
   createdAt: Date;
   updatedAt: Date;
+  /** The caller's notes (CONTRACT §8); null when none. Shown on the escrow, never in a proof or the trail. */
+  metadata: Record<string, string> | null;
 }
 
 /** A locked escrow with what its commands need to know about its delivery, dispute and custody. */
@@ -55,7 +57,7 @@ export interface Locked extends EscrowRow {
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
   e.terms_hash, e.timeouts, e.deadline_at, e.mandate_id, e.mandate_hash, e.custody_status, e.verdict,
-  e.trail_length, e.trail_head, e.created_at, e.updated_at`;
+  e.trail_length, e.trail_head, e.created_at, e.updated_at, e.metadata`;
 
 export function fromRow(r: Record<string, any>): EscrowRow {
   return {
@@ -78,6 +80,7 @@ export function fromRow(r: Record<string, any>): EscrowRow {
     trailHead: r.trail_head,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    metadata: r.metadata ? JSON.parse(r.metadata) : null,
   };
 }
 
@@ -97,6 +100,7 @@ export function toJson(e: EscrowRow): Record<string, unknown> {
     custody: { status: e.custodyStatus },
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
+    ...(e.metadata ? { metadata: e.metadata } : {}),
   };
 }
 
@@ -206,6 +210,20 @@ export async function readTrail(q: Queryable, escrowId: string, upTo?: number): 
     `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
       WHERE escrow_id = $1 AND ($2::int IS NULL OR idx < $2) ORDER BY idx`,
     [escrowId, upTo ?? null],
+  );
+  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+}
+
+/**
+ * A page of the trail: entries after index `after` (null: from the start), at most `limit` + 1 so the
+ * caller can tell whether more exist. Trail indices are dense and only appended under the escrow's
+ * row lock, so a page never shifts when entries are added.
+ */
+export async function readTrailPage(q: Queryable, escrowId: string, after: bigint | null, limit: number): Promise<TrailEntry[]> {
+  const rows = await q.query(
+    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+      WHERE escrow_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
+    [escrowId, after === null ? -1 : Number(after), limit + 1],
   );
   return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
 }

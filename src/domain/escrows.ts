@@ -8,9 +8,10 @@ import { extend, GENESIS } from '../trail/chain.ts';
 import { idemClaim, idemStore, type IdemSlot } from '../http/idempotency.ts';
 import { checkMandateCaps, type MandateCaps } from './mandateCaps.ts';
 import type { Terms } from './checks.ts';
-import { ESCROW_COLS, escrowUpdate, fromRow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
-import { transition, type EscrowState } from './states.ts';
+import { escrowUpdate, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
+import { transition } from './states.ts';
 import { tenantRows } from './tenancy.ts';
+import type { Metadata } from './metadata.ts';
 
 export type PartyInput = { keyRef: KeyRef } | { agentId: string };
 
@@ -25,6 +26,7 @@ export interface CreateInput {
   timeouts: Timeouts;
   /** Minted keys that will see the escrow (src/domain/tenancy.ts tenantsOf); empty when none is confined. */
   tenants?: string[];
+  metadata?: Metadata;
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
@@ -107,20 +109,23 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
       trailHead: GENESIS,
       createdAt: now,
       updatedAt: now,
+      metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
     };
-    const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson(escrow) } }], now.toISOString());
+    // Metadata stays out of the trail (so out of every trail hash, proof and bundle): CONTRACT §8.
+    const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }], now.toISOString());
     escrow.trailLength = 1;
     escrow.trailHead = entries[0].hash;
     const json = toJson(escrow);
     await tx.batch([
       {
         text: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
-                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at)
-               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16)`,
+                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)`,
         params: [
           escrow.id, JSON.stringify(escrow.payer), JSON.stringify(escrow.payee), escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
           escrow.payer.publicKey, escrow.payee.publicKey, escrow.arbiter?.publicKey ?? null, input.amount.toString(), input.asset,
           JSON.stringify(input.terms), escrow.termsHash, JSON.stringify(input.timeouts), escrow.mandateId, mandateHash, escrow.trailHead, now,
+          escrow.metadata ? JSON.stringify(escrow.metadata) : null,
         ],
       },
       ...writes,
@@ -152,77 +157,5 @@ export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Pr
       ...idemStore(idem, 200, json),
     ]);
     return json;
-  });
-}
-
-export interface ListQuery {
-  state?: EscrowState;
-  /** A minted key's list holds only its escrows (tenancy); absent: every escrow. */
-  tenant?: string | null;
-  limit?: number;
-  cursor?: string;
-}
-
-const LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e
-  WHERE e.seq > $1 AND ($2::text IS NULL OR e.state = $2)
-  ORDER BY e.seq LIMIT $3`;
-
-// A confined key pages through its own escrow_tenants rows (primary key order), not the whole table.
-const TENANT_LIST_SQL = `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrow_tenants t JOIN escrows e ON e.id = t.escrow_id
-  WHERE t.key_id = $4 AND t.seq > $1 AND ($2::text IS NULL OR e.state = $2)
-  ORDER BY t.seq LIMIT $3`;
-
-const listPage = (svc: Services, q: ListQuery, after: bigint, limit: number) => q.tenant
-  ? svc.db.query(TENANT_LIST_SQL, [after.toString(), q.state ?? null, limit, q.tenant])
-  : svc.db.query(LIST_SQL, [after.toString(), q.state ?? null, limit]);
-
-function parseCursor(cursor: string | undefined): bigint {
-  if (cursor === undefined) return 0n;
-  const m = /^c_(\d{1,18})$/.exec(cursor);
-  if (!m) throw badRequest('cursor is not a cursor this service issued (use nextCursor from a previous page)');
-  return BigInt(m[1]);
-}
-
-/** One page of escrows in creation order, and the cursor of the next page (null at the end). */
-export async function listEscrows(svc: Services, q: ListQuery & { limit: number }): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
-  const rows = await listPage(svc, q, parseCursor(q.cursor), q.limit + 1);
-  const more = rows.length === q.limit + 1;
-  const page = more ? rows.slice(0, q.limit) : rows;
-  return { escrows: page.map((r) => toJson(fromRow(r))), nextCursor: more ? `c_${page[page.length - 1].seq}` : null };
-}
-
-/**
- * Every escrow (SPEC: the list without `limit`), streamed as `{"escrows":[…],"nextCursor":null}`
- * in batches of 500 read by cursor, so 100k escrows never sit in memory at once (bench run 6:
- * buffering them peaked at 710 MB).
- */
-export async function streamAllEscrows(svc: Services, q: ListQuery): Promise<ReadableStream<Uint8Array>> {
-  const enc = new TextEncoder();
-  let after = parseCursor(q.cursor);
-  let first = true;
-  let started = false;
-  const page = () => listPage(svc, q, after, 500);
-  // The first page is read before the answer starts: a database that cannot be reached is then a
-  // 503 with the error envelope, not a 200 cut off mid-body.
-  let firstPage: Awaited<ReturnType<typeof page>> | null = await page();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!started) {
-        started = true;
-        controller.enqueue(enc.encode('{"escrows":['));
-      }
-      const rows = firstPage ?? await page();
-      firstPage = null;
-      if (rows.length > 0) {
-        const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));
-        controller.enqueue(enc.encode((first ? '' : ',') + parts.join(',')));
-        first = false;
-        after = BigInt(rows[rows.length - 1].seq);
-      }
-      if (rows.length < 500) {
-        controller.enqueue(enc.encode('],"nextCursor":null}'));
-        controller.close();
-      }
-    },
   });
 }

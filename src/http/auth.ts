@@ -16,8 +16,11 @@ function bearer(request: Request): string | null {
   return m ? m[1] : '';
 }
 
-const unauthorized = () =>
-  new AppError('unauthorized', 'a valid bearer key is required: send Authorization: Bearer <key>');
+// RFC 6750 §3: a 401 names the scheme; error="invalid_token" only when a bearer token was sent.
+const unauthorized = (sent: boolean) =>
+  new AppError('unauthorized', 'a valid bearer key is required: send Authorization: Bearer <key>', {
+    headers: { 'WWW-Authenticate': sent ? 'Bearer realm="escrow-settlement", error="invalid_token"' : 'Bearer realm="escrow-settlement"' },
+  });
 
 /**
  * Resolves the caller for a route. Hosted mode (API_KEY set): 'key' and 'root' routes need a
@@ -33,7 +36,7 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
     return caller;
   }
   const token = bearer(request);
-  if (!token) throw unauthorized();
+  if (!token) throw unauthorized(false);
   // Constant time: compare fixed-length digests, so neither length nor prefix leaks.
   if (timingSafeEqual(sha256(utf8(token)), sha256(utf8(apiKey)))) return { ...caller, keyId: 'root' };
   if (token.startsWith(SECRET_PREFIX)) {
@@ -44,7 +47,7 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
       return { ...caller, keyId: key.keyId, rateLimitMax: key.rateLimitMax, secretHash, generation: key.generation };
     }
   }
-  throw unauthorized();
+  throw unauthorized(true);
 }
 
 /**
@@ -75,5 +78,5 @@ export async function recheckRevocation(svc: Services, caller: Caller, seenGener
   if (caller.secretHash === undefined) return;
   if (seenGeneration !== undefined && seenGeneration === caller.generation) return;
   const key = await lookupKey(svc, caller.secretHash);
-  if (!key) throw unauthorized();
+  if (!key) throw unauthorized(true);
 }

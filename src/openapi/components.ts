@@ -1,5 +1,15 @@
 // Named schemas of the OpenAPI document: resources as SPEC part 2 and CONTRACT §4 describe them.
+import { annotationOf } from '../http/validate.ts';
+import { MetadataS } from '../domain/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
+
+/** Codes CONTRACT §8 adds that the edge answers before a route runs; ERROR_CODES gains them as they land. */
+const EDGE_CODES: Record<string, { status: number; cause: string }> = {
+  method_not_allowed: { status: 405, cause: 'The path exists but not with this method; `Allow` lists the methods it takes.' },
+  unavailable: { status: 503, cause: 'The service is starting, stopping, or cannot reach its database; retry after `Retry-After` seconds.' },
+};
+export const ALL_ERROR_CODES = [...new Set([...Object.keys(ERROR_CODES), ...Object.keys(EDGE_CODES)])];
+export const codeInfo = (c: string) => (ERROR_CODES as Record<string, { status: number; cause: string }>)[c] ?? EDGE_CODES[c];
 
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
 const hexSig = { type: 'string', pattern: '^[0-9a-f]{128}$' };
@@ -12,12 +22,17 @@ const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
 const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'object', properties, required });
 const arr = (items: unknown) => ({ type: 'array', items });
 
+/** On a page (with `limit`): the next page's cursor, null on the last (CONTRACT §8 "Lists"). */
+const nextCursor = { type: ['string', 'null'], description: 'present when the request gave limit: the cursor of the next page, null on the last' };
+const metadataSchema = { ...(annotationOf(MetadataS) ?? {}) };
+const counts = (...keys: string[]) => obj(Object.fromEntries(keys.map((k) => [k, int])));
+
 const check = (kind: string, props: Record<string, unknown>, required: string[]) =>
   ({ type: 'object', properties: { kind: { const: kind }, ...props }, required: ['kind', ...required], additionalProperties: false });
 
 export const SCHEMAS: Record<string, unknown> = {
   // A 402 from GET /v1/x402/demo also carries x402Version and accepts (CONTRACT §6).
-  Error: obj({ error: obj({ code: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: str, docsUrl: str }, ['code', 'message']), x402Version: int, accepts: arr(ref('PaymentRequirements')) }, ['error']),
+  Error: obj({ error: obj({ code: { type: 'string', enum: ALL_ERROR_CODES }, message: str, docsUrl: str }, ['code', 'message']), x402Version: int, accepts: arr(ref('PaymentRequirements')) }, ['error']),
   PaymentRequirements: obj({
     scheme: { const: 'proof-sandbox' }, network: { const: 'proof-local' }, maxAmountRequired: amount, resource: { type: 'string', format: 'uri' },
     description: str, mimeType: { const: 'application/json' }, payTo: hex64, maxTimeoutSeconds: int, asset: str,
@@ -49,9 +64,10 @@ export const SCHEMAS: Record<string, unknown> = {
     payer: ref('KeyRef'), payee: ref('KeyRef'), arbiter: ref('KeyRef'), amount, asset: str, terms: ref('Terms'), timeouts: ref('Timeouts'),
     deadlineAt: ts, mandateId: str, mandateHash: hex64,
     custody: obj({ status: { type: 'string', enum: ['unfunded', 'locked', 'settle-failed', 'settled'] } }),
-    createdAt: ts, updatedAt: ts,
+    createdAt: ts, updatedAt: ts, metadata: ref('Metadata'),
   }, ['id', 'state', 'payer', 'payee', 'amount', 'asset', 'terms', 'timeouts', 'custody', 'createdAt', 'updatedAt']),
-  EscrowList: obj({ escrows: arr(ref('Escrow')), nextCursor: { type: ['string', 'null'] } }),
+  Metadata: metadataSchema,
+  EscrowList: obj({ escrows: arr(ref('Escrow')), nextCursor }),
   Delivery: obj({ id: str, escrowId: str, contentHash: hex64, payload: {}, submittedAt: ts, signature: ref('Signature') }),
   Verdict: obj({ id: str, escrowId: str, deliveryId: str, passed: bool, results: arr(obj({ check: ref('TermCheck'), passed: bool, detail: str })), decidedAt: ts }),
   DeliveryResult: obj({ delivery: ref('Delivery'), verdict: ref('Verdict'), proof: ref('Proof') }, ['delivery', 'verdict']),
@@ -67,7 +83,7 @@ export const SCHEMAS: Record<string, unknown> = {
     trailHead: hex64, trailLength: int, issuedAt: ts, anchor: ref('Anchor'), signature: ref('Signature'),
   }, ['id', 'escrowId', 'outcome', 'payer', 'payee', 'amount', 'asset', 'termsHash', 'trailHead', 'trailLength', 'issuedAt', 'signature']),
   TrailEntry: obj({ index: int, prevHash: hex64, hash: hex64, at: ts, event: str, body: {} }),
-  EngineEvent: obj({ event: str, escrowId: str, at: ts, data: { type: 'object' } }),
+  EngineEvent: obj({ event: str, escrowId: str, at: ts, data: { type: 'object' }, metadata: ref('Metadata') }, ['event', 'escrowId', 'at', 'data']),
   IssuerKey: obj({
     keyId: str, alg: { const: 'ed25519' }, publicKey: hex64, validFrom: ts, validUntil: ts,
     vkey: { type: 'string', description: 'C2SP note verifier key under LOG_ORIGIN (issuer document only): <origin>+<hex key hash>+<base64(0x01 ‖ key)>' },
@@ -94,8 +110,8 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/escrows/:id/fund': ref('Escrow'),
   'POST /v1/escrows/:id/delivery': ref('DeliveryResult'),
   'POST /v1/escrows/:id/refund': ref('Proof'),
-  'GET /v1/escrows/:id/trail': obj({ entries: arr(ref('TrailEntry')), intactUpTo: { type: ['integer', 'null'] } }),
-  'GET /v1/escrows/:id/events': obj({ events: arr(ref('EngineEvent')) }),
+  'GET /v1/escrows/:id/trail': obj({ entries: arr(ref('TrailEntry')), intactUpTo: { type: ['integer', 'null'] }, nextCursor }, ['entries', 'intactUpTo']),
+  'GET /v1/escrows/:id/events': obj({ events: arr(ref('EngineEvent')), nextCursor }, ['events']),
   'GET /v1/escrows/:id/proof': ref('Proof'),
   'POST /v1/escrows/:id/dispute': ref('Dispute'),
   'GET /v1/escrows/:id/dispute': ref('Dispute'),
@@ -117,10 +133,10 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /v1/log/proof/:proofId': obj({ proofId: str, leafIndex: int, leafHash: hex64, logSize: int, rootHash: hex64, auditPath: arr(hex64), head: ref('SignedHead') }),
   'GET /v1/log/consistency/:firstSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
   'GET /v1/log/consistency/:firstSize/:secondSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
-  'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })) }),
+  'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })), nextCursor }, ['entries']),
   'GET /v1/log/checkpoint': { type: 'string', description: 'C2SP tlog-checkpoint signed note (text/plain)' },
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64, standardWebhooks: obj({ secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$' }, publicKey: { type: 'string', pattern: '^whpk_[A-Za-z0-9+/]{43}=$' } }, ['publicKey']) }),
-  'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64 }),
+  'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64, nextCursor }, ['webhooks', 'signingKey']),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),
   'GET /v1/webhooks/attempts': obj({
     attempts: arr(obj({ id: str, escrowId: str, index: int, event: str, url: str, attempt: int, status: int, error: str, durationMs: int, outcome: { type: 'string', enum: ['delivered', 'retry', 'dead'] }, at: ts },
@@ -132,13 +148,23 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /console': { type: 'string', description: 'HTML page of the console' },
   'GET /console/assets/:name': { type: 'string', description: 'a content-hashed script or stylesheet' },
   'GET /docs': { type: 'string', description: 'HTML rendering of this document' },
-  'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])) }),
+  'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])), nextCursor }, ['deadLetters']),
   'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),
   'POST /v1/admin/issuer/rotate': obj({ active: ref('IssuerKey'), retired: ref('IssuerKey') }),
   'POST /v1/admin/keys': obj({ id: str, label: str, secret: str, createdAt: ts, rateLimitMax: int }, ['id', 'label', 'secret', 'createdAt']),
-  'GET /v1/admin/keys': obj({ keys: arr(obj({ id: str, label: str, createdAt: ts, revokedAt: ts, rateLimitMax: int }, ['id', 'label', 'createdAt'])) }),
+  'GET /v1/admin/keys': obj({ keys: arr(obj({ id: str, label: str, createdAt: ts, revokedAt: ts, rateLimitMax: int }, ['id', 'label', 'createdAt'])), nextCursor }, ['keys']),
   'DELETE /v1/admin/keys/:keyId': obj({ id: str, label: str, createdAt: ts, revokedAt: ts, rateLimitMax: int }, ['id', 'label', 'createdAt', 'revokedAt']),
-  'GET /v1/admin/metrics': { type: 'object', required: ['escrows', 'proofs', 'log', 'webhooks', 'rateLimit', 'apiKeys', 'requestLog', 'uptimeSeconds', 'version'] },
+  'GET /v1/admin/metrics': obj({
+    escrows: obj({ total: int, byState: { type: 'object', additionalProperties: int, description: 'count per escrow state' } }),
+    proofs: counts('issued'),
+    log: counts('size'),
+    webhooks: counts('delivered', 'failed', 'deadLettered', 'pending'),
+    rateLimit: counts('rejected'),
+    apiKeys: counts('active', 'revoked'),
+    requestLog: counts('lines', 'rotations'),
+    uptimeSeconds: int,
+    version: str,
+  }),
   'GET /v1/admin/rate': obj({ windowMs: int, windowStartedAt: ts, units: { type: 'object', additionalProperties: int } }),
   'GET /v1/x402/demo': { ...obj({ resource: str, title: str, content: str }), description: 'the paid resource (its sha256 over JCS is the escrow\'s hash check)' },
 };

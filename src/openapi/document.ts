@@ -2,19 +2,34 @@
 // with (SPEC part 9): every route the router serves, and only those.
 import type { Struct } from 'superstruct';
 import type { RouteDef } from '../http/route.ts';
-import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 import { toJsonSchema } from './jsonSchema.ts';
-import { RESPONSES, SCHEMAS } from './components.ts';
+import { codeInfo, RESPONSES, SCHEMAS } from './components.ts';
 
 export const API_VERSION = '0.3.0';
 
+type QueryParam = { name: string; schema: Record<string, unknown>; description: string };
+
+/** `limit` and `cursor`, which every list route reads (CONTRACT §8 "Lists"; src/http/page.ts). */
+const PAGE: QueryParam[] = [
+  { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size (1-1000); the answer then carries nextCursor (null on the last page). Without it the whole list is returned.' },
+  { name: 'cursor', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' }, description: 'opaque: nextCursor of the previous page of the same list' },
+];
+const ts = { type: 'string', format: 'date-time' };
+
 /** Query parameters of the routes that take them. */
-const QUERY: Record<string, Array<{ name: string; schema: Record<string, unknown>; description: string }>> = {
+const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/escrows': [
     { name: 'state', schema: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] }, description: 'only escrows in this state' },
-    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every escrow is returned' },
-    { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
+    { name: 'agentId', schema: { type: 'string', pattern: '^agt_', maxLength: 64 }, description: 'only escrows where this sandbox agent\'s key is the payer or the payee (404 for an unknown agent)' },
+    { name: 'createdAfter', schema: ts, description: 'only escrows with createdAt strictly after this ISO 8601 date-time' },
+    { name: 'createdBefore', schema: ts, description: 'only escrows with createdAt strictly before this ISO 8601 date-time' },
+    ...PAGE,
   ],
+  'GET /v1/escrows/:id/trail': PAGE,
+  'GET /v1/escrows/:id/events': PAGE,
+  'GET /v1/webhooks': PAGE,
+  'GET /v1/webhooks/dead-letters': PAGE,
+  'GET /v1/admin/keys': PAGE,
   'GET /v1/webhooks/attempts': [
     { name: 'escrowId', schema: { type: 'string', pattern: '^esc_' }, description: 'only this escrow\'s attempts' },
     { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every attempt is returned' },
@@ -23,6 +38,7 @@ const QUERY: Record<string, Array<{ name: string; schema: Record<string, unknown
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
     { name: 'end', schema: { type: 'integer', minimum: 0 }, description: 'leaf index after the last one (exclusive; at most start + 1000)' },
+    ...PAGE.map((p) => ({ ...p, description: `${p.description} (instead of ${p.name === 'limit' ? 'end' : 'start'})` })),
   ],
 };
 
@@ -55,26 +71,81 @@ function bodySchema(body: Struct<any, any> | Struct<any, any>[]): Record<string,
   return Array.isArray(body) ? { oneOf: body.map((b) => toJsonSchema(b)) } : toJsonSchema(body);
 }
 
+const int = { schema: { type: 'integer' } };
+/** Headers that come with a status whatever the route. */
+const STATUS_HEADERS: Record<number, Record<string, unknown>> = {
+  402: { 'PAYMENT-REQUIRED': { description: 'x402 v2: base64 of this 402 body', schema: { type: 'string' } } },
+  405: { Allow: { description: 'the methods this path takes, e.g. `GET, POST`', schema: { type: 'string' } } },
+  429: { 'Retry-After': int, 'RateLimit-Limit': int, 'RateLimit-Remaining': int, 'RateLimit-Reset': int },
+  503: { 'Retry-After': { description: 'seconds to wait before retrying', ...int } },
+};
+
+const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+
 function errorResponses(codes: string[]): Record<string, unknown> {
   const byStatus = new Map<number, string[]>();
   for (const c of codes) {
-    const status = ERROR_CODES[c as ErrorCode]?.status;
+    const status = codeInfo(c)?.status;
     if (status === undefined) throw new Error(`route declares unknown error code ${c}`);
-    byStatus.set(status, [...(byStatus.get(status) ?? []), c]);
+    const list = byStatus.get(status) ?? [];
+    if (!list.includes(c)) byStatus.set(status, [...list, c]);
   }
   const out: Record<string, unknown> = {};
   for (const [status, cs] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {
-      description: cs.map((c) => `\`${c}\`: ${ERROR_CODES[c as ErrorCode].cause}`).join(' '),
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      ...(status === 402 ? { headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2: base64 of this 402 body', schema: { type: 'string' } } } } : {}),
-      ...(status === 429 ? { headers: { 'Retry-After': { schema: { type: 'integer' } }, 'RateLimit-Limit': { schema: { type: 'integer' } }, 'RateLimit-Remaining': { schema: { type: 'integer' } }, 'RateLimit-Reset': { schema: { type: 'integer' } } } } : {}),
+      description: cs.map((c) => `\`${c}\`: ${codeInfo(c).cause}`).join(' '),
+      content: errorContent,
+      ...(STATUS_HEADERS[status] ? { headers: STATUS_HEADERS[status] } : {}),
     };
   }
   return out;
 }
 
-export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string, unknown> {
+/**
+ * Every status a route can answer: its own codes, plus what the edge answers on any route (CONTRACT §8):
+ * 401 where a key is needed, 403 for a cross-site Origin, 405 for another method on the path, 413 for a
+ * body over its cap, 421 from
+ * the open sandbox for a Host it does not know (DNS rebinding), 429 where a budget applies, and 503
+ * while the database is out of reach.
+ */
+function responsesOf(def: RouteDef): Record<string, unknown> {
+  const codes = [
+    ...def.errors,
+    ...(def.access === 'public' ? [] : ['unauthorized']),
+    'forbidden',
+    'method_not_allowed',
+    // SPEC part 8: every request body has a cap (1 MB; 32 KB on POST /v1/verify).
+    ...(def.method === 'GET' ? [] : ['payload_too_large']),
+    ...(def.rate ? ['rate_limited'] : []),
+    'unavailable',
+  ];
+  const out = errorResponses(codes);
+  out['421'] = { description: 'Misdirected request: the open sandbox answers only to Host names it knows (localhost, loopback addresses, the PUBLIC_URL host), so a DNS-rebinding page cannot pass as same-origin.', content: errorContent };
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+const TAGS: Record<string, string> = {
+  meta: 'Health, the issuer key document, this document and the error page.',
+  agents: 'Sandbox agents: Ed25519 keypairs the service holds for testing.',
+  mandates: 'Principal-signed caps that bind an agent key, enforced at escrow creation.',
+  escrows: 'Escrows through their lifecycle: create, fund, deliver, refund; the trail and events of each.',
+  disputes: 'Disputes, evidence and rulings (co-signed, by the arbiter, or by timeout).',
+  custody: 'The custody journal of a closing and its retry.',
+  sandbox: 'Open-sandbox tools: the clock and custody faults.',
+  proofs: 'Settlement proofs, their verification and offline bundles.',
+  log: 'The RFC 6962 transparency log: head, inclusion, consistency, entries, checkpoint.',
+  verify: 'Public verification of a proof document.',
+  admin: 'Root-key operations: issuer rotation, bearer keys, metrics, rate counters.',
+  webhooks: 'Signed event deliveries, dead letters and redelivery.',
+  x402: 'The x402 payment demo.',
+};
+
+export interface DocumentOptions {
+  /** The `servers` URL: PUBLIC_URL (config publicUrl). */
+  serverUrl?: string;
+}
+
+export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentOptions = {}): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const def of routes) {
     const key = `${def.method} ${def.path}`;
@@ -101,8 +172,11 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string,
             },
           }),
         },
-        ...errorResponses(def.errors),
-        ...(def.access !== 'public' && !def.errors.includes('unauthorized') ? errorResponses(['unauthorized']) : {}),
+        ...responsesOf(def),
+        // The open sandbox leads / to the console (CONTRACT §8 "Console").
+        ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
+        // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (CONTRACT §4).
+        ...(key === 'GET /health' ? { 503: { description: 'The database is unreachable: ok is false.', content: { 'application/json': { schema: RESPONSES[key] } } } } : {}),
       },
       ...(def.access === 'root' ? { description: 'Admin: root key (API_KEY) only; a minted key or an open sandbox gets 403 forbidden.' } : {}),
       ...(def.sandboxOnly ? { description: 'Open sandbox only; hosted deployments answer 403 forbidden.' } : {}),
@@ -114,14 +188,15 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>): Record<string,
     info: {
       title: 'Escrow settlement service',
       version: API_VERSION,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       description: 'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors. '
         + 'On every path: another method is 405 `method_not_allowed` with an `Allow` header (TRACE, CONNECT and unknown methods included); OPTIONS is 204 with `Allow` (a CORS preflight from an origin in CORS_ORIGINS adds the Access-Control-* headers); HEAD answers as GET without a body. '
         + 'JSON bodies, path and query parameters must be I-JSON (RFC 7493): a duplicate key, a NUL character or a lone UTF-16 surrogate anywhere is 400 `bad_request` naming the field. '
         + 'A browser request whose Origin is neither the service\'s own nor in CORS_ORIGINS (or with Sec-Fetch-Site: cross-site and no such Origin) is 403 `forbidden` and does nothing; the open sandbox answers a Host name it does not know with 421 `misdirected_request`. '
         + 'With a minted key, agents it did not register and escrows (and their proofs) where it registered no party are 404 `not_found`.',
     },
-    servers: [{ url: '/' }],
-    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    servers: [{ url: (opts.serverUrl ?? '/').replace(/(.)\/+$/, '$1'), description: 'this deployment' }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAGS[name] ?? name })),
     paths,
     components: {
       schemas: SCHEMAS,

@@ -8,6 +8,7 @@ import { check, label, positiveInt } from '../http/validate.ts';
 import { rotateIssuer } from '../domain/keys.ts';
 import { listKeys, mintKey, revokeKey } from '../domain/apiKeys.ts';
 import { metrics } from '../domain/metrics.ts';
+import { cutPage, pageQuery } from '../http/page.ts';
 
 export const MintKeyBody = object({ label: optional(label), rateLimitMax: optional(positiveInt(1e9)) });
 
@@ -46,10 +47,14 @@ export const adminRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/admin/keys', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed.',
-    success: { status: 200, description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}]}' },
-    errors: ADMIN_ERRORS,
-    handler: async ({ svc }) => json({ keys: await listKeys(svc.db) }),
+    summary: 'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    success: { status: 200, description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}], nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', ...ADMIN_ERRORS],
+    async handler({ query, svc }) {
+      const q = pageQuery(query, 'key');
+      const { page, nextCursor } = cutPage(await listKeys(svc.db, q.after, q.limit), q.limit, 'key', (k) => k.seq);
+      return json({ keys: page.map((k) => k.record), ...(q.limit === undefined ? {} : { nextCursor }) });
+    },
   },
   {
     method: 'DELETE', path: '/v1/admin/keys/:keyId', access: 'root', rate: 'key', tag: 'admin',

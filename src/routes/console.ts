@@ -43,7 +43,7 @@ export const consoleRoutes = () => defineRoutes([
     ...PAGE, method: 'GET', path: '/docs', page: true,
     summary: 'The API reference: this OpenAPI document rendered as HTML on the server (no script, no CDN).',
     success: { status: 200, description: 'text/html' },
-    handler: async ({ routes }) => htmlResponse(docsPage(openApiDocument(routes))),
+    handler: async ({ routes, svc }) => htmlResponse(docsPage(openApiDocument(routes, { serverUrl: svc.config.publicUrl }))),
   },
   {
     ...PAGE, method: 'GET', path: '/docs/errors', tag: 'meta',

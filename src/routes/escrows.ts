@@ -1,5 +1,5 @@
 // Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (SPEC part 4, Escrows).
-import { any, object, optional, unknown } from 'superstruct';
+import { any, object, optional } from 'superstruct';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
@@ -8,20 +8,25 @@ import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
 import { parseAmount } from '../units/amounts.ts';
 import { validateTerms } from '../domain/checks.ts';
-import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, listEscrows, streamAllEscrows, type PartyInput } from '../domain/escrows.ts';
-import { getEscrow, readTrail, toJson } from '../domain/escrowRow.ts';
+import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, type PartyInput } from '../domain/escrows.ts';
+import { ESCROW_CURSOR, listEscrows, streamAllEscrows, type EscrowFilter } from '../domain/escrowList.ts';
+import { loadAgents } from '../domain/agents.ts';
+import { MetadataS, validateMetadata } from '../domain/metadata.ts';
+import { cutPage, pageQuery } from '../http/page.ts';
+import { getEscrow, readTrail, readTrailPage, toJson } from '../domain/escrowRow.ts';
+import { engineEvent } from '../webhooks/event.ts';
 import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
 import { proofOfEscrow } from '../domain/proofs.ts';
 import { firstBreak } from '../trail/chain.ts';
 import { assertOwnAgents, assertVisible, scopeOf, tenantsOf } from '../domain/tenancy.ts';
-import { KeyRefS, SignatureS, TimeoutsS } from './schemas.ts';
+import { KeyRefS, requiredJson, SignatureS, TimeoutsS } from './schemas.ts';
 
 const agentId = idOf('agt');
 export const CreateEscrowBody = object({
   amount: amountStr,
   asset,
-  terms: unknown(),
+  terms: requiredJson('Terms'),
   payer: optional(KeyRefS),
   payee: optional(KeyRefS),
   payerAgentId: optional(agentId),
@@ -30,6 +35,7 @@ export const CreateEscrowBody = object({
   arbiterAgentId: optional(agentId),
   mandateId: optional(idOf('mnd')),
   timeouts: optional(TimeoutsS),
+  metadata: optional(MetadataS),
 });
 export const SandboxDeliveryBody = object({ agentId, payload: any() });
 export const SignedDeliveryBody = object({ payload: any(), submittedAt: timestamp, signature: SignatureS });
@@ -56,6 +62,44 @@ function deliveryInput(body: unknown): DeliveryInput {
 
 const id = (ctx: Ctx) => ctx.params.id;
 
+/**
+ * An ISO 8601 date-time query value (CONTRACT §2) that is a real calendar instant: Date.parse rolls
+ * 2026-02-30 over to March, and year 0000 is out of Postgres's range, so both are 400s here.
+ */
+function dateParam(raw: string, name: string): Date {
+  const at = new Date(check(raw, timestamp, name));
+  const [y, m, d] = raw.slice(0, 10).split('-').map(Number);
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1];
+  if (y < 1 || d > days) {
+    throw badRequest(`${name} is not a calendar date-time: ${JSON.stringify(raw.slice(0, 40))}`);
+  }
+  return at;
+}
+
+/** The list's filters from the query; a bad value is a 400 naming its parameter, an unknown agent a 404. */
+async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx['caller']): Promise<EscrowFilter> {
+  const f: EscrowFilter = {};
+  const tenant = scopeOf(caller);
+  if (tenant !== null) f.tenant = tenant;
+  const state = query.get('state');
+  if (state !== null) {
+    if (!(STATES as readonly string[]).includes(state)) throw badRequest(`state must be one of ${STATES.join(', ')}`);
+    f.state = state as EscrowFilter['state'];
+  }
+  for (const name of ['createdAfter', 'createdBefore'] as const) {
+    const raw = query.get(name);
+    if (raw !== null) f[name] = dateParam(raw, name);
+  }
+  const agent = query.get('agentId');
+  if (agent !== null) {
+    // A confined key filters only by its own agents: another key's agent is 404, as if it did not exist.
+    await assertOwnAgents(svc.db, caller, [['agentId', check(agent, agentId, 'agentId')]]);
+    f.partyKey = (await loadAgents(svc.db, [agent], 'agentId'))[0].publicKey;
+  }
+  return f;
+}
+
 export const escrowRoutes = () => defineRoutes([
   {
     method: 'POST', path: '/v1/escrows', access: 'key', rate: 'key', tag: 'escrows',
@@ -76,6 +120,7 @@ export const escrowRoutes = () => defineRoutes([
         mandateId: b.mandateId,
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
         tenants: await tenantsOf(ctx.svc.db, scopeOf(ctx.caller), [['payerAgentId', b.payerAgentId], ['payeeAgentId', b.payeeAgentId], ['arbiterAgentId', b.arbiterAgentId]]),
+        metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
       };
       if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
       return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
@@ -83,26 +128,16 @@ export const escrowRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/escrows', access: 'key', rate: 'key', tag: 'escrows',
-    summary: 'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?state= filters; ?cursor= continues.',
+    summary: 'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
     success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
-    errors: ['bad_request', 'unauthorized', 'rate_limited'],
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
     async handler({ query, svc, caller }) {
-      for (const k of query.keys()) if (!['state', 'limit', 'cursor'].includes(k)) throw badRequest(`${k} is not a known query parameter (state, limit, cursor)`);
-      const state = query.get('state') ?? undefined;
-      if (state !== undefined && !(STATES as readonly string[]).includes(state)) throw badRequest(`state must be one of ${STATES.join(', ')}`);
-      const limitRaw = query.get('limit');
-      let limit: number | undefined;
-      if (limitRaw !== null) {
-        if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw badRequest('limit must be a whole number from 1 to 1000');
-        limit = Number(limitRaw);
+      const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
+      const filter = await escrowFilter(svc, query, caller);
+      if (page.limit === undefined) {
+        return new Response(await streamAllEscrows(svc, filter, page.after), { headers: { 'content-type': 'application/json; charset=utf-8' } });
       }
-      const q = { state: state as (typeof STATES)[number] | undefined, cursor: query.get('cursor') ?? undefined, tenant: scopeOf(caller) };
-      // A cursor is validated before the stream starts, so a bad one is still a 400.
-      if (limit === undefined) {
-        if (q.cursor !== undefined) await listEscrows(svc, { ...q, limit: 1 });
-        return new Response(await streamAllEscrows(svc, q), { headers: { 'content-type': 'application/json; charset=utf-8' } });
-      }
-      return json(await listEscrows(svc, { ...q, limit }));
+      return json(await listEscrows(svc, filter, page.after, page.limit));
     },
   },
   {
@@ -142,7 +177,7 @@ export const escrowRoutes = () => defineRoutes([
     method: 'POST', path: '/v1/escrows/:id/refund', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
     summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
     success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
-    errors: ['unauthorized', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
     async handler(ctx) {
       const raw = await readJson(ctx.request);
       if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
@@ -153,24 +188,35 @@ export const escrowRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/escrows/:id/trail', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'The escrow\'s hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index.',
-    success: { status: 200, description: '{entries: [TrailEntry], intactUpTo: integer|null}' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    summary: 'The escrow\'s hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.',
+    success: { status: 200, description: '{entries: [TrailEntry], intactUpTo: integer|null, nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
     async handler(ctx) {
+      const q = pageQuery(ctx.query, 'trl');
       await getEscrow(ctx.svc.db, id(ctx));
-      const entries = await readTrail(ctx.svc.db, id(ctx));
-      return json({ entries, intactUpTo: firstBreak(entries) });
+      // The chain is checked whole on every page: a break before the page would otherwise go unseen.
+      const all = await readTrail(ctx.svc.db, id(ctx));
+      const intactUpTo = firstBreak(all);
+      if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
+      const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
+      const { page, nextCursor } = cutPage(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q.limit, 'trl', (e) => e.index);
+      return json({ entries: page, intactUpTo, ...(q.limit === undefined ? {} : { nextCursor }) });
     },
   },
   {
     method: 'GET', path: '/v1/escrows/:id/events', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them.',
-    success: { status: 200, description: '{events: [EngineEvent]}' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    summary: 'Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow\'s metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
     async handler(ctx) {
-      await getEscrow(ctx.svc.db, id(ctx));
-      const entries = await readTrail(ctx.svc.db, id(ctx));
-      return json({ events: entries.map((e) => ({ event: e.event, escrowId: id(ctx), at: e.at, data: e.body })) });
+      const q = pageQuery(ctx.query, 'evt');
+      const escrow = await getEscrow(ctx.svc.db, id(ctx));
+      const entries = q.limit === undefined && q.after === null
+        ? await readTrail(ctx.svc.db, id(ctx))
+        : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
+      const { page, nextCursor } = cutPage(entries, q.limit, 'evt', (e) => e.index);
+      const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
+      return json({ events, ...(q.limit === undefined ? {} : { nextCursor }) });
     },
   },
   {

@@ -3,6 +3,7 @@ import { badRequest, notFound } from '../errors.ts';
 import { bundleParties } from '../domain/bundleParties.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
+import { encodeCursor, pageQuery } from '../http/page.ts';
 import type { Queryable } from '../db/types.ts';
 import { issuerHeadKeys, issuerKeys } from '../domain/keys.ts';
 import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../domain/proofs.ts';
@@ -88,13 +89,18 @@ export const logRoutes = () => defineRoutes([
   { ...CONSISTENCY, path: '/v1/log/consistency/:firstSize/:secondSize', summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).' },
   {
     method: 'GET', path: '/v1/log/entries', access: 'public', rate: 'public', tag: 'log',
-    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call.`,
-    success: { status: 200, description: '{entries: [{leafIndex, proof}]} in leaf order' },
+    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
+    success: { status: 200, description: '{entries: [{leafIndex, proof}], nextCursor?: string|null} in leaf order (nextCursor with limit or cursor)' },
     errors: PUBLIC_ERRORS,
     async handler({ query, svc }) {
-      const raw = queryParams(query, ['start', 'end']);
-      const start = raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
-      const askedEnd = raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
+      const raw = queryParams(query, ['start', 'end', 'limit', 'cursor']);
+      if (raw.cursor !== undefined && raw.start !== undefined) throw badRequest('give start or cursor, not both');
+      if (raw.limit !== undefined && raw.end !== undefined) throw badRequest('give end or limit, not both');
+      // The list paging of CONTRACT §8 over the same range: cursor = the last leaf index seen, limit = page size.
+      const paged = raw.limit !== undefined || raw.cursor !== undefined;
+      const page = pageQuery(new URLSearchParams(Object.entries(raw).filter(([k, v]) => (k === 'limit' || k === 'cursor') && v !== undefined) as [string, string][]), 'leaf');
+      const start = page.after !== null ? Number(page.after) + 1 : raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
+      const askedEnd = page.limit !== undefined ? start + page.limit : raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
       if (askedEnd !== undefined && askedEnd < start) throw badRequest(`end ${askedEnd} is less than start ${start}`);
       if (askedEnd !== undefined && askedEnd - start > MAX_ENTRIES) throw badRequest(`end - start must be at most ${MAX_ENTRIES}, got ${askedEnd - start}`);
       const size = await logSize(svc.db);
@@ -102,7 +108,9 @@ export const logRoutes = () => defineRoutes([
       // A range reaching past the log is answered up to its end (as RFC 6962 §4.6 allows), so a
       // follower can ask for a full page and get whatever exists.
       const end = Math.min(askedEnd ?? start + MAX_ENTRIES, size);
-      return json({ entries: await proofsInLeafRange(svc.db, start, end) });
+      const entries = await proofsInLeafRange(svc.db, start, end);
+      if (!paged) return json({ entries });
+      return json({ entries, nextCursor: end < size && entries.length > 0 ? encodeCursor('leaf', end - 1) : null });
     },
   },
   {

@@ -1,16 +1,16 @@
 // Mandate routes (SPEC part 4, Mandates).
-import { object, unknown } from 'superstruct';
+import { object } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, hex64 } from '../http/validate.ts';
 import { validateMandateCaps } from '../domain/mandateCaps.ts';
 import { getMandate, registerMandate } from '../domain/mandates.ts';
-import { SignatureS } from './schemas.ts';
+import { requiredJson, SignatureS } from './schemas.ts';
 import { badRequest } from '../errors.ts';
 import { claimMandate } from '../domain/tenancy.ts';
 
-export const MandateBody = object({ principal: hex64, caps: unknown(), signature: SignatureS });
+export const MandateBody = object({ principal: hex64, caps: requiredJson('MandateCaps'), signature: SignatureS });
 
 export const mandateRoutes = () => defineRoutes([
   {
@@ -21,7 +21,6 @@ export const mandateRoutes = () => defineRoutes([
     errors: ['bad_request', 'unauthorized', 'mandate_violation', 'payload_too_large', 'rate_limited'],
     async handler({ request, svc, caller }) {
       const b = check(await readJson(request), MandateBody);
-      if (b.caps === undefined) throw badRequest('caps is required');
       const caps = validateMandateCaps(b.caps);
       const r = await registerMandate(svc, { principal: b.principal, caps, signature: b.signature });
       // Tenancy: a minted key may use the mandates it registered (idempotent, so a retry repairs it).

@@ -37,6 +37,7 @@ export const metaRoutes = () => defineRoutes([
     summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
     success: { status: 200, description: 'OpenAPI 3.1 document, info.version 0.3.0' },
     errors: ['unauthorized', 'rate_limited'],
-    handler: async ({ routes }) => json(openApiDocument(routes)),
+    // servers: PUBLIC_URL (CONTRACT §8; it defaults to the listening address).
+    handler: async ({ routes, svc }) => json(openApiDocument(routes, { serverUrl: svc.config.publicUrl })),
   },
 ]);

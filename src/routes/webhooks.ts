@@ -5,6 +5,7 @@ import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check } from '../http/validate.ts';
 import { badRequest, notFound } from '../errors.ts';
+import { cutPage, pageQuery } from '../http/page.ts';
 import { activeKey } from '../domain/keys.ts';
 import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
 import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
@@ -42,10 +43,14 @@ export const webhookRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Registered webhook URLs in registration order, and the deployment-wide signing key.',
-    success: { status: 200, description: '{webhooks: [url], signingKey: hex64}' },
-    errors: ['unauthorized', 'rate_limited'],
-    handler: async (ctx) => json({ webhooks: await listWebhooks(ctx.svc.db), signingKey: await signingKey(ctx) }),
+    summary: 'Registered webhook URLs in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    success: { status: 200, description: '{webhooks: [url], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', 'unauthorized', 'rate_limited'],
+    async handler(ctx) {
+      const q = pageQuery(ctx.query, 'whk');
+      const { page, nextCursor } = cutPage(await listWebhooks(ctx.svc.db, q.after, q.limit), q.limit, 'whk', (w) => w.seq);
+      return json({ webhooks: page.map((w) => w.url), signingKey: await signingKey(ctx), ...(q.limit === undefined ? {} : { nextCursor }) });
+    },
   },
   {
     method: 'DELETE', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
@@ -61,10 +66,14 @@ export const webhookRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/webhooks/dead-letters', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Deliveries that failed every attempt, oldest first, each with the event exactly as it was sent.',
-    success: { status: 200, description: '{deadLetters: [{id, url, event: EngineEvent, attempts, lastError, lastStatus?, firstAttemptAt, deadAt}]}' },
-    errors: ['unauthorized', 'rate_limited'],
-    handler: async (ctx) => json({ deadLetters: await listDeadLetters(ctx.svc.db) }),
+    summary: 'Deliveries that failed every attempt, oldest first, each with the event exactly as it was sent. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    success: { status: 200, description: '{deadLetters: [{id, url, event: EngineEvent, attempts, lastError, lastStatus?, firstAttemptAt, deadAt}], nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', 'unauthorized', 'rate_limited'],
+    async handler(ctx) {
+      const q = pageQuery(ctx.query, 'dlr');
+      const { page, nextCursor } = cutPage(await listDeadLetters(ctx.svc.db, q.after, q.limit), q.limit, 'dlr', (d) => d.seq);
+      return json({ deadLetters: page.map(({ seq: _seq, ...d }) => d), ...(q.limit === undefined ? {} : { nextCursor }) });
+    },
   },
   {
     method: 'POST', path: '/v1/webhooks/dead-letters/:id/redeliver', access: 'key', rate: 'key', tag: 'webhooks',

@@ -6,16 +6,24 @@ import type { EngineEvent } from '@escrow-settlement/client/webhook';
 
 export type { EngineEvent };
 
-/** The event of one trail entry: `at` is the entry's `at`, `data` its body (CONTRACT §3 "Event data"). */
-export function engineEvent(escrowId: string, entry: { event: string; at: string; body: unknown }): EngineEvent {
-  return { event: entry.event, escrowId, at: entry.at, data: entry.body };
+/** What an event carries beyond the trail entry: the escrow's metadata, when it has any (CONTRACT §8). */
+export type EventEntry = { event: string; at: string; body: unknown; metadata?: Record<string, string> | null };
+
+/**
+ * The event of one trail entry: `at` is the entry's `at`, `data` its body (CONTRACT §3 "Event data"),
+ * and `metadata` the escrow's metadata when it has some. Metadata is fixed at creation, so the body is
+ * still the same on every attempt and in every replay.
+ */
+export function engineEvent(escrowId: string, entry: EventEntry): EngineEvent & { metadata?: Record<string, string> } {
+  return { event: entry.event, escrowId, at: entry.at, data: entry.body, ...(entry.metadata ? { metadata: entry.metadata } : {}) };
 }
 
 /**
- * The exact bytes POSTed: RFC 8785 JSON of the event. Derived from the stored trail entry alone, so
- * every attempt, every URL and the GET .../events replay see the same document (CONTRACT §5 "Guarantee").
+ * The exact bytes POSTed: RFC 8785 JSON of the event. Derived from the stored trail entry and the
+ * escrow's immutable metadata alone, so every attempt, every URL and the GET .../events replay see
+ * the same document (CONTRACT §5 "Guarantee").
  */
-export function eventBody(escrowId: string, entry: { event: string; at: string; body: unknown }): string {
+export function eventBody(escrowId: string, entry: EventEntry): string {
   return canonicalize(engineEvent(escrowId, entry));
 }
 

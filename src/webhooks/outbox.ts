@@ -21,6 +21,8 @@ export interface ClaimedRow {
   body: unknown;
   signature: string | null;
   signer: string | null;
+  /** The escrow's metadata (fixed at creation), carried in the event body (CONTRACT §8). */
+  metadata: Record<string, string> | null;
   /** The endpoint's Standard Webhooks secret (stored base64); null once the URL is unregistered. */
   secret: string | null;
   /** The deployment's active Ed25519 webhook key, read in the same statement (hex). */
@@ -167,11 +169,12 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
             first_attempt_at = COALESCE(o.first_attempt_at, svc_now())
        FROM claimed c
        JOIN trail_entries t ON t.escrow_id = c.escrow_id AND t.idx = c.idx
+       JOIN escrows e ON e.id = c.escrow_id
        LEFT JOIN event_signatures s ON s.escrow_id = c.escrow_id AND s.idx = c.idx
        CROSS JOIN wk
       WHERE o.id = c.id
      RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key,
-               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret`,
+               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret, e.metadata`,
     [o.owner, o.hold, o.slowUrls, o.holdSlow, o.limit, o.leaseMs],
   );
   return rows
@@ -189,6 +192,7 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
       secret: r.secret ?? null,
       keyPublic: r.key_public,
       keySecret: r.key_secret,
+      metadata: r.metadata ? JSON.parse(r.metadata) : null,
     }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
 }

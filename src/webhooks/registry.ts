@@ -26,10 +26,12 @@ export async function registerWebhook(q: Queryable, url: string): Promise<string
   return rows[0]?.secret ?? null;
 }
 
-/** Registered URLs in registration order. */
-export async function listWebhooks(q: Queryable): Promise<string[]> {
-  const rows = await q.query<{ url: string }>('SELECT url FROM webhooks ORDER BY created_at, url');
-  return rows.map((r) => r.url);
+/** Registered URLs in registration order (keyset on seq, as listDeadLetters). */
+export async function listWebhooks(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<{ url: string; seq: string }>> {
+  return q.query<{ url: string; seq: string }>(
+    `SELECT url, seq::text AS seq FROM webhooks WHERE seq > $1 ORDER BY seq${limit === undefined ? '' : ' LIMIT $2'}`,
+    limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
+  );
 }
 
 /**
@@ -50,23 +52,30 @@ export async function unregisterWebhook(db: Db, url: string): Promise<boolean> {
 
 const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
 
-/** Every dead letter, oldest first, with its event rebuilt from the trail exactly as it was sent. */
-export async function listDeadLetters(q: Queryable): Promise<DeadLetter[]> {
+/**
+ * Dead letters oldest first (keyset on seq: after the `after` key, at most `limit` + 1 rows so the
+ * caller can tell whether another page exists), each event rebuilt exactly as it was sent.
+ */
+export async function listDeadLetters(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<DeadLetter & { seq: string }>> {
   const rows = await q.query(
     `SELECT d.id, d.url, d.escrow_id, d.attempts, d.last_error, d.last_status, d.first_attempt_at, d.dead_at,
-            t.event, t.at, t.body
+            t.event, t.at, t.body, e.metadata, d.seq::text AS seq
        FROM dead_letters d JOIN trail_entries t ON t.escrow_id = d.escrow_id AND t.idx = d.idx
-      ORDER BY d.seq`,
+       LEFT JOIN escrows e ON e.id = d.escrow_id
+      WHERE d.seq > $1
+      ORDER BY d.seq${limit === undefined ? '' : ' LIMIT $2'}`,
+    limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
   );
   return rows.map((r) => ({
     id: r.id,
     url: r.url,
-    event: engineEvent(r.escrow_id, { event: r.event, at: r.at, body: JSON.parse(r.body) }),
+    event: engineEvent(r.escrow_id, { event: r.event, at: r.at, body: JSON.parse(r.body), metadata: r.metadata ? JSON.parse(r.metadata) : null }),
     attempts: Number(r.attempts),
     lastError: r.last_error,
     ...(r.last_status !== null && r.last_status !== undefined ? { lastStatus: Number(r.last_status) } : {}),
     firstAttemptAt: iso(r.first_attempt_at),
     deadAt: iso(r.dead_at),
+    seq: r.seq,
   }));
 }
 

@@ -75,7 +75,9 @@ describeStores('log routes', (h) => {
     ['?start=5&end=4', /^end 4 is less than start 5/],
     ['?start=0&end=1001', /^end - start must be at most 1000/],
     [`?start=${N + 1}`, new RegExp(`^start ${N + 1} is beyond the log size ${N}`)],
-    ['?limit=5', /^limit is not a known query parameter/],
+    ['?size=5', /^size is not a known query parameter/],
+    ['?limit=1001', /^limit must be a whole number from 1 to 1000/],
+    ['?limit=5&end=4', /^give end or limit, not both/],
     ['?start=1&start=2', /^start is given more than once/],
   ];
   for (const [qs, msg] of badEntries) {
