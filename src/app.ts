@@ -26,9 +26,9 @@ export interface AppDeps {
   nowMs?: () => number;
   /** Called with every unexpected (non-AppError) failure, for the operator log. */
   onError?: (err: unknown, requestId: string) => void;
-  /** Where each request's log record goes (CONTRACT §1 REQUEST_LOG); the Node edge's file writer is src/requestLog.node.ts. */
+  /** Where each request's log record goes (CONTRACT §1 REQUEST_LOG); the Node edge's file writer is src/node/requestLog.ts. */
   requestLog?: RequestLogSink;
-  /** Webhook POSTs (default: fetch with no redirects; the Node edge injects src/webhooks/transport.node.ts). */
+  /** Webhook POSTs (default: fetch with no redirects; the Node edge injects src/node/webhookTransport.ts). */
   webhookTransport?: WebhookTransport;
   /** DNS for the registration-time webhook SSRF check (the Node edge injects dns.lookup). */
   resolveHost?: ResolveHost;

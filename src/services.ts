@@ -29,7 +29,7 @@ export interface Services {
   authCache: AuthCache;
   /** The request log's counters; zeros when no request log is configured. */
   requestLogStats: () => RequestLogStats;
-  /** How webhook POSTs leave the process (default: fetch, src/webhooks/transport.ts; Node: transport.node.ts). */
+  /** How webhook POSTs leave the process (default: fetch, src/webhooks/transport.ts; Node: src/node/webhookTransport.ts). */
   webhookTransport?: WebhookTransport;
   /** Registration-time DNS for the webhook SSRF check; absent: only literal IPs and localhost are judged. */
   resolveHost?: ResolveHost;

@@ -15,6 +15,7 @@ import { answerClientError } from './clientError.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
 import { installPostgresGuard } from './postgresGuard.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { openRequestLog } from './requestLog.ts';
 import { startJobs } from '../jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhookTransport.ts';
@@ -89,7 +90,10 @@ async function main(env: Env) {
   // PORT=0: the default PUBLIC_URL (x402 resources, OpenAPI servers) names the port actually bound.
   const bound = server.address();
   const appConfig = typeof bound === 'object' && bound ? withListeningPort(config, env, bound.port) : config;
-  const app = createApp({ db, config: appConfig, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }) });
+  const app = createApp({ db, config: appConfig, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => (isDatabaseUnavailable(err)
+    // An outage answers 503 to every request: one line each, not a stack trace each.
+    ? log('database unavailable', { requestId, error: String((err as Error)?.message ?? err) })
+    : log('request failed', { requestId, error: String((err as Error)?.stack ?? err) })) });
   serve = nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) });
   // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
   server.on('connect', connectListener(app));

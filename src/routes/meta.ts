@@ -17,7 +17,8 @@ export const metaRoutes = () => defineRoutes([
         const key = await activeKey(svc.db, 'issuer');
         return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
       } catch {
-        return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503);
+        // Retry-After as on every other 503 (CONTRACT §8 `unavailable`): load balancers and clients back off alike.
+        return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503, { 'retry-after': '5' });
       }
     },
   },

@@ -55,6 +55,8 @@ test('a lost database gives 503 unavailable with Retry-After on every route that
     assert.deepEqual(during.filter((r) => r.status >= 500 && r.code !== 'unavailable' && r.route !== 'GET /health'), [], 'no 5xx but 503 unavailable');
     const unavailable = during.filter((r) => r.code === 'unavailable');
     assert.deepEqual(unavailable.filter((r) => r.status !== 503 || r.retryAfter !== '5'), [], 'every unavailable is a 503 with Retry-After');
+    const health = during.find((r) => r.route === 'GET /health')!;
+    assert.deepEqual([health.status, health.retryAfter], [503, '5'], '/health is 503 with Retry-After too');
     // A route that did not answer 503 did not need the database: it answers as it did with the
     // database up (validation 400s, admin 403s in the sandbox, the error docs page).
     const changed = during.filter((r, i) => r.code !== 'unavailable' && r.route !== 'GET /health' && r.status !== up[i].status);

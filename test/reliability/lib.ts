@@ -357,7 +357,7 @@ export async function audit(call: Call, opts: AuditOptions): Promise<AuditResult
 
   // Webhooks: every event reached every receiver at least once.
   const w0 = Date.now();
-  // Each URL is sent in order, one event at a time: allow for the backlog, and for a lease to run out.
+  // Each URL has at most WEBHOOK_CONCURRENCY requests in flight: allow for the backlog, and for a lease to run out.
   const limit = (opts.webhookTimeoutMs ?? 1_000) + 5_000 + 20_000 + allEvents.length * 10;
   for (const rx of opts.receivers) {
     let seen = opts.seen.get(rx);
