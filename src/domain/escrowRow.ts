@@ -165,8 +165,10 @@ export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
 }
 
 /**
- * One statement that appends trail entries and fans each out to every registered webhook URL
- * (outbox rows in the same transaction as the state change: CONTRACT §5).
+ * One statement that appends trail entries and fans each out to every registered webhook URL that
+ * may see the escrow (outbox rows in the same transaction as the state change: CONTRACT §5): a URL
+ * registered by root or the open sandbox (owner_key null) gets everything; one registered by a
+ * minted key only escrows that key sees (escrow_tenants, written earlier in a creating transaction).
  */
 export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
   return {
@@ -175,7 +177,9 @@ export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
              SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
              RETURNING idx)
            INSERT INTO outbox (escrow_id, idx, url)
-           SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w`,
+           SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w
+            WHERE w.owner_key IS NULL
+               OR EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = $1 AND et.key_id = w.owner_key)`,
     params: [
       escrowId,
       entries.map((e) => e.index),

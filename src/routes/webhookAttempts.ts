@@ -4,6 +4,7 @@ import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { badRequest } from '../errors.ts';
 import { listAttempts } from '../webhooks/attempts.ts';
+import { scopeOf } from '../domain/tenancy.ts';
 
 const KNOWN = ['escrowId', 'limit', 'cursor'];
 
@@ -13,7 +14,7 @@ export const webhookAttemptRoutes = () => defineRoutes([
     summary: 'Webhook attempts newest first, each with its URL, event, attempt number, HTTP status or error, duration and outcome (delivered, retry, dead). ?escrowId= keeps one escrow\'s; ?limit= (1-1000) pages with nextCursor; without limit, all.',
     success: { status: 200, description: '{attempts: [{id, escrowId, index, event, url, attempt, status?, error?, durationMs, outcome, at}], nextCursor?}' },
     errors: ['bad_request', 'unauthorized', 'rate_limited'],
-    async handler({ query, svc }) {
+    async handler({ query, svc, caller }) {
       const seen = new Set<string>();
       for (const k of query.keys()) {
         if (!KNOWN.includes(k)) throw badRequest(`${k} is not a known query parameter (${KNOWN.join(', ')})`);
@@ -28,7 +29,7 @@ export const webhookAttemptRoutes = () => defineRoutes([
         if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw badRequest('limit must be a whole number from 1 to 1000');
         limit = Number(limitRaw);
       }
-      return json(await listAttempts(svc.db, { escrowId, limit, cursor: query.get('cursor') ?? undefined }));
+      return json(await listAttempts(svc.db, { escrowId, limit, cursor: query.get('cursor') ?? undefined, scope: scopeOf(caller) }));
     },
   },
 ]);

@@ -7,6 +7,7 @@ import { check } from '../http/validate.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { cutPage, pageQuery } from '../http/page.ts';
 import { activeKey } from '../domain/keys.ts';
+import { scopeOf } from '../domain/tenancy.ts';
 import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
 import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
 import { listDeadLetters, listWebhooks, redeliverDeadLetter, registerWebhook, unregisterWebhook } from '../webhooks/registry.ts';
@@ -28,14 +29,14 @@ const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).
 export const webhookRoutes = () => defineRoutes([
   {
     method: 'POST', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Register a URL for every event (signed, retried, dead-lettered). Registering it again keeps one registration. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.',
+    summary: 'Register a URL for every event (signed, retried, dead-lettered); a minted key\'s URL gets only the events of escrows that key sees. Registering it again keeps one registration; another key registering it is 409. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.',
     body: WebhookBody,
     success: { status: 201, description: '{ok: true, url (normalised), signingKey: hex64, standardWebhooks: {secret?: "whsec_…" (only in the answer that first shows it), publicKey: "whpk_…"}}' },
-    errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
+    errors: ['bad_request', 'unauthorized', 'invalid_state', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
       const url = await bodyUrl(ctx);
       await checkDestination(new URL(url), ctx.svc.config.webhookAllowPrivate, ctx.svc.resolveHost);
-      const secret = await registerWebhook(ctx.svc.db, url);
+      const secret = await registerWebhook(ctx.svc.db, url, scopeOf(ctx.caller));
       const key = await signingKey(ctx);
       const standardWebhooks = { ...(secret !== null ? { secret: formatSecret(secret) } : {}), publicKey: formatPublicKey(key) };
       return json({ ok: true, url, signingKey: key, standardWebhooks }, 201);
@@ -43,12 +44,12 @@ export const webhookRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Registered webhook URLs in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    summary: 'Registered webhook URLs (a minted key\'s own) in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
     success: { status: 200, description: '{webhooks: [url], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)' },
     errors: ['bad_request', 'unauthorized', 'rate_limited'],
     async handler(ctx) {
       const q = pageQuery(ctx.query, 'whk');
-      const { page, nextCursor } = cutPage(await listWebhooks(ctx.svc.db, q.after, q.limit), q.limit, 'whk', (w) => w.seq);
+      const { page, nextCursor } = cutPage(await listWebhooks(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)), q.limit, 'whk', (w) => w.seq);
       return json({ webhooks: page.map((w) => w.url), signingKey: await signingKey(ctx), ...(q.limit === undefined ? {} : { nextCursor }) });
     },
   },
@@ -60,7 +61,7 @@ export const webhookRoutes = () => defineRoutes([
     errors: ['bad_request', 'unauthorized', 'not_found', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
       const url = await bodyUrl(ctx);
-      if (!(await unregisterWebhook(ctx.svc.db, url))) throw notFound(`no webhook registered for ${url}`);
+      if (!(await unregisterWebhook(ctx.svc.db, url, scopeOf(ctx.caller)))) throw notFound(`no webhook registered for ${url}`);
       return json({ ok: true, url });
     },
   },
@@ -71,7 +72,7 @@ export const webhookRoutes = () => defineRoutes([
     errors: ['bad_request', 'unauthorized', 'rate_limited'],
     async handler(ctx) {
       const q = pageQuery(ctx.query, 'dlr');
-      const { page, nextCursor } = cutPage(await listDeadLetters(ctx.svc.db, q.after, q.limit), q.limit, 'dlr', (d) => d.seq);
+      const { page, nextCursor } = cutPage(await listDeadLetters(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)), q.limit, 'dlr', (d) => d.seq);
       return json({ deadLetters: page.map(({ seq: _seq, ...d }) => d), ...(q.limit === undefined ? {} : { nextCursor }) });
     },
   },
@@ -79,14 +80,14 @@ export const webhookRoutes = () => defineRoutes([
     method: 'POST', path: '/v1/webhooks/dead-letters/:id/redeliver', access: 'key', rate: 'key', tag: 'webhooks',
     summary: 'Put a dead letter\'s event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list.',
     success: { status: 202, description: '{ok: true, id}' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'rate_limited'],
     async handler(ctx) {
       const raw = await readJson(ctx.request);
       if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
         throw badRequest('redeliver takes no body fields');
       }
       const id = ctx.params.id;
-      if (!(await redeliverDeadLetter(ctx.svc.db, id))) throw notFound(`no dead letter ${id}`);
+      if (!(await redeliverDeadLetter(ctx.svc.db, id, scopeOf(ctx.caller)))) throw notFound(`no dead letter ${id}`);
       return json({ ok: true, id }, 202);
     },
   },

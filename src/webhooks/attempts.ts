@@ -2,6 +2,7 @@
 // the sender and read by GET /v1/webhooks/attempts (the console's deliveries view and escrow page).
 import type { Queryable } from '../db/types.ts';
 import { badRequest } from '../errors.ts';
+import { seenBy } from './registry.ts';
 
 export interface WebhookAttempt {
   id: string;
@@ -47,15 +48,15 @@ export async function recordAttempts(q: Queryable, list: ReadonlyArray<AttemptRe
   );
 }
 
-/** Attempts newest first, optionally one escrow's; a page of `limit` with nextCursor, or all without it. */
-export async function listAttempts(q: Queryable, opts: { escrowId?: string; limit?: number; cursor?: string }): Promise<{ attempts: WebhookAttempt[]; nextCursor?: string }> {
+/** Attempts newest first (a confined key's: its URLs' attempts on escrows it sees), optionally one escrow's; a page of `limit` with nextCursor, or all without it. */
+export async function listAttempts(q: Queryable, opts: { escrowId?: string; limit?: number; cursor?: string; scope?: string | null }): Promise<{ attempts: WebhookAttempt[]; nextCursor?: string }> {
   if (opts.cursor !== undefined && !/^[1-9][0-9]{0,17}$/.test(opts.cursor)) throw badRequest('cursor must be the nextCursor of a previous page');
-  const params: unknown[] = [opts.escrowId ?? null, opts.cursor ?? null];
+  const params: unknown[] = [opts.escrowId ?? null, opts.cursor ?? null, opts.scope ?? null];
   const limit = opts.limit === undefined ? '' : `LIMIT ${opts.limit + 1}`;
   const rows = await q.query(
     `SELECT a.id::text AS id, a.escrow_id, a.idx, a.url, a.attempt, a.status, a.error, a.duration_ms, a.outcome, a.at, t.event
        FROM webhook_attempts a JOIN trail_entries t ON t.escrow_id = a.escrow_id AND t.idx = a.idx
-      WHERE ($1::text IS NULL OR a.escrow_id = $1) AND ($2::bigint IS NULL OR a.id < $2::bigint)
+      WHERE ($1::text IS NULL OR a.escrow_id = $1) AND ($2::bigint IS NULL OR a.id < $2::bigint) AND ${seenBy('a', 3)}
       ORDER BY a.id DESC ${limit}`,
     params,
   );

@@ -4,33 +4,56 @@ import { newId } from '../crypto/ids.ts';
 import { engineEvent, type EngineEvent } from './event.ts';
 import { newEndpointSecret } from './standard.ts';
 import type { DeadLetter } from '@escrow-settlement/client/resources';
+import { invalidState } from '../errors.ts';
 
 /** A delivery that never succeeded (CONTRACT §4 "Dead letter"); its wire shape lives in the client package. */
 export type { DeadLetter };
 
 /**
- * Registers a URL; registering it again keeps the one registration and its secret (CONTRACT §5).
+ * Tenancy (issue 17 item 11): `scope` is the minted key a caller is confined to (tenancy.ts scopeOf),
+ * or null for root and the open sandbox, who see everything. A confined key sees a delivery row
+ * (dead letter, attempt) of `alias` only when it owns the URL now AND sees the escrow: so a URL that
+ * changed hands never shows its former owner's escrows to the new one. `$n` is the scope parameter.
+ */
+export const seenBy = (alias: string, n: number) => `($${n}::text IS NULL OR (
+    EXISTS (SELECT 1 FROM webhooks w WHERE w.url = ${alias}.url AND w.owner_key = $${n}::text)
+    AND EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = ${alias}.escrow_id AND et.key_id = $${n}::text)))`;
+
+/**
+ * Registers a URL for `owner` (a minted key, or null for root and the open sandbox); registering it
+ * again keeps the one registration and its secret (CONTRACT §5). A URL has one owner: another caller
+ * registering it is 409 invalid_state (its events are scoped to the owner, so sharing the row would
+ * either widen or narrow what the URL receives behind the owner's back).
  * Returns the endpoint's Standard Webhooks secret (stored base64) when this call is the one that
  * shows it, else null: a new registration shows its fresh secret; an endpoint whose secret was never
  * shown (made by migration 005 for a URL registered before it) shows it on its next registration;
  * after that, never again. Lock: the upsert's row lock, and the `secret_revealed = false` condition
  * re-checked on the newest row version, so two concurrent calls reveal a secret at most once.
  */
-export async function registerWebhook(q: Queryable, url: string): Promise<string | null> {
-  const rows = await q.query<{ secret: string }>(
-    `INSERT INTO webhooks (url, created_at, secret, secret_revealed) VALUES ($1, svc_now(), $2, true)
-     ON CONFLICT (url) DO UPDATE SET secret_revealed = true WHERE webhooks.secret_revealed = false
-     RETURNING secret`,
-    [url, newEndpointSecret()],
-  );
-  return rows[0]?.secret ?? null;
+export async function registerWebhook(q: Queryable, url: string, owner: string | null = null): Promise<string | null> {
+  for (;;) {
+    const rows = await q.query<{ secret: string }>(
+      `INSERT INTO webhooks (url, created_at, secret, secret_revealed, owner_key) VALUES ($1, svc_now(), $2, true, $3)
+       ON CONFLICT (url) DO UPDATE SET secret_revealed = true
+        WHERE webhooks.secret_revealed = false AND webhooks.owner_key IS NOT DISTINCT FROM $3::text
+       RETURNING secret`,
+      [url, newEndpointSecret(), owner],
+    );
+    if (rows.length === 1) return rows[0].secret;
+    // Already registered (only re-registrations get here): by this caller, or by another one.
+    const held = await q.query<{ owner_key: string | null }>('SELECT owner_key FROM webhooks WHERE url = $1', [url]);
+    if (held.length === 0) continue; // unregistered in between: register it afresh
+    if (held[0].owner_key !== owner) throw invalidState(`url: ${url} is registered by another key; register a URL of your own (another path or query)`);
+    return null;
+  }
 }
 
-/** Registered URLs in registration order (keyset on seq, as listDeadLetters). */
-export async function listWebhooks(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<{ url: string; seq: string }>> {
+/** Registered URLs (a confined key's own) in registration order (keyset on seq, as listDeadLetters). */
+export async function listWebhooks(q: Queryable, after: bigint | null = null, limit?: number, scope: string | null = null): Promise<Array<{ url: string; seq: string }>> {
   return q.query<{ url: string; seq: string }>(
-    `SELECT url, seq::text AS seq FROM webhooks WHERE seq > $1 ORDER BY seq${limit === undefined ? '' : ' LIMIT $2'}`,
-    limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
+    `SELECT url, seq::text AS seq FROM webhooks WHERE seq > $1 AND ($2::text IS NULL OR owner_key = $2::text)
+      ORDER BY seq${limit === undefined ? '' : ' LIMIT $3'}`,
+    limit === undefined ? [(after ?? 0n).toString(), scope] : [(after ?? 0n).toString(), scope, limit + 1],
   );
 }
 
@@ -39,9 +62,10 @@ export async function listWebhooks(q: Queryable, after: bigint | null = null, li
  * registered. A state change committing at the same moment may already have queued its events for
  * the URL (its fan-out read the registration before this commit); those are still delivered once.
  */
-export async function unregisterWebhook(db: Db, url: string): Promise<boolean> {
+export async function unregisterWebhook(db: Db, url: string, scope: string | null = null): Promise<boolean> {
   return db.tx(async (tx) => {
-    const gone = await tx.query('DELETE FROM webhooks WHERE url = $1 RETURNING url', [url]);
+    // A confined key unregisters only its own URL; another key's is "not registered" to it.
+    const gone = await tx.query('DELETE FROM webhooks WHERE url = $1 AND ($2::text IS NULL OR owner_key = $2::text) RETURNING url', [url, scope]);
     if (gone.length === 0) return false;
     // Row locks on the URL's outbox rows: a row in flight on another instance is deleted once its
     // claim statement ends (a few ms); that sender's result then matches no row and changes nothing.
@@ -56,15 +80,15 @@ const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOStr
  * Dead letters oldest first (keyset on seq: after the `after` key, at most `limit` + 1 rows so the
  * caller can tell whether another page exists), each event rebuilt exactly as it was sent.
  */
-export async function listDeadLetters(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<DeadLetter & { seq: string }>> {
+export async function listDeadLetters(q: Queryable, after: bigint | null = null, limit?: number, scope: string | null = null): Promise<Array<DeadLetter & { seq: string }>> {
   const rows = await q.query(
     `SELECT d.id, d.url, d.escrow_id, d.attempts, d.last_error, d.last_status, d.first_attempt_at, d.dead_at,
             t.event, t.at, t.body, e.metadata, d.seq::text AS seq
        FROM dead_letters d JOIN trail_entries t ON t.escrow_id = d.escrow_id AND t.idx = d.idx
        LEFT JOIN escrows e ON e.id = d.escrow_id
-      WHERE d.seq > $1
-      ORDER BY d.seq${limit === undefined ? '' : ' LIMIT $2'}`,
-    limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
+      WHERE d.seq > $1 AND ${seenBy('d', 2)}
+      ORDER BY d.seq${limit === undefined ? '' : ' LIMIT $3'}`,
+    limit === undefined ? [(after ?? 0n).toString(), scope] : [(after ?? 0n).toString(), scope, limit + 1],
   );
   return rows.map((r) => ({
     id: r.id,
@@ -85,13 +109,23 @@ export async function listDeadLetters(q: Queryable, after: bigint | null = null,
  * the redelivery fails again. Lock: the DELETE's row lock — two concurrent redeliveries of one id
  * serialise on it and only the first finds the row, so the event is queued once.
  */
-export async function redeliverDeadLetter(q: Queryable, id: string): Promise<boolean> {
+export async function redeliverDeadLetter(q: Queryable, id: string, scope: string | null = null): Promise<boolean> {
+  // Also the fan-out rule of trailWrite: if the URL is now registered by a minted key that does not
+  // see the escrow (the URL changed hands), the event is not sent there, whoever asks.
   const rows = await q.query(
-    `WITH d AS (DELETE FROM dead_letters WHERE id = $1 RETURNING escrow_id, idx, url)
+    `WITH d AS (DELETE FROM dead_letters d WHERE d.id = $1 AND ${seenBy('d', 2)}
+                  AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.url = d.url AND w.owner_key IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = d.escrow_id AND et.key_id = w.owner_key))
+                RETURNING escrow_id, idx, url)
      INSERT INTO outbox (escrow_id, idx, url) SELECT escrow_id, idx, url FROM d RETURNING id::text AS id`,
-    [id],
+    [id, scope],
   );
-  return rows.length === 1;
+  if (rows.length === 1) return true;
+  // Off the hot path: tell "unknown to you" (404) from "its URL now belongs to a key that does not see it".
+  if (scope === null && (await q.query('SELECT 1 FROM dead_letters WHERE id = $1', [id])).length === 1) {
+    throw invalidState(`dead letter ${id}: its URL is now registered by a key that does not see its escrow; it cannot be redelivered there`);
+  }
+  return false;
 }
 
 export const newDeadLetterId = () => newId('dlr');
