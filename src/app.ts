@@ -178,7 +178,11 @@ export function createApp(deps: AppDeps): App {
     response.headers.set('x-request-id', requestId);
     // Client-signed actions are checked against the service clock: every answer (a 422 for skew
     // above all) tells the client what that clock reads. Best effort: a failure here changes nothing.
-    if (ctx.tellNow) await serviceNow(svc.db).then((now) => response.headers.set('x-service-now', now), () => {});
+    // The rate-limit statement read the clock already; only a request refused before it costs a query.
+    if (ctx.tellNow && !(ctx.serviceSigned && response.status < 400)) {
+      if (ctx.rate?.serviceNow) response.headers.set('x-service-now', ctx.rate.serviceNow);
+      else await serviceNow(svc.db).then((now) => response.headers.set('x-service-now', now), () => {});
+    }
     if (corsOrigin !== null) for (const [k, v] of Object.entries(corsHeaders(corsOrigin))) response.headers.set(k, v);
     else if (svc.config.corsOrigins.length > 0) response.headers.append('vary', 'Origin');
     // The budget a request spent is told on every answer it gets, not only on the 429.

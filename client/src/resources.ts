@@ -260,6 +260,7 @@ export interface DeadLetter {
 export interface WebhookAttempt {
   id: string;
   escrowId: string;
+  /** The trail index of the event (its webhook-id is `${escrowId}_${index}`). */
   index: number;
   event: string;
   url: string;

@@ -24,8 +24,8 @@ export interface CreateInput {
   arbiter?: PartyInput;
   mandateId?: string;
   timeouts: Timeouts;
-  /** Minted keys that will see the escrow (src/domain/tenancy.ts tenantsOf); empty when none is confined. */
-  tenants?: string[];
+  /** The minted key the creator is confined to (tenancy, src/domain/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
+  scope?: string | null;
   metadata?: Metadata;
 }
 
@@ -40,22 +40,27 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
  * The parties' keys and the database clock in one round trip: every agent named (payer, payee,
  * arbiter) is read by one statement, which also reads svc_now() for a creation without a mandate.
  */
-async function resolveParties(svc: Services, input: CreateInput): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date }> {
+async function resolveParties(svc: Services, input: CreateInput): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date; tenants: string[] }> {
   const named: Array<[string, PartyInput | undefined]> = [['payer', input.payer], ['payee', input.payee], ['arbiter', input.arbiter]];
   const ids = named.flatMap(([, p]) => (p && 'agentId' in p ? [p.agentId] : []));
   const [row] = await svc.db.query<{ now: Date; agents: string | null }>(
-    `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key))::text
+    `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key, 'owner', owner_key))::text
                                FROM agents WHERE id = ANY($1::text[])) AS agents`,
     [ids],
   );
-  const byId = new Map<string, { label: string | null; publicKey: string }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string }>).map((a) => [a.id, a]));
+  const byId = new Map<string, { label: string | null; publicKey: string; owner: string | null }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string; owner: string | null }>).map((a) => [a.id, a]));
+  // Tenancy (CONTRACT §8), read by the same statement: a confined creator names only its own agents
+  // (another key's is 404, as if it did not exist); the creator and every named agent's owner see the escrow.
+  const scope = input.scope ?? null;
+  const tenants = new Set<string>(scope !== null ? [scope] : []);
   const out: Record<string, KeyRef> = {};
   for (const [role, p] of named) {
     if (!p) continue;
     if ('keyRef' in p) out[role] = p.keyRef;
     else {
       const agent = byId.get(p.agentId);
-      if (!agent) throw notFound(`${role}AgentId: no agent ${p.agentId}`);
+      if (!agent || (scope !== null && agent.owner !== scope)) throw notFound(`${role}AgentId: no agent ${p.agentId}`);
+      if (agent.owner !== null) tenants.add(agent.owner);
       out[role] = { publicKey: agent.publicKey, ...(agent.label ? { label: agent.label } : {}) };
     }
   }
@@ -63,11 +68,11 @@ async function resolveParties(svc: Services, input: CreateInput): Promise<{ part
   if (out.arbiter && (out.arbiter.publicKey === out.payer.publicKey || out.arbiter.publicKey === out.payee.publicKey)) {
     throw badRequest('arbiter must be a different key from payer and payee');
   }
-  return { parties: out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }, now: row.now };
+  return { parties: out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }, now: row.now, tenants: [...tenants] };
 }
 
 export async function createEscrow(svc: Services, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
-  const { parties, now: readAt } = await resolveParties(svc, input);
+  const { parties, now: readAt, tenants } = await resolveParties(svc, input);
   return svc.db.tx(async (tx) => {
     await idemClaim(tx, idem);
     const writes: Stmt[] = [];
@@ -129,7 +134,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
         ],
       },
       ...writes,
-      ...tenantRows(escrow.id, input.tenants ?? []),
+      ...tenantRows(escrow.id, tenants),
       trailWrite(escrow.id, entries),
       ...idemStore(idem, 201, json),
     ]);

@@ -63,7 +63,7 @@ export async function spend(limiter: RateLimiter, budget: Budget | null): Promis
   return d;
 }
 
-type HitRow = { hits: number; window_idx: number; now_ms: number; gen: number };
+type HitRow = { hits: number; window_idx: number; now_ms: number; gen: number; svc_now: Date | string };
 type UnitRow = { idx: number; unit: string | null; hits: number | null };
 
 /**
@@ -97,7 +97,7 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
        VALUES (floor(extract(epoch FROM now()) * 1000 / $2::float8)::bigint, $1, 1)
        ON CONFLICT (window_idx, unit) DO UPDATE SET hits = c.hits + 1
        RETURNING c.hits, c.window_idx::float8 AS window_idx, (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
-         (SELECT gen FROM api_key_generation WHERE id = 1)::float8 AS gen`,
+         (SELECT gen FROM api_key_generation WHERE id = 1)::float8 AS gen, svc_now() AS svc_now`,
       [budget.unit, windowMs],
     );
     if (row.window_idx > newestWindow) await newWindow(row.window_idx, now);
@@ -109,7 +109,8 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
     }
     // The revocation generation rides on this statement, which every authenticated request makes
     // anyway: a cached key is re-verified only when a revocation happened (src/http/authCache.ts).
-    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs, generation: Number(row.gen) };
+    // So does the service clock, for routes whose answers tell it (x-service-now): no round trip of its own.
+    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs, generation: Number(row.gen), serviceNow: new Date(row.svc_now).toISOString() };
   }
 
   async function newWindow(idx: number, now: number): Promise<void> {

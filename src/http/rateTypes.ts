@@ -18,6 +18,8 @@ export interface RateDecision extends Budget {
   resetMs: number;
   /** The API-key revocation generation the counting statement read (absent when refused locally). */
   generation?: number;
+  /** svc_now() as the counting statement read it (ISO), for x-service-now; absent when refused locally. */
+  serviceNow?: string;
 }
 
 

@@ -26,6 +26,12 @@ export interface Ctx {
   requestId: string;
   /** The route table (the OpenAPI document is generated from it). */
   routes: ReadonlyArray<RouteDef>;
+  /**
+   * Set by a signsAgainstNow route's handler when the request turns out to be in the sandbox form
+   * (the service signs with the held agent key): a success then needs no x-service-now, which would
+   * cost a round trip of its own on the hot path. Errors always carry it.
+   */
+  serviceSigned?: boolean;
 }
 
 export interface RouteDef {

@@ -19,7 +19,7 @@ import { submitDelivery, type DeliveryInput } from '../domain/deliver.ts';
 import { refundEscrow } from '../domain/refund.ts';
 import { proofOfEscrow } from '../domain/proofs.ts';
 import { firstBreak } from '../trail/chain.ts';
-import { assertOwnAgents, assertVisible, scopeOf, tenantsOf } from '../domain/tenancy.ts';
+import { assertOwnAgents, assertVisible, scopeOf } from '../domain/tenancy.ts';
 import { KeyRefS, requiredJson, SignatureS, TimeoutsS } from './schemas.ts';
 
 const agentId = idOf('agt');
@@ -119,7 +119,7 @@ export const escrowRoutes = () => defineRoutes([
         arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
         mandateId: b.mandateId,
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
-        tenants: await tenantsOf(ctx.svc.db, scopeOf(ctx.caller), [['payerAgentId', b.payerAgentId], ['payeeAgentId', b.payeeAgentId], ['arbiterAgentId', b.arbiterAgentId]]),
+        scope: scopeOf(ctx.caller),
         metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
       };
       if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
@@ -170,6 +170,7 @@ export const escrowRoutes = () => defineRoutes([
     async handler(ctx) {
       const input = deliveryInput(await readJson(ctx.request));
       if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
+      ctx.serviceSigned = input.form === 'sandbox';
       return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
     },
   },

@@ -4,20 +4,9 @@ import type { Queryable } from '../db/types.ts';
 import { badRequest } from '../errors.ts';
 import { seenBy } from './registry.ts';
 
-export interface WebhookAttempt {
-  id: string;
-  escrowId: string;
-  /** The trail index of the event (its webhook-id is `${escrowId}.${index}`). */
-  index: number;
-  event: string;
-  url: string;
-  attempt: number;
-  status?: number;
-  error?: string;
-  durationMs: number;
-  outcome: 'delivered' | 'retry' | 'dead';
-  at: string;
-}
+// The wire shape is the client package's (defined once; issue 18 item 2).
+import type { WebhookAttempt } from '@escrow-settlement/client/resources';
+export type { WebhookAttempt };
 
 export interface AttemptRecord {
   escrowId: string;
