@@ -13,7 +13,7 @@ cd "$tmp/repo"
 echo "fresh clone at $tmp/repo (siblings: $(ls -A "$tmp" | tr '\n' ' '))"
 
 # Static guard: no source, test, bench or script names a path outside the repository.
-if grep -rnE "\.\./\.\./\.\./|/work/|shared/vectors" src test bench scripts client/src 2>/dev/null \
+if grep -rnE --include='*.ts' --include='*.mjs' --include='*.js' --include='*.sh' "\.\./\.\./\.\./|/work/|shared/vectors" src test bench scripts client/src 2>/dev/null \
     | grep -v '^test/vectors/' | grep -v '^test/reliability/fuzz.ts'; then
   echo "fresh-clone: the lines above reach outside the repository" >&2
   exit 1

@@ -17,7 +17,8 @@
 // and 6, so its RSS and CPU are its own (/proc/<pid>); runs 3 and 4 call src/ in this process.
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { CFG, childTarget, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
+import { relative } from 'node:path';
+import { CFG, ROOT, childTarget, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
 import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
@@ -337,7 +338,7 @@ async function main(): Promise<void> {
     postgres: STORE === 'postgres' ? await postgresVersion() : null,
     sharedMachine: 'shared by 8 concurrent agent sessions during the run: figures are noisy; ratios measured side by side are the trustworthy part',
     seconds: (Date.now() - started) / 1000,
-    config: { ...CFG, databaseUrl: undefined },
+    config: { ...CFG, databaseUrl: undefined, out: relative(ROOT, CFG.out) },
   };
   const text = table();
   const header = `escrow-settlement bench: ${STORE_LABEL}${CFG.quick ? ', BENCH_QUICK' : ''}; node ${process.version}, ${meta.cpus}; load ${load0.map((n) => n.toFixed(2)).join(' ')}; ${f(meta.seconds, 0)} s`;
