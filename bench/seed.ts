@@ -17,7 +17,7 @@ const CREATED_BODY = JSON.stringify({
  * Inserts `n` funded escrows with ids `<prefix><21-digit number>` (26 characters after `esc_`, like a
  * ULID). `deadline` 'past': all expired (the sweep's work); 'future': 30 days out (nothing to sweep).
  */
-export async function seedFunded(q: Queryable, n: number, prefix: string, deadline: 'past' | 'future', chunk = 50_000): Promise<void> {
+export async function seedFunded(q: Queryable, n: number, prefix: string, deadline: 'past' | 'future', chunk = 10_000): Promise<void> {
   const due = deadline === 'past' ? `now() - interval '1 hour' + i * interval '1 millisecond'` : `now() + interval '30 days'`;
   for (let from = 1; from <= n; from += chunk) {
     const to = Math.min(n, from + chunk - 1);

@@ -14,6 +14,8 @@ export const OUTAGE_RETRY_AFTER_S = 5;
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH',
   'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  // Ours (src/db/postgres.ts): an autocommit statement with no answer within its deadline.
+  'QUERY_DEADLINE',
 ]);
 
 /**
