@@ -52,6 +52,18 @@ function scan(text: string, max: number): { tooDeep: boolean; members: number } 
 }
 
 /**
+ * `{"toString": ""}` is valid JSON, but its own non-callable toString (and valueOf) leaves the object
+ * with no way to become a string: `${value}` throws a TypeError, and superstruct builds every "but
+ * received: ${value}" failure message that way, so such a body was a 500 (found by the hostile fuzz).
+ * A non-enumerable Symbol.toPrimitive, which ToPrimitive consults first, gives it the string every
+ * plain object has; Object.keys, JSON.stringify, JCS and spread copies do not see it.
+ */
+function printable(o: object): void {
+  if (!Object.prototype.hasOwnProperty.call(o, Symbol.toPrimitive)) Object.defineProperty(o, Symbol.toPrimitive, { value: objectToPrimitive });
+}
+const objectToPrimitive = () => '[object Object]';
+
+/**
  * Walks the parsed value: throws 400 naming the first bad string's path, and returns the number of
  * object keys seen. JSON.parse keeps the last of duplicate keys, so fewer keys here than members in
  * the text means a duplicate, found (and named) by the slower tokenizer below only in that case.
@@ -75,6 +87,7 @@ function walk(v: unknown, segs: Seg[], root: string): number {
   for (const k of Object.keys(v)) {
     const p = stringProblem(k);
     if (p) throw badRequest(`a key in ${pathOf(segs, root)} ${p}`);
+    if (k === 'toString' || k === 'valueOf') printable(v);
     keys++;
     segs.push(k);
     keys += walk((v as Record<string, unknown>)[k], segs, root);

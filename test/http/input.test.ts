@@ -53,6 +53,25 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
     assert.equal((await h().req('GET', `/v1/escrows/${e.id}`)).body.state, 'created');
   });
 
+  test('objects whose own toString/valueOf are not functions are 400 naming the field, on every JSON route (were 500s)', async () => {
+    // superstruct prints a refused value with `${value}`; these objects cannot become strings that way.
+    const odd = ['{"toString": ""}', '{"valueOf": 1, "toString": {}}', '[{"toString": ""}]', '[[{"valueOf": null, "toString": []}]]'];
+    const a = await raw(h(), '/v1/agents', `{"label": ${odd[0]}}`);
+    assert.match(expectError(a, 400, 'bad_request'), /^label expected a string/);
+    assert.equal(expectError(await raw(h(), '/v1/agents', odd[2]), 400, 'bad_request'), 'request body must be a JSON object');
+    const key = await raw(h(), '/v1/agents', '{"toString": "x"}');
+    assert.equal(expectError(key, 400, 'bad_request'), 'toString is not a known field');
+    const e = await escrow(h());
+    for (const def of h().app.routes.filter((r) => r.method === 'POST' || r.method === 'DELETE')) {
+      const path = def.path.replace(/:(\w+)/g, e.id);
+      for (const body of [...odd, `{"label": ${odd[3]}, "agentId": ${odd[1]}, "payload": ${odd[0]}, "metadata": {"k": ${odd[2]}}}`]) {
+        const r = await h().app.fetch(new Request(`http://test.local${path}`, { method: def.method, body, headers: { 'content-type': 'application/json' } }), { ip: '127.0.0.1' });
+        const text = await r.text();
+        assert.ok(r.status < 500, `${def.method} ${path} ${body} → ${r.status} ${text}`);
+      }
+    }
+  });
+
   test('a body that is not JSON keeps getting 400, including the README\'s curl -d form content type', async () => {
     expectError(await h().req('POST', '/v1/agents', 'label=x', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'bad_request');
     const curl = await h().req('POST', '/v1/agents', '{"label": "curl"}', { 'content-type': 'application/x-www-form-urlencoded' });
@@ -98,7 +117,7 @@ test('the duplicate-key finder finds exactly the duplicates inserted into genera
 /** Strings that have broken services: NUL, lone surrogates, huge numbers, ids, paths, controls. */
 const nasty = fc.oneof(
   fc.string(),
-  fc.constantFrom('\u0000', '\ud800', '\udfff', 'agt_\u0000', 'esc_', 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', '/a/b', '', ' ', '9'.repeat(400), '-1', '1e309', 'USDC', '__proto__', 'constructor', '%00', '../..', '\r\n'),
+  fc.constantFrom('\u0000', '\ud800', '\udfff', 'agt_\u0000', 'esc_', 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', '/a/b', '', ' ', '9'.repeat(400), '-1', '1e309', 'USDC', '__proto__', 'constructor', 'toString', 'valueOf', '%00', '../..', '\r\n'),
   fc.string({ unit: 'binary' }),
 );
 const jsonish = fc.letrec((tie) => ({
