@@ -1,34 +1,17 @@
 // The Db interface over postgres.js, for DATABASE_URL deployments.
 import postgres from 'postgres';
-import { runAfterCommit, type AfterCommit, type Db, type Queryable, type Row, type Stmt, type Tx } from './types.ts';
+import type { Db, Queryable, Row, Stmt, Tx } from './types.ts';
 import { isDatabaseUnavailable } from './errors.ts';
+import { pipelinedTx } from './pgTx.ts';
 
-type Sql = postgres.Sql | postgres.TransactionSql;
-
-function wrap(sql: Sql): Queryable {
+function wrap(sql: postgres.Sql): Queryable {
   const q = <T extends Row>(text: string, params: unknown[] = []) =>
     sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }) as unknown as Promise<T[]>;
   return {
     query: q,
-    // Inside a transaction postgres.js pipelines queries issued together on its one connection:
-    // one network round trip for the whole batch.
+    // Autocommit statements, each on whichever pool connection is free (transactions, where a
+    // batch is pipelined on one connection, are src/db/pgTx.ts).
     batch: (stmts: Stmt[]) => Promise.all(stmts.map((s) => q(s.text, s.params))),
-  };
-}
-
-/** A transaction scope; a savepoint collects its own hooks and hands them up only if it succeeds. */
-function wrapTx(t: postgres.TransactionSql, hooks: AfterCommit[]): Tx {
-  return {
-    ...wrap(t),
-    afterCommit: (fn) => {
-      hooks.push(fn);
-    },
-    savepoint: async <T>(fn: (tx: Tx) => Promise<T>) => {
-      const inner: AfterCommit[] = [];
-      const r = (await t.savepoint((s) => fn(wrapTx(s, inner)))) as T;
-      hooks.push(...inner);
-      return r;
-    },
   };
 }
 
@@ -48,6 +31,13 @@ const RENEW_EVERY_MS = 1_000;
  * this service takes milliseconds. Transactions are left alone: abandoning one mid-way is the pool's job.
  */
 const QUERY_DEADLINE_MS = 10_000;
+
+/**
+ * A transaction's bounds (pgTx.ts): a connection within the autocommit deadline; each statement
+ * within 30 s, long enough for any lock wait this service has (a second instance waiting for the
+ * first's migrations under their advisory lock), and still an end to a statement nobody answers.
+ */
+const TX_DEADLINES = { reserveMs: QUERY_DEADLINE_MS, statementMs: 30_000 };
 
 function deadline<T>(p: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -81,12 +71,8 @@ export function openPostgres(url: string, opts: { max?: number; schema?: string;
     kind: 'postgres',
     query: <T extends Row>(text: string, params?: unknown[]) => deadline(wrap(sql).query<T>(text, params)).catch(renewOnOutage),
     batch: (stmts: Stmt[]) => deadline(wrap(sql).batch(stmts)).catch(renewOnOutage),
-    tx: async <T>(fn: (tx: Tx) => Promise<T>) => {
-      const hooks: AfterCommit[] = [];
-      const r = (await (sql.begin((t) => fn(wrapTx(t, hooks))) as Promise<T>).catch(renewOnOutage)) as T;
-      await runAfterCommit(hooks);
-      return r;
-    },
+    // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts).
+    tx: <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES).catch(renewOnOutage),
     exec: async (text: string) => {
       await sql.unsafe(text).catch(renewOnOutage);
     },

@@ -32,11 +32,19 @@ export interface Tx extends Queryable {
   afterCommit(fn: AfterCommit): void;
   /**
    * Runs fn in a savepoint: if fn throws (a JS error or a database error), only fn's statements are
-   * rolled back and the error is rethrown; the transaction stays usable. (postgres.js: sql.savepoint;
-   * hand-written SAVEPOINT statements are not enough there, as the driver then fails the whole
-   * transaction at its end.)
+   * rolled back and the error is rethrown; the transaction stays usable. A statement error inside
+   * it does not fail the enclosing scope once it is rolled back; outside any savepoint, a statement
+   * error fails the transaction even if fn caught it (both stores; src/db/pgTx.ts on Postgres).
    */
   savepoint<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * The transaction's last statements, and its COMMIT: on Postgres they travel in one write with
+   * COMMIT behind them (one round trip fewer per command), on PGlite they run and the transaction
+   * commits when fn returns. Resolves with their rows once committed; rejects (rolled back) if any
+   * fails. Nothing may be sent after it, and what fn does after it must not fail: on Postgres the
+   * transaction has committed by then. Not inside a savepoint.
+   */
+  commitWith(stmts: Stmt[]): Promise<Row[][]>;
 }
 
 export interface Db extends Queryable {

@@ -100,7 +100,7 @@ export async function submitDelivery(svc: Services, escrowId: string, input: Del
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const last = entries[entries.length - 1];
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.batch([
+      await tx.commitWith([
         ...writes,
         trailWrite(escrowId, entries),
         escrowUpdate(escrowId, { state: 'delivered', deadlineAt, custodyStatus: e.custodyStatus, verdict: 'failed', trailLength: last.index + 1, trailHead: last.hash, now: e.now }),
@@ -114,6 +114,7 @@ export async function submitDelivery(svc: Services, escrowId: string, input: Del
       writes,
       ifFailedState: 'delivered',
       verdict: 'passed',
+      last: true,
     });
     // A passing verdict that custody cannot settle: 201 with delivery and verdict, no proof (CONTRACT §3).
     return closed.ok ? { delivery, verdict, proof: closed.proof } : { delivery, verdict };

@@ -121,7 +121,7 @@ export async function createEscrow(svc: Services, input: CreateInput, idem?: Ide
     escrow.trailLength = 1;
     escrow.trailHead = entries[0].hash;
     const json = toJson(escrow);
-    await tx.batch([
+    await tx.commitWith([
       {
         text: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
                  terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
@@ -156,7 +156,7 @@ export async function fundEscrow(svc: Services, id: string, idem?: IdemSlot): Pr
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
     const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };
     const json = toJson(updated);
-    await tx.batch([
+    await tx.commitWith([
       trailWrite(id, entries),
       escrowUpdate(id, { state, deadlineAt, custodyStatus: 'locked', verdict: e.verdict, trailLength: updated.trailLength, trailHead: updated.trailHead, now: e.now }),
       ...idemStore(idem, 200, json),

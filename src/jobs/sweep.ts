@@ -46,7 +46,7 @@ async function closeExpired(tx: Queryable, svc: Services, id: string): Promise<'
 
 /**
  * One sweep pass of at most `batch` due escrows, in one transaction. Each escrow closes inside its
- * own savepoint (Tx.savepoint: postgres.js sql.savepoint), so a fault in one, a JS error or a
+ * own savepoint (Tx.savepoint), so a fault in one, a JS error or a
  * database error, leaves it exactly as it was and the others of the pass still close.
  */
 export const SWEEP_BATCH = 25;

@@ -38,10 +38,10 @@ export interface IntegrateOptions {
 const nodesJson = (nodes: NodeRow[]) => JSON.stringify(nodes);
 
 /**
- * One batch. Round trips: (1) the lock, the size with the frontier, the active key and the pending
- * leaves, pipelined (each statement's snapshot is taken after the lock is granted, READ COMMITTED,
- * so it sees every batch committed before); (2) nodes, size, the owner's index statements and the
- * signed head, pipelined; (3) COMMIT.
+ * One batch. Round trips: (1) BEGIN, the lock, the size with the frontier, the active key and the
+ * pending leaves, pipelined (each statement's snapshot is taken after the lock is granted, READ
+ * COMMITTED, so it sees every batch committed before); (2) nodes, size, the owner's index
+ * statements, the signed head and COMMIT, pipelined.
  */
 export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<BatchResult> {
   return db.tx(async (tx) => {
@@ -73,14 +73,19 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
     const signer = await opts.keys.signer(tx, stateRows[0].key_id as string);
     const signedAt = (stateRows[0].now as Date).toISOString();
     const signature = toHex(signer.sign(canonicalBytes({ logSize: appended.size, rootHash: appended.rootHash, signedAt })));
-    const [, moved] = await tx.batch([
+    const [, moved] = await tx.commitWith([
       {
         text: `INSERT INTO log_nodes (level, idx, hash)
                SELECT level, idx, hash FROM json_to_recordset($1::text::json) AS x(level smallint, idx bigint, hash text)`,
         params: [nodesJson(appended.rows)],
       },
-      // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly.
-      { text: 'UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size', params: [size, appended.size] },
+      // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly,
+      // inside the statement (division by zero when no row moved), so the batch rolls back with it.
+      {
+        text: `WITH u AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size)
+               SELECT 1 / count(*)::int AS moved FROM u`,
+        params: [size, appended.size],
+      },
       ...(opts.indexed?.(integrated) ?? []),
       {
         text: `INSERT INTO log_heads (size, key_id, root_hash, signed_at, signature) VALUES ($1, $2, $3, $4, $5)
@@ -88,7 +93,7 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
         params: [appended.size, signer.keyId, appended.rootHash, signedAt, signature],
       },
     ]);
-    if (moved.length !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
+    if (moved[0]?.moved !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
     return { integrated, size: appended.size, rootHash: appended.rootHash };
   });
 }

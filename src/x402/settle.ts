@@ -14,7 +14,7 @@ import type { DemoPayee } from './payee.ts';
 
 /**
  * The services with a database that joins `tx`: every `db.tx(fn)` the domain commands open runs
- * `fn` inside `tx` (no savepoints), and their reads run there too. So createEscrow, fundEscrow and
+ * `fn` inside `tx` (no savepoints), and their reads run there too; their commitWith is a plain batch. So createEscrow, fundEscrow and
  * submitDelivery (which closes through closeMatter) are reused unchanged, yet commit together with
  * the nonce or not at all: a throw anywhere rolls the whole lifecycle back (DESIGN, "Every command
  * is one database transaction"). The same shape as routes/admin.ts's `serialised`.
@@ -25,7 +25,8 @@ function joinTx(svc: Services, tx: Tx): Services {
     kind: svc.db.kind,
     query: <T extends Row>(text: string, params?: unknown[]) => tx.query<T>(text, params),
     batch: (stmts: Stmt[]) => tx.batch(stmts),
-    tx: <T>(fn: (t: Tx) => Promise<T>) => fn(tx),
+    // A command's last batch is not the joined transaction's last: commitWith is a plain batch here.
+    tx: <T>(fn: (t: Tx) => Promise<T>) => fn({ ...tx, commitWith: (stmts: Stmt[]) => tx.batch(stmts) }),
     exec: refuse,
     close: refuse,
   };

@@ -149,7 +149,7 @@ describe('log integration under crashes [postgres]', { skip: !PG_URL && 'TEST_DA
       let waiting = 0;
       for (let t = 0; t < 100 && waiting === 0; t++) {
         [{ waiting }] = await admin.query<{ waiting: number }>(
-          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE application_name = 'escrow-settlement' AND wait_event_type = 'Lock' AND query LIKE 'UPDATE log_state%'`);
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE application_name = 'escrow-settlement' AND wait_event_type = 'Lock' AND query LIKE '%UPDATE log_state SET size%'`);
         if (waiting === 0) await sleep(20);
       }
       assert.equal(waiting, 1, 'an integration batch is blocked mid-way on the size row');
