@@ -38,6 +38,11 @@ export interface Config {
   corsOrigins: string[];
   /** Failed authentication attempts per client IP per window, in the unit `authfail:<ip>`. */
   authFailRateLimitMax: number;
+  /**
+   * WORKERS: processes serving this instance (1–64), or `auto` for one per core; the Node edge
+   * resolves `auto` (the core has no notion of cores) and forks the workers (src/node/cluster.ts).
+   */
+  workers: number | 'auto';
 }
 
 export class ConfigError extends Error {
@@ -93,6 +98,21 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   const account = env.CHAIN_ACCOUNT || undefined;
   if (account !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(account)) throw new ConfigError('CHAIN_ACCOUNT', `must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(account)}`);
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
+}
+
+/**
+ * WORKERS: 1 (default) is one process, as without the variable; more than one needs DATABASE_URL,
+ * since each worker is a process of its own and an embedded PGlite is one process's memory.
+ */
+function workers(env: Env, databaseUrl: string | undefined): number | 'auto' {
+  const raw = env.WORKERS?.trim();
+  if (raw === undefined || raw === '') return 1;
+  const n: number | 'auto' = raw.toLowerCase() === 'auto' ? 'auto' : /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (n !== 'auto' && !(n >= 1 && n <= 64)) throw new ConfigError('WORKERS', `must be a whole number from 1 to 64, or auto (one per core), got ${JSON.stringify(env.WORKERS)}`);
+  if (n !== 1 && databaseUrl === undefined) {
+    throw new ConfigError('WORKERS', `${raw} needs DATABASE_URL: the embedded PGlite lives in one process's memory, so several worker processes cannot share it (set DATABASE_URL, or WORKERS=1)`);
+  }
+  return n;
 }
 
 /**
@@ -204,5 +224,6 @@ export function parseConfig(env: Env): Config {
     authFailRateLimitMax: int(env, 'AUTH_FAIL_RATE_LIMIT_MAX', 100, 1, 1e9),
     sandboxPublic: exposure(env, host, apiKey),
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
+    workers: workers(env, databaseUrl),
   });
 }

@@ -36,6 +36,8 @@ async function openStore(config: Config): Promise<Db> {
 let config: Config;
 try {
   config = parseConfig(Deno.env.toObject());
+  // node:cluster is the Node edge's (src/node/cluster.ts): here, run several processes on one DATABASE_URL.
+  if (config.workers !== 1) throw new ConfigError('WORKERS', 'the Deno edge serves from one process; run several Deno processes on one DATABASE_URL instead');
 } catch (e) {
   if (e instanceof ConfigError) {
     log(`bad configuration: ${e.message}`);

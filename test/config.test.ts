@@ -51,3 +51,19 @@ for (const [env, variable] of bad) {
 test('WEBHOOK_BACKOFF_MS gives the waits between attempts', () => {
   assert.deepEqual(parseConfig({ WEBHOOK_BACKOFF_MS: '10, 20,30' }).webhookBackoffMs, [10, 20, 30]);
 });
+
+test('WORKERS: 1 by default (empty is unset), 1–64 or auto; more than one needs DATABASE_URL', () => {
+  const pg = 'postgres://db/escrow';
+  assert.equal(parseConfig({}).workers, 1);
+  assert.equal(parseConfig({ WORKERS: '' }).workers, 1, 'empty is unset');
+  assert.equal(parseConfig({ WORKERS: '1' }).workers, 1, 'one worker is one process: no DATABASE_URL needed');
+  assert.equal(parseConfig({ WORKERS: '2', DATABASE_URL: pg }).workers, 2);
+  assert.equal(parseConfig({ WORKERS: ' 64 ', DATABASE_URL: pg }).workers, 64);
+  assert.equal(parseConfig({ WORKERS: 'auto', DATABASE_URL: pg }).workers, 'auto', 'auto is resolved by the Node edge');
+  assert.equal(parseConfig({ WORKERS: 'AUTO', DATABASE_URL: pg }).workers, 'auto');
+  const refused = (env: Record<string, string>, pattern: RegExp) =>
+    assert.throws(() => parseConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === 'WORKERS' && pattern.test(e.message) && !e.message.includes('\n'));
+  for (const v of ['0', '65', 'abc', '-1', '1.5', '2x', 'auto2']) refused({ WORKERS: v, DATABASE_URL: pg }, /^WORKERS: must be a whole number from 1 to 64, or auto/);
+  refused({ WORKERS: '2' }, /^WORKERS: 2 needs DATABASE_URL: the embedded PGlite lives in one process's memory/);
+  refused({ WORKERS: 'auto', DATA_DIR: ':memory:' }, /^WORKERS: auto needs DATABASE_URL/);
+});

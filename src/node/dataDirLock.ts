@@ -34,7 +34,7 @@ export function prepareDataDir(dir: string): void {
 }
 
 /** True when a process with this pid exists (EPERM: it exists but is another user's). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -44,7 +44,7 @@ function alive(pid: number): boolean {
 }
 
 /** The pid a lock file names; undefined when it is unreadable or half-written. */
-function holderOf(path: string): number | undefined {
+export function holderOf(path: string): number | undefined {
   try {
     const pid = Number(readFileSync(path, 'utf8').trim());
     return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;

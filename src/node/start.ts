@@ -3,6 +3,7 @@
 // (CONTRACT §1). src/main.ts calls run(). Every start-up failure is one line naming the variable
 // to fix and exit code 1 (issue 17 item 7); the cheap checks come first, so a port in use or a
 // DATA_DIR held by another process is reported before the database is opened.
+import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
@@ -14,6 +15,8 @@ import { connectListener, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
+import { hasPgliteDb, initDataDirChild, initDataDirInChild, INIT_ENV } from './pgliteInit.ts';
+import { makeMemoryDir, sweepMemoryDirs } from './memoryDir.ts';
 import { installPostgresGuard } from './postgresGuard.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { openRequestLog } from './requestLog.ts';
@@ -21,12 +24,16 @@ import { startJobs } from '../jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhookTransport.ts';
 import { connectChainCustody, probeChain } from '../custody/connect.ts';
 import { takeSandboxFault } from '../domain/custody.ts';
+import { isReplacement, resolveWorkers, runPrimary, tellPrimary, workerRequestLog, workerSlot } from './cluster.ts';
 
 type Env = Record<string, string | undefined>;
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** In a worker of WORKERS > 1: its slot and pid on every line it logs, so N workers' lines can be told apart. */
+let whoFields: Record<string, unknown> = {};
+
 function log(msg: string, fields: Record<string, unknown> = {}) {
-  process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n');
+  process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...whoFields, ...fields }) + '\n');
 }
 
 /** Taken before anything else: released on every way out (stop, a failed start). */
@@ -54,10 +61,31 @@ function listen(server: Server, config: Config): Promise<void> {
   });
 }
 
-async function main(env: Env) {
-  const config = parseConfig(env);
-  // PGlite in a directory: one process per DATA_DIR (issue 17 item 5).
-  if (!config.databaseUrl && config.dataDir !== ':memory:') dataDirLock = lockDataDir(config.dataDir);
+/**
+ * One process's start-up. `slot` is set in a worker of WORKERS > 1 (src/node/cluster.ts): it writes
+ * its own request log `<REQUEST_LOG>.w<slot>`, logs `worker listening` and tells the primary, which
+ * prints the instance's one `listening` line. Everything else is the same as a single process.
+ */
+async function main(env: Env, slot?: number) {
+  if (slot !== undefined) whoFields = { slot, pid: process.pid };
+  const parsed = parseConfig(env);
+  const config = slot !== undefined && parsed.requestLog
+    ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) })
+    : parsed;
+  // PGlite's directory: DATA_DIR, or for ':memory:' a throwaway one under os.tmpdir() that the
+  // process removes when it exits (memoryDir.ts), after sweeping those of SIGKILLed sandboxes.
+  let pgliteDir: string | undefined;
+  if (!config.databaseUrl) {
+    if (config.dataDir === ':memory:') {
+      sweepMemoryDirs();
+      pgliteDir = makeMemoryDir();
+    } else {
+      pgliteDir = config.dataDir;
+    }
+    // One process per DATA_DIR (issue 17 item 5); in a :memory: directory the lock names the owner's
+    // pid for the sweep.
+    dataDirLock = lockDataDir(pgliteDir);
+  }
   // Node enforces headersTimeout/requestTimeout only when it checks its connections, every
   // connectionsCheckingInterval (default 30 s): checked each second, a slow-loris socket is closed
   // about 10 s after it connects instead of up to 40 s.
@@ -70,8 +98,11 @@ async function main(env: Env) {
   let serve: Listener = starting;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => serve(req, res));
   // Bound before the store opens: a port in use is reported in milliseconds, not after PGlite's
-  // initialisation (which is what made it take 5.7 s).
-  await listen(server, config);
+  // initialisation (which is what made it take 5.7 s). A worker replacing one that died binds only
+  // once it can serve: the port is the cluster's, already bound, and until then the other workers
+  // take its connections instead of it answering 503 `starting`.
+  const replacement = slot !== undefined && isReplacement(env);
+  if (!replacement) await listen(server, config);
 
   // CUSTODY=chain: refuse a chain that is not a local development chain before touching the store.
   const chainOpts = config.custody === 'chain'
@@ -79,14 +110,26 @@ async function main(env: Env) {
     : undefined;
   const probe = chainOpts ? await probeChain(chainOpts) : undefined;
   if (config.databaseUrl) installPostgresGuard(log);
-  const db: Db = await openStore(config);
-  const applied = await migrate(db);
+  // A directory without a database yet: initdb and the migrations run in a child process, whose
+  // memory leaves with it (pgliteInit.ts); this process then opens it as on a restart.
+  let initApplied: number[] = [];
+  if (pgliteDir && !hasPgliteDb(pgliteDir)) {
+    try {
+      initApplied = (await initDataDirInChild(pgliteDir)) ?? [];
+    } catch (err) {
+      const where = config.dataDir === ':memory:' ? `the :memory: directory ${pgliteDir}` : config.dataDir;
+      throw new ConfigError('DATA_DIR', `cannot create the embedded database in ${where} (${(err as Error).message})`);
+    }
+  }
+  const db: Db = await openStore(pgliteDir ? { ...config, dataDir: pgliteDir } : config);
+  const applied = [...initApplied, ...(await migrate(db))];
   await ensureKeys(db);
   const custody = chainOpts ? await connectChainCustody(db, { ...chainOpts, sandboxFault: takeSandboxFault }, probe) : undefined;
   if (custody) log('chain custody', { chain: custody.chain, contract: custody.contract, account: custody.account });
   const requestLog = config.requestLog
     ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) => log('request log write failed', { path: config.requestLog, error: String(err) }))
     : undefined;
+  if (replacement) await listen(server, config);
   // PORT=0: the default PUBLIC_URL (x402 resources, OpenAPI servers) names the port actually bound.
   const bound = server.address();
   const appConfig = typeof bound === 'object' && bound ? withListeningPort(config, env, bound.port) : config;
@@ -120,26 +163,62 @@ async function main(env: Env) {
   process.on('SIGINT', () => void stop('SIGINT'));
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log('listening', {
+  const fields = {
     url: `http://${config.host}:${port}`,
     mode: config.apiKey ? 'hosted' : 'sandbox',
     store: config.databaseUrl ? 'postgres' : config.dataDir === ':memory:' ? 'pglite (memory)' : `pglite (${config.dataDir})`,
     migrationsApplied: applied,
     requestLog: config.requestLog ?? null,
-  });
+  };
+  if (slot === undefined) return log('listening', fields);
+  // Not `listening`: supervisors wait for that line, which the primary prints once all workers listen.
+  log('worker listening', fields);
+  await tellPrimary({ escrow: 'listening', fields });
 }
 
 /** Starts the service from `env`; a failure ends the process with exit code 1 and one line. */
 export function run(env: Env): void {
-  main(env).catch(fail);
+  // The initialisation child (pgliteInit.ts): create the database in that directory and exit.
+  const initDir = env[INIT_ENV];
+  if (initDir) {
+    void initDataDirChild(initDir);
+    return;
+  }
+  const slot = workerSlot(env);
+  if (slot !== undefined) {
+    // A worker's line goes to the primary, which prints the first one only: not N copies of one reason.
+    main(env, slot).catch((err) => process.connected
+      ? tellPrimary({ escrow: 'failed', line: failureLine(err) }).then(() => process.exit(1))
+      : fail(err));
+    return;
+  }
+  // WORKERS > 1: this process is the primary. The configuration is checked here first, so a bad
+  // value fails once, with the usual line, before any worker is forked.
+  let workers = 1;
+  try {
+    workers = resolveWorkers(parseConfig(env).workers);
+    // Started as a worker of someone else's cluster (pm2's cluster mode): that cluster forks, not us.
+    if (workers > 1 && !cluster.isPrimary) throw new ConfigError('WORKERS', 'this process is already a node:cluster worker of another supervisor (pm2 cluster mode?): let that one fork, and set WORKERS=1');
+  } catch (err) {
+    fail(err);
+  }
+  if (workers > 1) runPrimary(workers, parseConfig(env));
+  else main(env).catch(fail);
+}
+
+/**
+ * Bad configuration, found by parsing or only at start (port in use, DATABASE_URL unreachable,
+ * DATA_DIR held or unwritable, CHAIN_RPC_URL not a local dev chain …): one line naming it.
+ */
+function failureLine(err: unknown): string {
+  return err instanceof ConfigError
+    ? `escrow-settlement: bad configuration: ${err.message}\n`
+    : `escrow-settlement: start-up failed: ${oneLine(err)}\n`;
 }
 
 function fail(err: unknown): never {
   dataDirLock?.release();
-  // Bad configuration, found by parsing or only at start (port in use, DATABASE_URL unreachable,
-  // DATA_DIR held or unwritable, CHAIN_RPC_URL not a local dev chain …): one line naming it.
-  if (err instanceof ConfigError) process.stderr.write(`escrow-settlement: bad configuration: ${err.message}\n`);
-  else process.stderr.write(`escrow-settlement: start-up failed: ${oneLine(err)}\n`);
+  process.stderr.write(failureLine(err));
   process.exit(1);
 }
 

@@ -1,6 +1,7 @@
 // Starting the real service as a child process, as operators do, and talking to it over HTTP.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -71,3 +72,36 @@ export function run(args: string[], env: Record<string, string> = {}, opts: RunO
 export const TSX = ['--import', 'tsx', 'src/main.ts'];
 /** The same, runnable from any working directory. */
 export const TSX_ANYWHERE = ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('../../src/main.ts', import.meta.url))];
+
+let bundleBuilt: Promise<string> | undefined;
+
+/** Builds dist/escrow-settlement.mjs (+ PGlite's assets) once per test process, with build.mjs; resolves to its path. */
+export function buildBundle(): Promise<string> {
+  bundleBuilt ??= run(['build.mjs']).then((b) => {
+    if (b.code !== 0) throw new Error(`node build.mjs failed (${b.code}):\n${b.stderr}`);
+    return 'dist/escrow-settlement.mjs';
+  });
+  return bundleBuilt;
+}
+
+/** How soon a start-up failure must be reported (issue 17 item 7). */
+export const START_FAILURE_BOUND_MS = 10_000;
+
+/**
+ * Starts the service with env and expects the one-line start-up failure naming `variable` (matching
+ * `pattern`), exit code 1, no stack trace, within the bound. Returns how long it took (ms).
+ */
+export async function failsNaming(env: Record<string, string>, variable: string, pattern?: RegExp, opts: RunOptions = {}): Promise<number> {
+  const started = performance.now();
+  const r = await run(opts.cwd ? TSX_ANYWHERE : TSX, { PORT: '0', ...env }, opts);
+  const ms = Math.round(performance.now() - started);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+  assert.equal(r.code, 1, `exit code 1 (${r.stderr})`);
+  assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${r.stderr}`);
+  assert.match(lines[0], new RegExp(`^escrow-settlement: bad configuration: ${variable}: `));
+  if (pattern) assert.match(lines[0], pattern);
+  assert.doesNotMatch(r.stderr, /\n\s+at |\[object Object\]/, 'no stack trace, no [object Object]');
+  assert.ok(ms < START_FAILURE_BOUND_MS, `reported within ${START_FAILURE_BOUND_MS} ms, took ${ms} ms`);
+  process.stdout.write(`# ${variable}: ${ms} ms: ${lines[0]}\n`);
+  return ms;
+}

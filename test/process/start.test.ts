@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run, startService, TSX, ROOT } from './proc.ts';
+import { buildBundle, run, startService, TSX, ROOT } from './proc.ts';
 import { openPglite } from '../../src/db/pglite.ts';
 
 test('the sandbox starts, answers /health, and a restart with the same DATA_DIR keeps agents and the issuer key', async () => {
@@ -58,8 +58,7 @@ test('a bad configuration value stops start-up with one line naming the variable
 });
 
 test('the esbuild bundle builds, runs with plain node from its folder, answers /health and stops cleanly', async () => {
-  const b = await run(['build.mjs']);
-  assert.equal(b.code, 0, b.stderr);
+  await buildBundle();
   assert.ok(existsSync(join(ROOT, 'dist/escrow-settlement.mjs')));
   const s = await startService(['dist/escrow-settlement.mjs'], { DATA_DIR: ':memory:' });
   const h = await (await fetch(`${s.url}/health`)).json();

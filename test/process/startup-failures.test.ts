@@ -9,9 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PG_URL } from '../harness.ts';
 import { parseConfig } from '../../src/config.ts';
-import { run, startService, TSX, TSX_ANYWHERE, type RunOptions } from './proc.ts';
-
-const BOUND_MS = 10_000;
+import { failsNaming, run, startService, TSX } from './proc.ts';
 
 /** A port nothing listens on (bound, then released). */
 async function closedPort(): Promise<number> {
@@ -37,20 +35,6 @@ async function silentServer(): Promise<{ port: number; close: () => Promise<void
 }
 
 /** Starts the service with `env`; asserts the one-line failure naming `variable`, and returns how long it took. */
-async function failsNaming(env: Record<string, string>, variable: string, pattern?: RegExp, opts: RunOptions = {}): Promise<number> {
-  const started = performance.now();
-  const r = await run(opts.cwd ? TSX_ANYWHERE : TSX, { PORT: '0', ...env }, opts);
-  const ms = Math.round(performance.now() - started);
-  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
-  assert.equal(r.code, 1, `exit code 1 (${r.stderr})`);
-  assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${r.stderr}`);
-  assert.match(lines[0], new RegExp(`^escrow-settlement: bad configuration: ${variable}: `));
-  if (pattern) assert.match(lines[0], pattern);
-  assert.doesNotMatch(r.stderr, /\n\s+at |\[object Object\]/, 'no stack trace, no [object Object]');
-  assert.ok(ms < BOUND_MS, `reported within ${BOUND_MS} ms, took ${ms} ms`);
-  process.stdout.write(`# ${variable}: ${ms} ms: ${lines[0]}\n`);
-  return ms;
-}
 
 test('bad values, a bad DATA_DIR and a refused or silent DATABASE_URL each stop start-up with one line naming the variable', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-startup-'));
