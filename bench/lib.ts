@@ -64,6 +64,8 @@ export const CFG = {
   memoryEscrows: num('BENCH_MEMORY_ESCROWS', 100_000, 500),
   /** tsx (node --import tsx src/main.ts, the default) or bundle (dist/escrow-settlement.mjs; run `npm run build` first). */
   service: (env.BENCH_SERVICE === 'bundle' ? 'bundle' : 'tsx') as 'tsx' | 'bundle',
+  /** Extra node flags for the service process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (split on spaces). */
+  nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
   only: env.BENCH_ONLY ? (env.BENCH_ONLY.split(',').map((s) => s.trim()) as Section[]) : [...SECTIONS],
   out: env.BENCH_OUT || join(ROOT, 'bench', 'results.json'),
 };
@@ -288,6 +290,54 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/** Busy CPU of the whole machine so far, ms over all cores (/proc/stat: everything but idle and iowait). */
+export function machineBusyMs(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] || 0)) * 10;
+}
+
+/** Where the machine's CPU went over a window: the service process(es), this bench process, the rest (the database). */
+export interface CpuSplit { serviceMs: number; benchMs: number; restMs: number; machineMs: number; elapsedMs: number; backendsMs?: number }
+
+export function cpuWindow(servicePids: number[]): { stop(): CpuSplit } {
+  const svc = () => servicePids.reduce((a, p) => a + procCpuMs(p), 0);
+  const me = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+  const t0 = performance.now(), m0 = machineBusyMs(), s0 = svc(), b0 = me();
+  return {
+    stop() {
+      const machineMs = machineBusyMs() - m0, serviceMs = servicePids.length ? svc() - s0 : 0, benchMs = me() - b0;
+      return { serviceMs, benchMs, restMs: Math.max(0, machineMs - serviceMs - benchMs), machineMs, elapsedMs: performance.now() - t0 };
+    },
+  };
+}
+
+/**
+ * CPU used so far by the Postgres backends serving one application_name (from pg_stat_activity and
+ * /proc): the database's share of a run, counted precisely even when other work shares the machine.
+ */
+export async function backendCpu(appName: string): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (STORE !== 'postgres' || !appName) return out;
+  const sql = postgres(CFG.databaseUrl!, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE application_name = ${appName}`;
+    for (const { pid } of rows) {
+      try {
+        out.set(pid, procCpuMs(pid));
+      } catch {
+        // gone already
+      }
+    }
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+  return out;
+}
+
+/** CPU the backends used between two backendCpu snapshots (a backend that appeared counts from 0). */
+export const backendCpuDelta = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((t, [pid, ms]) => t + ms - (a.get(pid) ?? 0), 0);
+
 /** utime + stime of a process in ms (fields 14 and 15 of /proc/<pid>/stat; clock ticks of 10 ms). */
 function procCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -327,7 +377,7 @@ export async function startChild(store: ChildTarget, extraEnv: Record<string, st
         : { DATABASE_URL: store.url!, DATA_DIR: dir };
   const bundle = join(ROOT, 'dist', 'escrow-settlement.mjs');
   if (CFG.service === 'bundle' && !existsSync(bundle)) throw new Error('BENCH_SERVICE=bundle needs dist/escrow-settlement.mjs: run npm run build');
-  const args = CFG.service === 'bundle' ? [bundle] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const args = [...CFG.nodeArgs, ...(CFG.service === 'bundle' ? [bundle] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { PATH: env.PATH ?? '', HOME: env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', ...storeEnv, ...extraEnv },

@@ -15,6 +15,8 @@ export interface LifecycleRun {
   concurrency: number;
   /** CPU the service process used per lifecycle (ms) and its share of one core over the run. */
   serviceCpu?: { msPerLifecycle: number; coreShare: number };
+  /** The machine's CPU per lifecycle (ms, all cores): service process, bench client, the rest (the database). */
+  cpuPerLifecycle?: { service: number; client: number; backends: number; database: number; machineCores: number };
   lifecycles: number;
   elapsedMs: number;
   perSecond: number;

@@ -10,6 +10,7 @@
 // BENCH_VERIFY_SECONDS, BENCH_VERIFY_CONNECTIONS, BENCH_CRYPTO_SECONDS, BENCH_LOG_SIZES,
 // BENCH_LOG_SAMPLES, BENCH_SWEEP_ESCROWS, BENCH_SWEEP_IDLE_PROBES, BENCH_WEBHOOK_SECONDS,
 // BENCH_WEBHOOK_CONCURRENCY, BENCH_WEBHOOK_DRAIN_SECONDS, BENCH_MEMORY_ESCROWS;
+// BENCH_NOTE is recorded as is in results.json (e.g. what else ran on the machine);
 // BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
 // dist/escrow-settlement.mjs (npm run build first) instead of `node --import tsx src/main.ts`.
 //
@@ -18,7 +19,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { relative } from 'node:path';
-import { CFG, ROOT, childTarget, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
+import { CFG, ROOT, backendCpu, backendCpuDelta, childTarget, cpuWindow, type CpuSplit, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
 import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
@@ -38,6 +39,9 @@ interface Row {
 }
 
 const rows: Row[] = [];
+const perLifecycle = (w: CpuSplit, n: number) => ({
+  service: w.serviceMs / n, client: w.benchMs / n, backends: (w.backendsMs ?? NaN) / n, database: w.restMs / n, machineCores: w.machineMs / w.elapsedMs,
+});
 const raw: Record<string, unknown> = {};
 const add = (r: Partial<Row> & Pick<Row, 'run' | 'measure'>) => rows.push({ service: '', floor: '', ratio: '', target: '', result: '', ...r });
 const pass = (ok: boolean): Row['result'] => (ok ? 'PASS' : 'MISS');
@@ -71,13 +75,21 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       if (CFG.warmupSeconds > 0) await service.run(c, CFG.warmupSeconds);
       let sessions = sessionSampler(serviceAppName(svcStore));
       const cpu0 = child.cpuMs();
+      let win = cpuWindow([child.pid]);
+      let be0 = await backendCpu(serviceAppName(svcStore));
       const s = await service.run(c, CFG.seconds);
+      const svcBackends = backendCpuDelta(be0, await backendCpu(serviceAppName(svcStore)));
       const cpu = child.cpuMs() - cpu0;
       s.serviceCpu = { msPerLifecycle: cpu / s.lifecycles, coreShare: cpu / s.elapsedMs };
+      s.cpuPerLifecycle = perLifecycle({ ...win.stop(), backendsMs: svcBackends }, s.lifecycles);
       const svcSessions = await sessions.stop();
       if (CFG.warmupSeconds > 0) await floor.run(c, CFG.warmupSeconds);
       sessions = sessionSampler(floorAppName(floorStore));
+      win = cpuWindow([]);
+      be0 = await backendCpu(floorAppName(floorStore));
       const fl = await floor.run(c, CFG.seconds);
+      const floorBackends = backendCpuDelta(be0, await backendCpu(floorAppName(floorStore)));
+      fl.cpuPerLifecycle = perLifecycle({ ...win.stop(), backendsMs: floorBackends }, fl.lifecycles);
       const floorSessions = await sessions.stop();
       runs.push({ service: s, floor: fl, sessions: { service: svcSessions, floor: floorSessions } });
       log(`lifecycle c=${c}: service ${f(s.perSecond)}/s, floor ${f(fl.perSecond)}/s`);
@@ -94,10 +106,30 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
         const two = await serviceLifecycle([child.url, child2.url]);
         if (CFG.warmupSeconds > 0) await two.run(16, CFG.warmupSeconds);
         const sessions = sessionSampler(serviceAppName(svcStore));
+        const win2 = cpuWindow([child.pid, child2.pid]);
+        const be2 = await backendCpu(serviceAppName(svcStore));
         const r2 = await two.run(16, CFG.seconds);
+        const be2Ms = backendCpuDelta(be2, await backendCpu(serviceAppName(svcStore)));
+        r2.cpuPerLifecycle = perLifecycle({ ...win2.stop(), backendsMs: be2Ms }, r2.lifecycles);
         const st = await sessions.stop();
         const one = runs.find((r) => r.service.concurrency === 16)!;
         raw.twoInstances = { run: r2, sessions: st };
+        // What this machine allows at most, from CPU measured in these runs, not estimated: every core
+        // busy, each lifecycle costing what it cost here (service process(es) + the bench's client +
+        // the Postgres backends serving them).
+        const cores = cpus().length;
+        const perLc = (x: NonNullable<LifecycleRun['cpuPerLifecycle']>) => x.service + x.client + x.backends;
+        const bound = (cores * 1000) / Math.min(perLc(one.service.cpuPerLifecycle!), perLc(r2.cpuPerLifecycle!));
+        raw.cpuBound = { cores, lifecyclesPerSecondAtMost: bound, floor: one.floor.perSecond };
+        const c2 = r2.cpuPerLifecycle!;
+        add({
+          run: '1 lifecycle', measure: `c=16 two processes: CPU ms per lifecycle, services + bench client + their Postgres backends (machine busy ${f(c2.machineCores, 2)} of ${cores} cores)`,
+          service: `${f(c2.service, 2)} + ${f(c2.client, 2)} + ${f(c2.backends, 2)}`,
+        });
+        add({
+          run: '1 lifecycle', measure: `the most this machine allows: ${cores} cores × 1000 ms / the lowest CPU ms per lifecycle measured above (service + client + backends), against the floor`,
+          service: f(bound), floor: f(one.floor.perSecond), ratio: pctOf(bound, one.floor.perSecond),
+        });
         const on = (x: SessionStats) => Object.entries(x.waitingOn).slice(0, 3).map(([k, v]) => `${k} ${f(v * 100, 0)}%`).join(', ') || 'none';
         add({
           run: '1 lifecycle', measure: `c=16 over two service processes on one database: lifecycles/s (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(r2.steps.deliver.p50, r2.steps.deliver.p99)}`,
@@ -110,14 +142,48 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       } finally {
         await child2.stop();
       }
+      // One instance with WORKERS=2 (node:cluster, one port) on the same database: the operator's
+      // way to give an instance more than one core.
+      const clustered = await startChild(svcStore, { VERIFY_RATE_LIMIT_MAX: '1000000000', WORKERS: '2' });
+      try {
+        const pids = JSON.parse(/"workerPids":(\[[^\]]*\])/.exec(clustered.stderr())?.[1] ?? '[]') as number[];
+        const w = await serviceLifecycle(clustered.url);
+        if (CFG.warmupSeconds > 0) await w.run(16, CFG.warmupSeconds);
+        const win = cpuWindow(pids);
+        const be = await backendCpu(serviceAppName(svcStore));
+        const rw = await w.run(16, CFG.seconds);
+        rw.cpuPerLifecycle = perLifecycle({ ...win.stop(), backendsMs: backendCpuDelta(be, await backendCpu(serviceAppName(svcStore))) }, rw.lifecycles);
+        const one = runs.find((r) => r.service.concurrency === 16)!;
+        raw.workers2 = { run: rw, workerPids: pids };
+        const cw = rw.cpuPerLifecycle;
+        add({
+          run: '1 lifecycle', measure: `c=16 against one instance with WORKERS=2 (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(rw.steps.deliver.p50, rw.steps.deliver.p99)}; CPU ms per lifecycle ${f(cw.service, 2)} + ${f(cw.client, 2)} + ${f(cw.backends, 2)}, machine busy ${f(cw.machineCores, 2)} of ${cpus().length} cores`,
+          service: f(rw.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(rw.perSecond, one.floor.perSecond),
+        });
+      } finally {
+        await clustered.stop();
+      }
     }
     await floorStore.close();
     const sampledMax = sampler.stop();
     const { hwmMb, rssMb } = child.rss();
     raw.lifecycle = runs;
+    if (svcStore) {
+      // How the integrator batched the service's closings over every run above (a head is signed once per batch).
+      const [b] = await svcStore.db.query<{ heads: number; size: number }>('SELECT (SELECT count(*) FROM log_heads)::int AS heads, (SELECT size FROM log_state WHERE id = 1)::int AS size');
+      raw.integration = { batches: b.heads, leaves: b.size };
+      add({ run: '1 lifecycle', measure: `log integration over the service's runs: ${b.size} leaves in ${b.heads} batches`, service: `${f(b.size / Math.max(1, b.heads), 2)} leaves per batch` });
+    }
     raw.memoryRun1 = { vmHwmMb: hwmMb, vmRssMbAtEnd: rssMb, sampledMaxRssMb: sampledMax, service: CFG.service };
     for (const { service: s, floor: fl } of runs) {
       const gated = s.concurrency === 16;
+      const cs = s.cpuPerLifecycle!, cf = fl.cpuPerLifecycle!;
+      add({
+        run: '1 lifecycle', measure: `c=${s.concurrency}: CPU ms per lifecycle: service process + bench client + its Postgres backends (+ the rest of the machine: Postgres' own processes, anything else) (machine busy ${f(cs.machineCores, 2)} of ${cpus().length} cores; floor: ${f(cf.machineCores, 2)})`,
+        service: `${f(cs.service, 2)} + ${f(cs.client, 2)} + ${f(cs.backends, 2)} (+${f(cs.database - cs.backends, 2)})`,
+        floor: `0 + ${f(cf.client, 2)} + ${f(cf.backends, 2)} (+${f(cf.database - cf.backends, 2)})`,
+        ratio: times(cs.service + cs.client + cs.database, cf.client + cf.database),
+      });
       add({
         run: '1 lifecycle', measure: `c=${s.concurrency}: lifecycles/s (create→fund→deliver; service process CPU ${f(s.serviceCpu!.msPerLifecycle, 1)} ms per lifecycle, ${f(s.serviceCpu!.coreShare * 100, 0)}% of a core)`,
         service: f(s.perSecond), floor: f(fl.perSecond), ratio: pctOf(s.perSecond, fl.perSecond),
@@ -213,6 +279,11 @@ async function sweepRun(): Promise<void> {
   const n = CFG.sweepEscrows;
   log(`sweep: ${n} expired escrows, service`);
   let store = await newStore('sweep');
+  // Alone (against its floor), then again with a user's deliveries running meanwhile (their latency).
+  const alone = await sweepService(store, n, 0, false);
+  await store.close();
+  log(`sweep: service alone ${f(alone.ms / 1000, 2)} s; with a user's deliveries`);
+  store = await newStore('sweepuser');
   const s = await sweepService(store, n, CFG.sweepIdleProbes);
   await store.close();
   log(`sweep: service ${f(s.ms / 1000, 2)} s; floor`);
@@ -223,11 +294,15 @@ async function sweepRun(): Promise<void> {
   store = await newStore('sweep2');
   const two = await sweepTwoInstances(store, n);
   await store.close();
-  raw.sweep = { service: s, floor: fl, twoInstances: two };
+  raw.sweep = { serviceAlone: alone, service: s, floor: fl, twoInstances: two };
   add({
-    run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance: s (escrows/s)`,
-    service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
-    ratio: pctOf(s.perSecond, fl.perSecond), target: 'closings/s ≥ 80% of floor', result: pass(s.perSecond >= 0.8 * fl.perSecond),
+    run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance, nothing else running: s (escrows/s)`,
+    service: `${f(alone.ms / 1000, 2)} s (${f(alone.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
+    ratio: pctOf(alone.perSecond, fl.perSecond), target: 'closings/s ≥ 80% of floor', result: pass(alone.perSecond >= 0.8 * fl.perSecond),
+  });
+  add({
+    run: '4 sweep', measure: `the same sweep while a user's deliveries run in the same process: s (escrows/s)`,
+    service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`, ratio: pctOf(s.perSecond, fl.perSecond),
   });
   add({
     run: '4 sweep', measure: `a user's deliver p50 / p99 while that sweep runs (${s.deliverDuringSweep.n} probes; idle: ${ms(s.deliverIdle.p50, s.deliverIdle.p99)})`,
@@ -336,7 +411,8 @@ async function main(): Promise<void> {
     loadavgAtStart: load0.map((n) => round(n, 2)),
     loadavgAtEnd: loadavg().map((n) => round(n, 2)),
     postgres: STORE === 'postgres' ? await postgresVersion() : null,
-    sharedMachine: 'shared by 8 concurrent agent sessions during the run: figures are noisy; ratios measured side by side are the trustworthy part',
+    // What the person running the bench knows about the machine that the load average does not say.
+    note: process.env.BENCH_NOTE ?? null,
     seconds: (Date.now() - started) / 1000,
     config: { ...CFG, databaseUrl: undefined, out: relative(ROOT, CFG.out) },
   };
