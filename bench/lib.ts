@@ -155,13 +155,17 @@ export async function newStore(name: string, opts: { max?: number } = {}): Promi
   await admin.unsafe(`CREATE SCHEMA ${schema}`);
   await admin.end();
   schemas.push(schema);
-  const db = openPostgres(CFG.databaseUrl!, { schema, max: opts.max ?? 10 });
+  const db = openPostgres(CFG.databaseUrl!, { schema, max: opts.max ?? 10, applicationName: inProcessAppName(schema) });
   const close = once(() => db.close());
   closers.push(close);
   await migrate(db);
   await ensureKeys(db);
   return { kind: 'postgres', name: schema, db, url: withSearchPath(CFG.databaseUrl!, schema, `${RUN_ID}_svc_${name}`), close };
 }
+
+/** application_name of the store's own pool, which in-process apps (sweep bench) use. */
+const inProcessAppName = (schema: string) => `${schema}_db`.replace(/^bench_/, 'bd_').slice(0, 63);
+export const storeAppName = (store: Store) => (store.kind === 'postgres' ? inProcessAppName(store.name) : '');
 
 /** application_name of the floor's connections on a store (pg_stat_activity tells them apart). */
 export const floorAppName = (store: Store) => `${store.name}_floor`.replace(/^bench_/, 'bf_').slice(0, 63);

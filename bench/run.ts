@@ -24,7 +24,7 @@ import { openPostgres } from '../src/db/postgres.ts';
 import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
 import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
 import { logBench } from './log.ts';
-import { sweepFloor, sweepService, sweepTwoInstances } from './sweep.ts';
+import { sweepFloor, sweepService, sweepTwoInstances, type SweepRun } from './sweep.ts';
 import { webhookBench } from './webhooks.ts';
 import { memoryAfter } from './memory.ts';
 
@@ -163,6 +163,24 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       } finally {
         await clustered.stop();
       }
+      // A diagnostic, not a configuration to run: closings answer without waiting for their leaf's
+      // integration (LOG_INTEGRATE_WAIT_MS=0). With the event loop saturated at c=16 the wait only
+      // moves latency between steps; the sum of the steps' means stays 16 / (lifecycles/s).
+      const noWait = await startChild(svcStore, { VERIFY_RATE_LIMIT_MAX: '1000000000', LOG_INTEGRATE_WAIT_MS: '0' });
+      try {
+        const w = await serviceLifecycle(noWait.url);
+        if (CFG.warmupSeconds > 0) await w.run(16, CFG.warmupSeconds);
+        const rn = await w.run(16, CFG.seconds);
+        const one = runs.find((r) => r.service.concurrency === 16)!;
+        raw.noIntegrationWait = rn;
+        const means = (r: typeof rn) => r.steps.create.mean + r.steps.fund.mean + r.steps.deliver.mean;
+        add({
+          run: '1 lifecycle', measure: `c=16 diagnostic, closings not waiting for integration (LOG_INTEGRATE_WAIT_MS=0): p99 create / fund / deliver ${f(rn.steps.create.p99, 1)} / ${f(rn.steps.fund.p99, 1)} / ${f(rn.steps.deliver.p99, 1)} ms (waiting: ${f(one.service.steps.create.p99, 1)} / ${f(one.service.steps.fund.p99, 1)} / ${f(one.service.steps.deliver.p99, 1)}); sum of step means ${f(means(rn), 1)} ms (waiting: ${f(means(one.service), 1)}; 16 / lifecycles/s: ${f(16000 / rn.perSecond, 1)})`,
+          service: f(rn.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(rn.perSecond, one.floor.perSecond),
+        });
+      } finally {
+        await noWait.stop();
+      }
     }
     await floorStore.close();
     const sampledMax = sampler.stop();
@@ -290,15 +308,35 @@ async function sweepRun(): Promise<void> {
   store = await newStore('sweepfloor');
   const fl = await sweepFloor(store, n);
   await store.close();
-  log(`sweep: floor ${f(fl.ms / 1000, 2)} s; two instances`);
+  // Two passes side by side in one process (each its own transaction, SKIP LOCKED), service and
+  // floor: where one pass's waits are what bounds the rate, a second one uses them.
+  log(`sweep: floor ${f(fl.ms / 1000, 2)} s; service with 2 passes side by side`);
+  store = await newStore('sweeppar');
+  const alone2 = await sweepService(store, n, 0, false, 2);
+  await store.close();
+  log(`sweep: service, 2 passes ${f(alone2.ms / 1000, 2)} s; floor, 2 passes`);
+  store = await newStore('sweepfloorpar');
+  const fl2 = await sweepFloor(store, n, 2);
+  await store.close();
+  log(`sweep: floor, 2 passes ${f(fl2.ms / 1000, 2)} s; two instances`);
   store = await newStore('sweep2');
   const two = await sweepTwoInstances(store, n);
   await store.close();
-  raw.sweep = { serviceAlone: alone, service: s, floor: fl, twoInstances: two };
+  raw.sweep = { serviceAlone: alone, service: s, floor: fl, serviceTwoPasses: alone2, floorTwoPasses: fl2, twoInstances: two };
+  const cpu = (r: SweepRun) => `${f(r.cpuPerClose.process, 2)} + ${f(r.cpuPerClose.backends, 2)}`;
   add({
     run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance, nothing else running: s (escrows/s)`,
     service: `${f(alone.ms / 1000, 2)} s (${f(alone.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
     ratio: pctOf(alone.perSecond, fl.perSecond), target: 'closings/s ≥ 80% of floor', result: pass(alone.perSecond >= 0.8 * fl.perSecond),
+  });
+  add({
+    run: '4 sweep', measure: 'that sweep: CPU ms per closing, this process (the in-process service, or the floor\'s client) + its Postgres backends',
+    service: cpu(alone), floor: cpu(fl), ratio: times(alone.cpuPerClose.total, fl.cpuPerClose.total),
+  });
+  add({
+    run: '4 sweep', measure: `the same with 2 passes side by side, service and floor (CPU ms per closing ${cpu(alone2)} vs ${cpu(fl2)}; machine bound at that CPU: ${f(cpus().length * 1000 / alone2.cpuPerClose.total, 0)} vs ${f(cpus().length * 1000 / fl2.cpuPerClose.total, 0)}/s)`,
+    service: `${f(alone2.ms / 1000, 2)} s (${f(alone2.perSecond, 0)}/s)`, floor: `${f(fl2.ms / 1000, 2)} s (${f(fl2.perSecond, 0)}/s)`,
+    ratio: pctOf(alone2.perSecond, fl2.perSecond),
   });
   add({
     run: '4 sweep', measure: `the same sweep while a user's deliveries run in the same process: s (escrows/s)`,

@@ -3,10 +3,10 @@
 // instances (two apps on two pools, one schema) sweeping together: exactly once is asserted.
 import type { Db } from '../src/db/types.ts';
 import { sweepOnce, SWEEP_BATCH } from '../src/jobs/sweep.ts';
-import { lockEscrow } from '../src/domain/escrowRow.ts';
+import { readLocked } from '../src/domain/escrowRow.ts';
 import type { App } from '../src/app.ts';
 import { entries, FLOOR_SQL as SQL, floorClose, ids, PAYLOAD, TERMS } from './lifecycle.ts';
-import { dist, inProcessApp, log, rawDb, samePool, sleep, type Dist, type Store } from './lib.ts';
+import { backendCpu, backendCpuDelta, dist, floorAppName, inProcessApp, log, rawDb, round, samePool, sleep, storeAppName, type Dist, type Store } from './lib.ts';
 import { seedFunded } from './seed.ts';
 
 const BATCH = SWEEP_BATCH; // what the running service sweeps per pass (src/jobs/sweep.ts)
@@ -15,9 +15,38 @@ export interface SweepRun {
   escrows: number;
   ms: number;
   perSecond: number;
+  /** Passes run side by side (each its own transaction of BATCH escrows, SKIP LOCKED). */
+  passes: number;
+  /**
+   * CPU per closing, ms: this process (the in-process service, or the floor's client) and the
+   * Postgres backends serving it; with `passes` > 1 the machine's cores are what bounds the rate.
+   */
+  cpuPerClose: { process: number; backends: number; total: number };
 }
 
-export interface SweepPairRun extends SweepRun {
+/** Runs `fn` with the CPU of this process and of the backends of `appName` measured around it. */
+async function withCpu<T>(appName: string, n: number, fn: () => Promise<T>): Promise<[T, SweepRun['cpuPerClose']]> {
+  const be0 = await backendCpu(appName);
+  const u0 = process.cpuUsage();
+  const out = await fn();
+  const u = process.cpuUsage(u0);
+  const backends = backendCpuDelta(be0, await backendCpu(appName));
+  const proc = (u.user + u.system) / 1000;
+  return [out, { process: round(proc / n, 3), backends: round(backends / n, 3), total: round((proc + backends) / n, 3) }];
+}
+
+/** `passes` loops of sweepOnce side by side until one finds nothing due. */
+async function sweepLoops(app: App, passes: number): Promise<void> {
+  await Promise.all(Array.from({ length: passes }, async () => {
+    for (;;) {
+      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
+      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
+      if (r.ran && r.closed === 0) break;
+    }
+  }));
+}
+
+export interface SweepPairRun extends Omit<SweepRun, 'passes' | 'cpuPerClose'> {
   byInstance: [number, number];
   skippedPasses: number;
   proofs: number;
@@ -70,7 +99,7 @@ async function deliveryProbe(app: App, until: () => boolean, max = Infinity): Pr
  * meanwhile (their latency is the measure; they also take the sweep's event loop, so the sweep's own
  * rate against its floor is measured in a run without them).
  */
-export async function sweepService(store: Store, n: number, idleProbes: number, probeDuring = true): Promise<SweepRun & { deliverIdle: Dist; deliverDuringSweep: Dist }> {
+export async function sweepService(store: Store, n: number, idleProbes: number, probeDuring = true, passes = 1): Promise<SweepRun & { deliverIdle: Dist; deliverDuringSweep: Dist }> {
   await seedFunded(store.db, n, 'swp', 'past');
   const app = inProcessApp(store.db);
   // The delivery probe alone first (the seeded escrows are not swept yet: nothing else runs).
@@ -78,12 +107,9 @@ export async function sweepService(store: Store, n: number, idleProbes: number, 
   let sweeping = true;
   const probe = probeDuring ? deliveryProbe(app, () => !sweeping) : Promise.resolve([]);
   const t = performance.now();
+  let cpuPerClose: SweepRun['cpuPerClose'];
   try {
-    for (;;) {
-      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
-      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
-      if (r.ran && r.closed === 0) break;
-    }
+    [, cpuPerClose] = await withCpu(storeAppName(store), n, () => sweepLoops(app, passes));
   } finally {
     sweeping = false;
   }
@@ -92,25 +118,27 @@ export async function sweepService(store: Store, n: number, idleProbes: number, 
   const c = await counts(store.db);
   const probes = deliverIdle.n + deliverDuringSweep.n;
   if (c.refunded !== n || c.proofs !== n + probes || c.logSize !== n + probes) throw new Error(`sweep closed ${c.refunded}/${n} (proofs ${c.proofs}, log ${c.logSize}, probes ${probes})`);
-  return { escrows: n, ms, perSecond: (n * 1000) / ms, deliverIdle, deliverDuringSweep };
+  return { escrows: n, ms, perSecond: (n * 1000) / ms, passes, cpuPerClose, deliverIdle, deliverDuringSweep };
 }
 
 /**
- * sweepOnce's statements (src/jobs/sweep.ts with closeMatter's timeout path), fixed values, each
- * close in a savepoint as the service's; leaf indices from a plain sequence and no integrator.
+ * sweepOnce's statements (src/jobs/sweep.ts with closeMatter's timeout path: the pass's locked
+ * escrows read in one statement, then each close in a savepoint as the service's), fixed values;
+ * leaf indices from a plain sequence and no integrator.
  */
-export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
+export async function sweepFloor(store: Store, n: number, passes = 1): Promise<SweepRun> {
   await seedFunded(store.db, n, 'swp', 'past');
   const db = rawDb(store);
   await db.query(SQL.leafSeq);
   let seq = 0;
   const t = performance.now();
-  for (;;) {
+  const [, cpuPerClose] = await withCpu(floorAppName(store), n, () => Promise.all(Array.from({ length: passes }, async () => { for (;;) {
     const closed = await db.tx(async (tx) => {
       const due = await tx.query<{ id: string }>(SQL.due, [BATCH]);
-      for (const { id } of due) await tx.savepoint(async (sp) => {
+      const locked = await readLocked(tx, due.map((d) => d.id));
+      for (const e of locked) await tx.savepoint(async (sp) => {
         const n2 = ids(seq++);
-        const e = await lockEscrow(sp, id);
+        const id = e.id;
         await floorClose(sp, id, e.now, {
           n: n2,
           outcome: 'refunded',
@@ -127,11 +155,11 @@ export async function sweepFloor(store: Store, n: number): Promise<SweepRun> {
       return due.length;
     });
     if (closed === 0) break;
-  }
+  } })));
   const ms = performance.now() - t;
   const c = await counts(store.db);
   if (c.proofs !== n || c.refunded !== n) throw new Error(`floor sweep closed ${c.refunded}/${n}`);
-  return { escrows: n, ms, perSecond: (n * 1000) / ms };
+  return { escrows: n, ms, perSecond: (n * 1000) / ms, passes, cpuPerClose };
 }
 
 /** Two instances (two apps, two pools, one schema) sweeping at once, each as its ticker would. */

@@ -89,11 +89,85 @@ export interface CloseInput {
    * trip fewer). Only for a caller that sends nothing after closeMatter, outside any savepoint.
    */
   last?: boolean;
+  /**
+   * This closing's proof, signed ahead by presignClosing (a sweep pass signs the next closing while
+   * this one's statements travel). Only for simulated custody, whose proofs hold nothing custody says.
+   */
+  signed?: Signed;
+  /** Runs once the closing's statements are on their way, before their answer is awaited. */
+  whileWriting?: () => Promise<void>;
 }
 
 export type CloseResult =
   | { ok: true; proof: Proof; state: EscrowState }
   | { ok: false; error: string; attempt: number };
+
+export interface Signed {
+  proofId: string;
+  proof: Proof;
+  /** What the closing appends to the trail: the command's pending events, the closing's, proof.issued. */
+  entries: ReturnType<typeof extend>;
+  leafHashHex: string;
+  disputeId?: string;
+}
+
+/** One turn of the event loop: setImmediate where there is one (Node), else a zero timeout. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  if (immediate) immediate(resolve);
+  else setTimeout(resolve, 0);
+});
+/**
+ * Resolves once statements issued just before are written to the socket: postgres.js queues a
+ * query a microtask after it is issued and flushes small writes from a setImmediate of its own, so
+ * two turns of the loop put it on the wire (CPU work after this overlaps the round trip).
+ */
+const onTheWire = async () => {
+  await nextTurn();
+  await nextTurn();
+};
+
+/**
+ * A timeout or other closing's proof signed ahead of closeMatter (pass it as `signed`), or
+ * undefined where custody puts something of its own into the proof (chain custody's anchor).
+ * The signature is spent if custody then fails: the proof is dropped, never stored.
+ */
+export async function presignClosing(tx: Queryable, svc: Services, e: Locked, closing: Closing, pending: NewEvent[] = []): Promise<Signed | undefined> {
+  if (svc.custody.kind !== 'simulated') return undefined;
+  const { outcome, shares } = outcomeOf(closing);
+  return signClosing(tx, e, closing, pending, { outcome, shares, at: e.now.toISOString() });
+}
+
+/** The proof of a confirmed closing, signed, its leaf hash, and the trail entries the closing appends. */
+async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: NewEvent[], o: { outcome: Outcome; shares?: Shares; at: string; anchor?: Proof['anchor'] }): Promise<Signed> {
+  const proofId = newId('prf');
+  const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, o.outcome)], o.at);
+  const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
+  const key = await issuerSigner(tx, e.issuerKeyId);
+  const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
+  const proof = signProof({
+    id: proofId,
+    escrowId: e.id,
+    outcome: o.outcome,
+    payer: e.payer.publicKey,
+    payee: e.payee.publicKey,
+    amount: formatAmount(e.amount),
+    asset: e.asset,
+    termsHash: e.termsHash,
+    ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
+    ...(e.verdictId ? { verdictId: e.verdictId } : {}),
+    ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
+    ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
+    ...(o.shares ? { shares: o.shares } : {}),
+    // Chain-backed custody: where the payout happened, inside the signed body (SPEC part 2, Proof).
+    ...(o.anchor ? { anchor: o.anchor } : {}),
+    trailHead: head.hash,
+    trailLength: head.index + 1,
+    issuedAt: o.at,
+  }, key);
+  const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at)];
+  return { proofId, proof, entries, leafHashHex: proofLeafHash(proof), disputeId };
+}
 
 export async function closeMatter(tx: Queryable, svc: Services, input: CloseInput): Promise<CloseResult> {
   const { e, closing } = input;
@@ -109,9 +183,21 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   // value outside the database (src/custody/chainCustody.ts) can succeed while this transaction
   // later rolls back, losing the journal; such an adapter must find its own earlier payout again
   // from a key derived from the escrow id (not from this journal) and confirm it instead of paying twice.
-  const settled = await svc.custody.settle(tx, {
+  const settling = svc.custody.settle(tx, {
     escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
   });
+  // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
+  // once it has settled), so its proof is signed while the custody statement travels: the Ed25519
+  // signature, the largest CPU cost of a closing, overlaps that round trip instead of following it.
+  // If custody fails the signed proof is dropped, never stored. Two turns of the event loop put the
+  // statement on the wire first (postgres.js flushes what a tick queued from a setImmediate of its own).
+  let early = input.signed;
+  if (!early && svc.custody.kind === 'simulated') {
+    settling.catch(() => {}); // awaited below; a rejection meanwhile is not an unhandled one
+    await onTheWire();
+    early = await signClosing(tx, e, closing, pending, { outcome, shares, at });
+  }
+  const settled = await settling;
   const journal = (status: string, lastError: string | null): Stmt => ({
     // A retry keeps the first attempt's outcome, amounts, reference and closing: the intent is fixed.
     text: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
@@ -136,37 +222,11 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
     return { ok: false, error: settled.error, attempt };
   }
 
-  const proofId = newId('prf');
-  const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, outcome)], at);
-  const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
-  const key = await issuerSigner(tx, e.issuerKeyId);
-  const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
-  const proof = signProof({
-    id: proofId,
-    escrowId: e.id,
-    outcome,
-    payer: e.payer.publicKey,
-    payee: e.payee.publicKey,
-    amount: formatAmount(e.amount),
-    asset: e.asset,
-    termsHash: e.termsHash,
-    ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
-    ...(e.verdictId ? { verdictId: e.verdictId } : {}),
-    ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
-    ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
-    ...(shares ? { shares } : {}),
-    // Chain-backed custody: where the payout happened, inside the signed body (SPEC part 2, Proof).
-    ...(settled.anchor ? { anchor: settled.anchor } : {}),
-    trailHead: head.hash,
-    trailLength: head.index + 1,
-    issuedAt: at,
-  }, key);
-  const leafHashHex = proofLeafHash(proof);
-  const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome } }], at)];
+  const { proofId, proof, entries, leafHashHex, disputeId } = early ?? await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor });
   const last = entries[entries.length - 1];
   const state = finalState(closing);
   const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
-  await write([
+  const written = write([
     ...(input.writes ?? []),
     journal('confirmed', null),
     trailWrite(e.id, entries),
@@ -184,6 +244,12 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
       ? [{ text: `UPDATE disputes SET state = 'resolved', ruling = $2 WHERE id = $1`, params: [disputeId, JSON.stringify(ruling)] }]
       : []),
   ]);
+  if (input.whileWriting) {
+    written.catch(() => {}); // awaited below
+    await onTheWire();
+    await input.whileWriting();
+  }
+  await written;
   // After the commit: wake this instance's integrator and wait (LOG_INTEGRATE_WAIT_MS at most) until
   // the leaf has its index, so GET /v1/log/proof/{id} answers as soon as the command has returned.
   if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([proofId]));

@@ -124,8 +124,27 @@ export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): 
   // only once the first holds the lock.
   const [locked, rows, ...more] = await tx.batch([
     { text: 'SELECT id FROM escrows WHERE id = $1 FOR UPDATE', params: [id] },
-    {
-      text: `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
+    { text: `${LOCKED_SQL} WHERE e.id = $1`, params: [id] },
+    ...extra,
+  ]);
+  if (locked.length === 0) throw notFound(`no escrow ${id}`);
+  if (rows.length === 0) throw notFound(`no escrow ${id}`);
+  return { e: lockedFrom(rows[0]), more };
+}
+
+/**
+ * The escrows this transaction has already locked (FOR UPDATE, e.g. a sweep pass's SKIP LOCKED
+ * select), read in one statement, in the order of `ids`. The statement starts after the locks are
+ * held, so its snapshot sees every commit made to them (the reason lockEscrow is two statements).
+ */
+export async function readLocked(tx: Queryable, ids: string[]): Promise<Locked[]> {
+  if (ids.length === 0) return [];
+  const rows = await tx.query(`${LOCKED_SQL} WHERE e.id IN (SELECT json_array_elements_text($1::text::json))`, [JSON.stringify(ids)]);
+  const byId = new Map(rows.map((r) => [r.id as string, lockedFrom(r)]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+const LOCKED_SQL = `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
             v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
             c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
             (${ACTIVE_ISSUER_SQL}) AS issuer_key_id
@@ -133,16 +152,10 @@ export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): 
        LEFT JOIN deliveries d ON d.escrow_id = e.id
        LEFT JOIN verdicts v ON v.escrow_id = e.id
        LEFT JOIN disputes ds ON ds.escrow_id = e.id
-       LEFT JOIN custody c ON c.escrow_id = e.id
-      WHERE e.id = $1`,
-      params: [id],
-    },
-    ...extra,
-  ]);
-  if (locked.length === 0) throw notFound(`no escrow ${id}`);
-  if (rows.length === 0) throw notFound(`no escrow ${id}`);
-  const r = rows[0];
-  const e: Locked = {
+       LEFT JOIN custody c ON c.escrow_id = e.id`;
+
+function lockedFrom(r: Row): Locked {
+  return {
     ...fromRow(r),
     now: r.now,
     deliveryId: r.delivery_id ?? null,
@@ -155,7 +168,6 @@ export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): 
     custodyJournalStatus: r.custody_journal_status ?? null,
     issuerKeyId: r.issuer_key_id,
   };
-  return { e, more };
 }
 
 export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {

@@ -2,9 +2,9 @@
 // on every instance, side by side (CONTRACT §3 Sweep, DESIGN: jobs/).
 import type { Services } from '../services.ts';
 import type { Queryable } from '../db/types.ts';
-import { lockEscrow, type Locked } from '../domain/escrowRow.ts';
+import { readLocked, type Locked } from '../domain/escrowRow.ts';
 import { transition } from '../domain/states.ts';
-import { closeMatter, type Closing, type Ruling } from '../domain/close.ts';
+import { closeMatter, presignClosing, type Closing, type Ruling, type Signed } from '../domain/close.ts';
 
 export interface SweepResult {
   /** Always true since passes no longer take a sweep lock (kept for callers that count passes). */
@@ -30,17 +30,34 @@ function timeoutClosing(e: Locked): Closing {
   return { kind: 'timeout', stage, disputeId: e.disputeId!, ruling };
 }
 
-/** Closes one expired escrow inside the sweep's transaction; false if it no longer needs it. */
-async function closeExpired(tx: Queryable, svc: Services, id: string): Promise<'closed' | 'failed' | 'skipped'> {
-  const e = await lockEscrow(tx, id);
-  // Re-checked under the row lock: another instance (or a user) may have moved it since we listed it.
-  if (!e.deadlineAt || e.deadlineAt.getTime() > e.now.getTime()) return 'skipped';
+/** Whether a locked escrow is due for a timeout closing (its deadline passed, its state allows one). */
+function isDue(e: Locked): boolean {
+  if (!e.deadlineAt || e.deadlineAt.getTime() > e.now.getTime()) return false;
   try {
     transition('timeout', e);
+    return true;
   } catch {
-    return 'skipped';
+    return false;
   }
-  const r = await closeMatter(tx, svc, { e, closing: timeoutClosing(e) });
+}
+
+/** A due escrow of the pass, with its proof once signed ahead. */
+interface Due {
+  e: Locked;
+  closing: Closing;
+  signed?: Promise<Signed | undefined>;
+}
+
+/** Closes one expired escrow inside the sweep's transaction; `next` is signed while its statements travel. */
+async function closeExpired(tx: Queryable, svc: Services, d: Due, next: Due | undefined): Promise<'closed' | 'failed'> {
+  const r = await closeMatter(tx, svc, {
+    e: d.e,
+    closing: d.closing,
+    signed: d.signed ? await d.signed : undefined,
+    // The next closing's signature (its largest CPU cost) overlaps this one's round trip.
+    // If that fails, the next closing signs for itself (and meets the error itself); never this one's.
+    ...(next ? { whileWriting: async () => { next.signed = presignClosing(tx, svc, next.e, next.closing).catch(() => undefined); await next.signed; } } : {}),
+  });
   return r.ok ? 'closed' : 'failed';
 }
 
@@ -65,14 +82,19 @@ export async function sweepOnce(svc: Services, opts: { batch?: number; onError?:
       [batch],
     );
     const result: SweepResult = { ran: true, closed: 0, failed: 0, errors: 0 };
-    for (const { id } of due) {
+    // Read: every locked escrow of the pass in one statement (its snapshot is taken after the locks
+    // are held, so it sees every commit to them), and each one checked again: a command may have
+    // moved it between its deadline passing and this pass locking it.
+    const todo: Due[] = (await readLocked(tx, due.map((d) => d.id))).filter(isDue).map((e) => ({ e, closing: timeoutClosing(e) }));
+    for (let i = 0; i < todo.length; i++) {
+      const d = todo[i];
       try {
-        const r = await tx.savepoint((sp) => closeExpired(sp, svc, id));
+        const r = await tx.savepoint((sp) => closeExpired(sp, svc, d, todo[i + 1]));
         if (r === 'closed') result.closed++;
         if (r === 'failed') result.failed++;
       } catch (err) {
         result.errors++;
-        opts.onError?.(id, err);
+        opts.onError?.(d.e.id, err);
       }
     }
     return result;

@@ -112,6 +112,49 @@ describeStores('deadline sweep', (h) => {
   });
 });
 
+describeStores('sweep pass: proofs signed ahead', (h) => {
+  test('a proof signed ahead for a closing whose custody then fails or throws is never stored; the rest of the pass closes', async () => {
+    // Simulated rails (so the pass signs each next closing while the previous one's statements
+    // travel) that decline the 2nd settlement and throw on the 3rd.
+    let calls = 0;
+    const sim = createSimulatedCustody();
+    const odd: CustodyAdapter = {
+      kind: 'simulated',
+      async settle(tx, req) {
+        calls++;
+        if (calls === 2) return { ok: false, error: 'declined by the test' };
+        if (calls === 3) throw new Error('boom');
+        return sim.settle(tx, req);
+      },
+    };
+    const app = createApp({ db: h().db, config: h().config, custody: odd });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await funded(h(), { timeouts: { deliverWithinSeconds: 10 + i } })).id);
+    await advance(h(), 20);
+    const errors: string[] = [];
+    const r = await sweepOnce(app.svc, { onError: (id) => errors.push(id) });
+    assert.deepEqual([r.closed, r.failed, r.errors], [2, 1, 1]);
+    await app.svc.log.drain();
+    const states = [];
+    for (const id of ids) states.push((await h().req('GET', `/v1/escrows/${id}`)).body);
+    assert.deepEqual(states.map((e) => [e.state, e.custody.status]), [['refunded', 'settled'], ['funded', 'settle-failed'], ['funded', 'locked'], ['refunded', 'settled']]);
+    assert.deepEqual(errors, [ids[2]]);
+    const proofs = await h().db.query<{ escrow_id: string }>('SELECT escrow_id FROM proofs ORDER BY escrow_id');
+    assert.deepEqual(proofs.map((p) => p.escrow_id).sort(), [ids[0], ids[3]].sort(), 'only the closed escrows have proofs');
+    const [{ size }] = await h().db.query('SELECT size::int AS size FROM log_state');
+    assert.equal(size, 2, 'one leaf per stored proof');
+    for (const id of [ids[0], ids[3]]) {
+      const events = (await h().req('GET', `/v1/escrows/${id}/events`)).body.events;
+      const proof = (await h().req('GET', `/v1/escrows/${id}/proof`)).body;
+      assert.deepEqual(events.slice(-2).map((x: any) => x.event), ['escrow.timeout', 'proof.issued']);
+      assert.equal(proof.trailLength, events.length - 1, 'the proof commits to the trail up to escrow.timeout');
+      const v = await h().req('POST', '/v1/verify', proof);
+      assert.equal(v.body.valid, true, JSON.stringify(v.body));
+    }
+    assert.deepEqual(await names(h(), ids[1]), ['escrow.created', 'escrow.funded', 'custody.failed']);
+  });
+});
+
 test('two instances sweeping one Postgres close each escrow exactly once (20 rounds)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
   const schema = `t_sweep_${process.pid}_${Date.now().toString(36)}`;
   const s1 = await openStore('postgres', { schema });
