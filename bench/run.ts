@@ -47,6 +47,8 @@ const add = (r: Partial<Row> & Pick<Row, 'run' | 'measure'>) => rows.push({ serv
 const pass = (ok: boolean): Row['result'] => (ok ? 'PASS' : 'MISS');
 const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const ms = (p50: number, p99: number) => `${f(p50, 2)} / ${f(p99, 2)} ms`;
+/** The rest of the machine's CPU, signed: slightly below 0 when /proc/stat's ticks and the processes' disagree. */
+const signed = (n: number) => `${n < 0 ? '−' : '+'}${f(Math.abs(n), 2)}`;
 const pctOf = (a: number, b: number) => `${f((a / b) * 100, 0)}%`;
 const times = (a: number, b: number) => `${f(a / b, 2)}x`;
 const sizeLabel = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n));
@@ -198,8 +200,8 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       const cs = s.cpuPerLifecycle!, cf = fl.cpuPerLifecycle!;
       add({
         run: '1 lifecycle', measure: `c=${s.concurrency}: CPU ms per lifecycle: service process + bench client + its Postgres backends (+ the rest of the machine: Postgres' own processes, anything else) (machine busy ${f(cs.machineCores, 2)} of ${cpus().length} cores; floor: ${f(cf.machineCores, 2)})`,
-        service: `${f(cs.service, 2)} + ${f(cs.client, 2)} + ${f(cs.backends, 2)} (+${f(cs.database - cs.backends, 2)})`,
-        floor: `0 + ${f(cf.client, 2)} + ${f(cf.backends, 2)} (+${f(cf.database - cf.backends, 2)})`,
+        service: `${f(cs.service, 2)} + ${f(cs.client, 2)} + ${f(cs.backends, 2)} (${signed(cs.database - cs.backends)})`,
+        floor: `0 + ${f(cf.client, 2)} + ${f(cf.backends, 2)} (${signed(cf.database - cf.backends)})`,
         ratio: times(cs.service + cs.client + cs.database, cf.client + cf.database),
       });
       add({
