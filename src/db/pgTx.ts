@@ -48,6 +48,13 @@ export interface TxDeadlines {
   statementMs: number;
 }
 
+/** One turn of the event loop: setImmediate where there is one (Node), else a zero timeout (Deno). */
+const nextTurn = (): Promise<void> => new Promise((resolve) => {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  if (immediate) immediate(resolve);
+  else setTimeout(resolve, 0);
+});
+
 const deadlineError = (what: string, ms: number) =>
   Object.assign(new Error(`no answer from Postgres within ${ms / 1000} s (${what})`), { code: 'QUERY_DEADLINE' });
 
@@ -142,6 +149,12 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
       },
       afterCommit: (h) => {
         hooks.push(h);
+      },
+      // postgres.js runs a query a microtask after it is issued, and writes what a tick queued from a
+      // setImmediate of its own (at once from 1 KB): the second turn starts after that write.
+      sent: async () => {
+        await nextTurn();
+        await nextTurn();
       },
       savepoint: async <S>(inner: (tx: Tx) => Promise<S>) => {
         const name = `sp_${++savepoints}`;

@@ -49,6 +49,8 @@ function wrapTx(t: PgQ, hooks: AfterCommit[], depth = 0, scope: Scope = {}): Tx 
     afterCommit: (fn) => {
       hooks.push(fn);
     },
+    // Statements run in this process's PGlite; there is no connection to write to first.
+    sent: async () => {},
     savepoint: async <T>(fn: (tx: Tx) => Promise<T>) => {
       const name = `sp_${depth + 1}`;
       const innerHooks: AfterCommit[] = [];

@@ -45,6 +45,13 @@ export interface Tx extends Queryable {
    * transaction has committed by then. Not inside a savepoint.
    */
   commitWith(stmts: Stmt[]): Promise<Row[][]>;
+  /**
+   * Resolves once every statement issued so far is on its way to the database, so CPU work done
+   * after it overlaps their round trip instead of delaying it. On Postgres that takes two turns of
+   * the event loop (postgres.js queues a statement a microtask after it is issued and flushes small
+   * writes from a setImmediate of its own); PGlite has no connection to write to: at once.
+   */
+  sent(): Promise<void>;
 }
 
 export interface Db extends Queryable {

@@ -111,21 +111,8 @@ export interface Signed {
   disputeId?: string;
 }
 
-/** One turn of the event loop: setImmediate where there is one (Node), else a zero timeout. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => {
-  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-  if (immediate) immediate(resolve);
-  else setTimeout(resolve, 0);
-});
-/**
- * Resolves once statements issued just before are written to the socket: postgres.js queues a
- * query a microtask after it is issued and flushes small writes from a setImmediate of its own, so
- * two turns of the loop put it on the wire (CPU work after this overlaps the round trip).
- */
-const onTheWire = async () => {
-  await nextTurn();
-  await nextTurn();
-};
+/** Resolves once the statements issued on tx are on their way (Tx.sent); a plain Queryable: at once. */
+const sent = (tx: Queryable) => ('sent' in tx ? (tx as Tx).sent() : Promise.resolve());
 
 /**
  * A timeout or other closing's proof signed ahead of closeMatter (pass it as `signed`), or
@@ -189,12 +176,11 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
   // once it has settled), so its proof is signed while the custody statement travels: the Ed25519
   // signature, the largest CPU cost of a closing, overlaps that round trip instead of following it.
-  // If custody fails the signed proof is dropped, never stored. Two turns of the event loop put the
-  // statement on the wire first (postgres.js flushes what a tick queued from a setImmediate of its own).
+  // If custody fails the signed proof is dropped, never stored.
   let early = input.signed;
   if (!early && svc.custody.kind === 'simulated') {
     settling.catch(() => {}); // awaited below; a rejection meanwhile is not an unhandled one
-    await onTheWire();
+    await sent(tx);
     early = await signClosing(tx, e, closing, pending, { outcome, shares, at });
   }
   const settled = await settling;
@@ -246,7 +232,7 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   ]);
   if (input.whileWriting) {
     written.catch(() => {}); // awaited below
-    await onTheWire();
+    await sent(tx);
     await input.whileWriting();
   }
   await written;

@@ -45,7 +45,7 @@ function isDue(e: Locked): boolean {
 interface Due {
   e: Locked;
   closing: Closing;
-  signed?: Promise<Signed | undefined>;
+  signed?: Signed;
 }
 
 /** Closes one expired escrow inside the sweep's transaction; `next` is signed while its statements travel. */
@@ -53,10 +53,10 @@ async function closeExpired(tx: Queryable, svc: Services, d: Due, next: Due | un
   const r = await closeMatter(tx, svc, {
     e: d.e,
     closing: d.closing,
-    signed: d.signed ? await d.signed : undefined,
+    signed: d.signed,
     // The next closing's signature (its largest CPU cost) overlaps this one's round trip.
     // If that fails, the next closing signs for itself (and meets the error itself); never this one's.
-    ...(next ? { whileWriting: async () => { next.signed = presignClosing(tx, svc, next.e, next.closing).catch(() => undefined); await next.signed; } } : {}),
+    ...(next ? { whileWriting: async () => { next.signed = await presignClosing(tx, svc, next.e, next.closing).catch(() => undefined); } } : {}),
   });
   return r.ok ? 'closed' : 'failed';
 }
