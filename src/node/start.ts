@@ -17,6 +17,7 @@ import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
 import { hasPgliteDb, initDataDirChild, initDataDirInChild, INIT_ENV } from './pgliteInit.ts';
 import { makeMemoryDir, sweepMemoryDirs } from './memoryDir.ts';
+import { fillFromTemplate, keepAsTemplate } from './memoryTemplate.ts';
 import { installPostgresGuard } from './postgresGuard.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { openRequestLog } from './requestLog.ts';
@@ -113,9 +114,15 @@ async function main(env: Env, slot?: number) {
   // A directory without a database yet: initdb and the migrations run in a child process, whose
   // memory leaves with it (pgliteInit.ts); this process then opens it as on a restart.
   let initApplied: number[] = [];
+  // :memory: copies this build's template when there is one (memoryTemplate.ts), in ~0.1 s instead of
+  // the child's 2–3 s, and keeps one after the child made a fresh directory.
+  const memory = config.dataDir === ':memory:' && pgliteDir !== undefined;
+  const templated = memory ? fillFromTemplate(pgliteDir!) : undefined;
+  if (templated) initApplied = templated;
   if (pgliteDir && !hasPgliteDb(pgliteDir)) {
     try {
       initApplied = (await initDataDirInChild(pgliteDir)) ?? [];
+      if (memory && hasPgliteDb(pgliteDir)) keepAsTemplate(pgliteDir, initApplied);
     } catch (err) {
       const where = config.dataDir === ':memory:' ? `the :memory: directory ${pgliteDir}` : config.dataDir;
       throw new ConfigError('DATA_DIR', `cannot create the embedded database in ${where} (${(err as Error).message})`);

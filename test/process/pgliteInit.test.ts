@@ -74,14 +74,23 @@ test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and 
     assert.equal(readFileSync(join(tmp, name, LOCK_FILE), 'utf8').trim(), String(s.child.pid));
     assert.match(s.stderr(), /"store":"pglite \(memory\)"/);
     assert.match(s.stderr(), /"requestLog":null/);
-    await createAgent(s.url, 'gone');
+    const gone = await createAgent(s.url, 'gone');
+    const firstList = await (await fetch(`${s.url}/v1/escrows`)).json();
+    const res = await fetch(`${s.url}/v1/escrows`, { method: 'POST', body: JSON.stringify({ amount: '1', asset: 'USDC', payerAgentId: gone, payeeAgentId: await createAgent(s.url, 'payee'), terms: { description: 'x', checks: [] } }) });
+    assert.equal(res.status, 201, await res.text());
+    assert.equal(firstList.escrows.length, 0);
     const issuer = (await (await fetch(`${s.url}/health`)).json()).issuer;
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
     assert.deepEqual(memDirs(tmp), []);
+    // What is kept is this build's template (memoryTemplate.ts): initdb and the migrations, no data.
+    assert.equal(readdirSync(tmp).filter((n) => n.startsWith('escrow-settlement-tpl-')).length, 1, 'one template kept');
 
-    // Nothing is kept: the next :memory: start has a new issuer key.
+    // Nothing is kept: the next :memory: start (from the template) has a new issuer key, and none of the data.
     const t = await startService(TSX, { DATA_DIR: ':memory:', TMPDIR: tmp });
     assert.notEqual((await (await fetch(`${t.url}/health`)).json()).issuer, issuer);
+    assert.deepEqual(appliedOf(t.stderr()), appliedOf(s.stderr()), 'the template applied every migration');
+    const list = await (await fetch(`${t.url}/v1/escrows`)).json();
+    assert.deepEqual(list.escrows, [], "no escrow of the first sandbox");
     assert.equal(await t.stop('SIGINT'), 0, t.stderr());
     assert.deepEqual(memDirs(tmp), []);
   } finally {
