@@ -5,7 +5,7 @@
 // The meaning for users is unchanged: nothing is kept. The directory holds DATA_DIR's lock file,
 // which names the owner's pid: a directory left by a sandbox that was SIGKILLed (no exit handler
 // ran) is removed by the next :memory: start once that pid is gone.
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, rmSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
@@ -23,20 +23,9 @@ const SETTING_UP_MS = 60_000;
  * paths removed.
  */
 export function sweepMemoryDirs(base = tmpdir()): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(base);
-  } catch {
-    return [];
-  }
   const removed: string[] = [];
-  const uid = process.getuid?.();
-  for (const name of names) {
-    if (!name.startsWith(MEMORY_DIR_PREFIX)) continue;
-    const dir = join(base, name);
+  for (const { path: dir, st } of ownDirs(base, MEMORY_DIR_PREFIX)) {
     try {
-      const st = lstatSync(dir);
-      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
       const pid = holderOf(join(dir, LOCK_FILE));
       const gone = pid !== undefined ? pid === process.pid || !alive(pid) : Date.now() - st.mtimeMs > SETTING_UP_MS;
       if (!gone) continue;
@@ -47,6 +36,32 @@ export function sweepMemoryDirs(base = tmpdir()): string[] {
     }
   }
   return removed;
+}
+
+/**
+ * This user's directories (not symlinks) directly under `base` whose names start with `prefix`;
+ * what cannot be listed or read is left out.
+ */
+export function ownDirs(base: string, prefix: string): { name: string; path: string; st: Stats }[] {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return [];
+  }
+  const uid = process.getuid?.();
+  const out: { name: string; path: string; st: Stats }[] = [];
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const path = join(base, name);
+    try {
+      const st = lstatSync(path);
+      if (st.isDirectory() && (uid === undefined || st.uid === uid)) out.push({ name, path, st });
+    } catch {
+      // vanished meanwhile
+    }
+  }
+  return out;
 }
 
 /**

@@ -21,6 +21,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MIGRATIONS } from '../db/migrate.ts';
 import { LOCK_FILE } from './dataDirLock.ts';
+import { ownDirs } from './memoryDir.ts';
+import { hasPgliteDb } from './pgliteInit.ts';
 
 export const TEMPLATE_PREFIX = 'escrow-settlement-tpl-';
 /** Written last into a template: the migration versions it holds. */
@@ -60,7 +62,7 @@ function usable(dir: string): number[] | undefined {
     const st = lstatSync(dir);
     const uid = process.getuid?.();
     if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o077) !== 0) return undefined;
-    if (!existsSync(join(dir, 'PG_VERSION'))) return undefined;
+    if (!hasPgliteDb(dir)) return undefined;
     const applied = JSON.parse(readFileSync(join(dir, MARKER), 'utf8')).migrationsApplied;
     return Array.isArray(applied) && applied.every((v) => Number.isInteger(v)) ? applied : undefined;
   } catch {
@@ -117,24 +119,14 @@ export function keepAsTemplate(dir: string, applied: number[], base = tmpdir()):
 
 /** Removes this user's templates (and stale staging copies) of keys other than `key`. */
 function removeOtherTemplates(key: string, base: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(base);
-  } catch {
-    return;
-  }
-  const uid = process.getuid?.();
-  for (const name of names) {
-    if (!name.startsWith(TEMPLATE_PREFIX) || name === TEMPLATE_PREFIX + key) continue;
-    const path = join(base, name);
+  for (const { name, path, st } of ownDirs(base, TEMPLATE_PREFIX)) {
+    if (name === TEMPLATE_PREFIX + key) continue;
     try {
-      const st = lstatSync(path);
-      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
       // A staging copy of this key belongs to a start in progress, unless it is old.
       if (name.startsWith(TEMPLATE_PREFIX + key) && Date.now() - st.mtimeMs < 60_000) continue;
       rmSync(path, { recursive: true, force: true });
     } catch {
-      // vanished, or not ours to remove
+      // not ours to remove
     }
   }
 }

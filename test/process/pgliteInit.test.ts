@@ -75,10 +75,8 @@ test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and 
     assert.match(s.stderr(), /"store":"pglite \(memory\)"/);
     assert.match(s.stderr(), /"requestLog":null/);
     const gone = await createAgent(s.url, 'gone');
-    const firstList = await (await fetch(`${s.url}/v1/escrows`)).json();
     const res = await fetch(`${s.url}/v1/escrows`, { method: 'POST', body: JSON.stringify({ amount: '1', asset: 'USDC', payerAgentId: gone, payeeAgentId: await createAgent(s.url, 'payee'), terms: { description: 'x', checks: [] } }) });
     assert.equal(res.status, 201, await res.text());
-    assert.equal(firstList.escrows.length, 0);
     const issuer = (await (await fetch(`${s.url}/health`)).json()).issuer;
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
     assert.deepEqual(memDirs(tmp), []);
