@@ -189,14 +189,15 @@ function proofDoc(n: ReturnType<typeof ids>) {
   });
 }
 
-/** closeMatter's confirmed path: the custody call, then one pipelined batch (with the sequenced leaf). */
+/** closeMatter's confirmed path: the custody call (no statement unless the lock's read saw a sandbox fault pending), then one pipelined batch (with the sequenced leaf). */
 export async function floorClose(
   tx: { query: Db['query']; batch: Db['batch'] },
   escrowId: string,
-  now: Date,
+  e: { now: Date; faultPending: boolean },
   opts: { n: ReturnType<typeof ids>; outcome: 'released' | 'refunded'; writes: Stmt[]; trail: TrailEntry[]; verdict: string; payer: string; payee: string },
 ): Promise<void> {
-  const settled = await CUSTODY.settle(tx, { escrowId, reference: `cst_${escrowId.slice(4)}`, outcome: opts.outcome, payerAmount: BigInt(opts.payer), payeeAmount: BigInt(opts.payee), asset: 'USDC' });
+  const now = e.now;
+  const settled = await CUSTODY.settle(tx, { escrowId, reference: `cst_${escrowId.slice(4)}`, outcome: opts.outcome, payerAmount: BigInt(opts.payer), payeeAmount: BigInt(opts.payee), asset: 'USDC', faultPending: e.faultPending });
   if (!settled.ok) throw new Error(`floor custody: ${settled.error}`);
   const last = opts.trail[opts.trail.length - 1];
   await tx.batch([
@@ -252,7 +253,7 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     // deliver (sandbox form: the held key is read with the lock), verdict passes, the matter closes
     await db.tx(async (tx) => {
       const { e } = await lockEscrowWith(tx, id, [{ text: SQL.agentKey, params: [payeeId] }]);
-      await floorClose(tx, id, e.now, {
+      await floorClose(tx, id, e, {
         n,
         outcome: 'released',
         verdict: 'passed',

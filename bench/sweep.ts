@@ -139,7 +139,7 @@ export async function sweepFloor(store: Store, n: number, passes = 1): Promise<S
       for (const e of locked) await tx.savepoint(async (sp) => {
         const n2 = ids(seq++);
         const id = e.id;
-        await floorClose(sp, id, e.now, {
+        await floorClose(sp, id, e, {
           n: n2,
           outcome: 'refunded',
           verdict: 'none',

@@ -120,7 +120,7 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
         }
         // Sandbox fail-next (POST /v1/sandbox/custody/fail-next): send a real payout for a ref
         // that holds no lock, so the contract reverts it on chain and the revert path is exercised.
-        const fault = await o.sandboxFault(tx);
+        const fault = await o.sandboxFault(tx, req.faultPending);
         const target = fault ? keccakHex(`${req.escrowId}#sandbox-fault`) : escrowRef;
         const { sent, error } = await send('payout', {
           from: account, to: contract, gas: GAS.settle,

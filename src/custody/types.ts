@@ -27,6 +27,12 @@ export interface SettleRequest {
   payerAmount: bigint;
   payeeAmount: bigint;
   asset: string;
+  /**
+   * Whether a sandbox fault was pending when the closing read its locked escrow (the same statement,
+   * domain/escrowRow.ts). false: none is taken and the fault counter is not asked (no round trip);
+   * absent: it is asked.
+   */
+  faultPending?: boolean;
 }
 
 export type SettleResult = { ok: true; reference: string; anchor?: Anchor } | { ok: false; error: string };
@@ -47,4 +53,4 @@ export interface CustodyAdapter {
  * true when there was one. The domain owns the counter (domain/custody.ts takeSandboxFault); an
  * adapter that honours it is handed this function, so custody/ imports nothing from domain/.
  */
-export type SandboxFault = (tx: Queryable) => Promise<boolean>;
+export type SandboxFault = (tx: Queryable, pending?: boolean) => Promise<boolean>;

@@ -172,6 +172,7 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   // from a key derived from the escrow id (not from this journal) and confirm it instead of paying twice.
   const settling = svc.custody.settle(tx, {
     escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
+    faultPending: e.faultPending,
   });
   // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
   // once it has settled), so its proof is signed while the custody statement travels: the Ed25519
@@ -238,7 +239,7 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
   await written;
   // After the commit: wake this instance's integrator and wait (LOG_INTEGRATE_WAIT_MS at most) until
   // the leaf has its index, so GET /v1/log/proof/{id} answers as soon as the command has returned.
-  if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([proofId]));
+  if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([{ entryId: proofId, leafHash: leafHashHex }]));
   return { ok: true, proof, state };
 }
 

@@ -13,14 +13,20 @@ export function createSimulatedCustody(): CustodyAdapter {
   return {
     kind: 'simulated',
     async settle(tx, req) {
-      if (await takeSandboxFault(tx)) return { ok: false, error: 'simulated custody failure (sandbox fail-next)' };
+      if (await takeSandboxFault(tx, req.faultPending)) return { ok: false, error: 'simulated custody failure (sandbox fail-next)' };
       return { ok: true, reference: req.reference };
     },
   };
 }
 
-/** Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. The SandboxFault handed to chain custody. */
-export async function takeSandboxFault(tx: Queryable): Promise<boolean> {
+/**
+ * Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next); true when there was one. The
+ * SandboxFault handed to chain custody. `pending` false: the closing's locking read (in its own
+ * transaction, after its escrow lock) saw none, so there is none to take and nothing is sent. A
+ * fault requested after that read is the next closing's, as if it had been requested a moment later.
+ */
+export async function takeSandboxFault(tx: Queryable, pending?: boolean): Promise<boolean> {
+  if (pending === false) return false;
   // Takes the row lock only while faults are pending (fail_next > 0), and never waits for it: a
   // closing that waited behind another's fault, then found none left, kept the row locked
   // (EvalPlanQual) while it appended to the log, and deadlocked with a sweep pass that held the log

@@ -53,6 +53,12 @@ export interface Locked extends EscrowRow {
   custodyJournalStatus: string | null;
   /** The active issuer key's id, read in the same statement (a closing signs with it; no extra round trip). */
   issuerKeyId: string;
+  /**
+   * Whether a sandbox custody fault (POST /v1/sandbox/custody/fail-next) was pending when the lock
+   * was read. Read here, in the lock's own statement, so that a closing with none pending sends no
+   * statement to custody's fault counter (domain/custody.ts takeSandboxFault).
+   */
+  faultPending: boolean;
 }
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
@@ -147,7 +153,8 @@ export async function readLocked(tx: Queryable, ids: string[]): Promise<Locked[]
 const LOCKED_SQL = `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
             v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
             c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
-            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id
+            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id,
+            EXISTS (SELECT 1 FROM custody_faults f WHERE f.id = 1 AND f.fail_next > 0) AS fault_pending
        FROM escrows e
        LEFT JOIN deliveries d ON d.escrow_id = e.id
        LEFT JOIN verdicts v ON v.escrow_id = e.id
@@ -167,6 +174,7 @@ function lockedFrom(r: Row): Locked {
     custodyClosing: r.custody_closing ?? null,
     custodyJournalStatus: r.custody_journal_status ?? null,
     issuerKeyId: r.issuer_key_id,
+    faultPending: r.fault_pending === true,
   };
 }
 

@@ -8,16 +8,17 @@
 // progress elsewhere; once granted, every leaf committed before is either in this batch or already
 // integrated by that other batch, so a batch that was not full answers every waiter older than it.
 import type { Db } from '../db/types.ts';
-import { integrateBatch, type Integrated, type IntegrateOptions } from './integrate.ts';
+import { integrateBatch, integrateKnown, StaleTip, type BatchResult, type Integrated, type IntegrateOptions, type KnownLeaf, type Tip } from './integrate.ts';
 
 export interface LogIntegrator {
   /** Asks for a batch soon (after a commit that sequenced leaves). */
   poke(): void;
   /**
    * Resolves true once every entry is integrated (by any instance), false if `waitMs` passes
-   * first. Call it only after the transaction that sequenced the entries has committed.
+   * first. Call it only after the transaction that sequenced the entries has committed. An entry
+   * given with its leaf hash can be integrated by a one-round-trip batch (integrateKnown).
    */
-  settled(entryIds: string[], waitMs?: number): Promise<boolean>;
+  settled(entries: Array<string | KnownLeaf>, waitMs?: number): Promise<boolean>;
   /** Runs batches until nothing is pending (start-up and the periodic tick). */
   drain(): Promise<void>;
   /** Stops the loop; waiting callers are answered false. */
@@ -31,6 +32,8 @@ export interface IntegratorOptions extends IntegrateOptions {
   pollMs?: number;
   onError?: (err: unknown) => void;
   onBatch?: (done: Integrated[]) => void;
+  /** How long (ms) to run only full batches after a one-round-trip batch found the log moved (another instance integrates too). */
+  staleBackoffMs?: number;
 }
 
 interface Waiter {
@@ -41,32 +44,77 @@ interface Waiter {
 
 export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator {
   const pollMs = opts.pollMs ?? 10;
+  const staleBackoffMs = opts.staleBackoffMs ?? 1000;
   const waiters = new Map<string, Waiter[]>();
+  // Leaf hashes of the waited-for entries that came with one (this instance's own closings).
+  const hashes = new Map<string, string>();
   let started = 0;
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
+  // The log as this integrator's last batch left it; unset after any failure or surprise.
+  let tip: Tip | undefined;
+  let fullOnlyUntil = 0;
+  // drain() asked for a full batch (leaves nobody here waits for: a crashed instance's).
+  let wantFull = false;
 
+  const forget = (id: string) => {
+    waiters.delete(id);
+    hashes.delete(id);
+  };
   const answer = (id: string, ok: boolean) => {
     for (const w of waiters.get(id) ?? []) w.resolve(ok);
-    waiters.delete(id);
+    forget(id);
   };
+
+  /** The waited-for leaves a one-round-trip batch can take: all of them, or none if one came without its hash. */
+  function known(): KnownLeaf[] | undefined {
+    if (!tip || wantFull || performance.now() < fullOnlyUntil || waiters.size === 0) return undefined;
+    const leaves: KnownLeaf[] = [];
+    for (const id of waiters.keys()) {
+      const leafHash = hashes.get(id);
+      if (leafHash === undefined) return undefined;
+      if (leaves.length < opts.max) leaves.push({ entryId: id, leafHash });
+    }
+    return leaves;
+  }
 
   async function loop(): Promise<void> {
     do {
       again = false;
       const batchNo = ++started;
-      let done: Integrated[];
+      const leaves = known();
+      let result: BatchResult;
       try {
-        ({ integrated: done } = await integrateBatch(db, opts));
+        if (leaves) {
+          result = await integrateKnown(db, opts, tip!, leaves);
+        } else {
+          wantFull = false;
+          result = await integrateBatch(db, opts);
+        }
       } catch (err) {
+        tip = undefined;
+        if (err instanceof StaleTip) {
+          // Another instance moved the log (or the clock or the key changed): read it again at once,
+          // and for a while do only full batches, which take every instance's leaves.
+          fullOnlyUntil = performance.now() + staleBackoffMs;
+          again = true;
+          continue;
+        }
         if (!stopped) opts.onError?.(err);
         if (!stopped && waiters.size > 0 && !retry) retry = setTimeout(() => { retry = undefined; poke(); }, pollMs);
         return;
       }
+      tip = result.tip;
+      const done = result.integrated;
       if (done.length > 0) opts.onBatch?.(done);
       for (const d of done) answer(d.entryId, true);
+      if (leaves) {
+        // A one-round-trip batch takes only the leaves it names: it answers nobody by elimination.
+        if (waiters.size > 0) again = true;
+        continue;
+      }
       if (done.length >= opts.max) {
         again = true; // more may be pending: keep going before answering by elimination
         continue;
@@ -74,7 +122,7 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
       for (const [id, ws] of waiters) {
         const left = ws.filter((w) => w.fromBatch > batchNo);
         for (const w of ws) if (w.fromBatch <= batchNo) w.resolve(true);
-        if (left.length === 0) waiters.delete(id);
+        if (left.length === 0) forget(id);
         else waiters.set(id, left);
       }
     } while (again && !stopped);
@@ -94,8 +142,10 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
 
   return {
     poke,
-    settled(entryIds, waitMs = opts.waitMs) {
-      if (entryIds.length === 0) return Promise.resolve(true);
+    settled(entries, waitMs = opts.waitMs) {
+      if (entries.length === 0) return Promise.resolve(true);
+      const entryIds = entries.map((e) => (typeof e === 'string' ? e : e.entryId));
+      for (const e of entries) if (typeof e !== 'string') hashes.set(e.entryId, e.leafHash);
       if (stopped) return Promise.resolve(false);
       const mine: Array<[string, Waiter]> = [];
       const one = (id: string) => new Promise<boolean>((resolve) => {
@@ -115,7 +165,7 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
           // Past the bound: forget this caller's waits (the leaves still integrate; nobody listens).
           for (const [id, w] of mine) {
             const left = (waiters.get(id) ?? []).filter((x) => x !== w);
-            if (left.length === 0) waiters.delete(id);
+            if (left.length === 0) forget(id);
             else waiters.set(id, left);
           }
           resolve(false);
@@ -125,6 +175,7 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
     },
     async drain() {
       if (stopped) return;
+      wantFull = true;
       poke();
       while (running) await running;
     },

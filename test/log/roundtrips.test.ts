@@ -35,6 +35,7 @@ function counting(db: Db) {
         ...t,
         ...wrapQ(t),
         commitWith: (stmts: Stmt[]) => {
+          if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) inIntegrator = true;
           bump(); // the last batch and COMMIT: one write, one answer
           committedWith = true;
           return t.commitWith(stmts);
@@ -49,7 +50,7 @@ function counting(db: Db) {
 }
 
 for (const kind of STORES) {
-  test(`[${kind}] a lifecycle costs 7 round trips (was 19, then 13), plus one integration batch of 2`, async () => {
+  test(`[${kind}] a lifecycle costs 6 round trips (was 19, then 13, then 7), plus one integration batch of 1`, async () => {
     const store = await openStore(kind);
     const { db, c } = counting(store.db);
     const app = createApp({ db, config: parseConfig({ DATA_DIR: ':memory:' }) });
@@ -76,9 +77,24 @@ for (const kind of STORES) {
       mark();
       assert.ok(d.proof);
       const perStep = [steps[0], steps[1] - steps[0], steps[2] - steps[1]];
-      assert.deepEqual(perStep, [2, 2, 3], `create, fund, deliver round trips: ${perStep}`);
+      // deliver: the lock with the agent's key and the fault counter's state, then the writes with COMMIT
+      // (no custody statement: no sandbox fault was pending).
+      assert.deepEqual(perStep, [2, 2, 2], `create, fund, deliver round trips: ${perStep}`);
       assert.ok(steps[2] <= 14);
-      assert.equal(c.integrator, 2, 'one integration batch: two pipelined batches, BEGIN and COMMIT riding with them');
+      // The warm lifecycle's batch left the integrator its tip: this closing's batch is one pipelined
+      // write (integrateKnown), BEGIN and COMMIT riding with it.
+      assert.equal(c.integrator, 1, 'one integration batch of one round trip');
+      // With a sandbox fault pending (POST /v1/sandbox/custody/fail-next), the lock's read sees it and
+      // custody spends it with one more round trip: the settlement fails, and the fault is used up.
+      const f = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+      await call('POST', `/v1/escrows/${f.id}/fund`);
+      assert.equal((await call('POST', '/v1/sandbox/custody/fail-next', { count: 1 })).failNext, 1);
+      c.commands = 0;
+      const failed = await call('POST', `/v1/escrows/${f.id}/delivery`, { agentId: payee, payload: { title: 't' } });
+      assert.equal(failed.proof, undefined, 'custody failed: no proof');
+      assert.equal(c.commands, 3, 'the lock, the fault counter, the writes with COMMIT');
+      const [{ fail_next }] = await store.db.query<{ fail_next: number }>('SELECT fail_next FROM custody_faults WHERE id = 1');
+      assert.equal(fail_next, 0);
     } finally {
       await store.drop();
     }

@@ -68,7 +68,8 @@ describeStores('log: sequence → integrate', (h) => {
   test('an empty log has size 0, the root SHA-256 of the empty string, and integrating nothing changes nothing', async () => {
     assert.equal(await logSize(h().db), 0);
     assert.equal(await rootAt(h().db, 0), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
-    assert.deepEqual(await integrateBatch(h().db, OPTS), { integrated: [], size: 0 });
+    const empty = await integrateBatch(h().db, OPTS);
+    assert.deepEqual({ integrated: empty.integrated, size: empty.size, tipSize: empty.tip?.size }, { integrated: [], size: 0, tipSize: 0 });
   });
 
   test('sequenceLeaf refuses a leaf hash that is not 64 lowercase hex characters, and an empty entry id', () => {
@@ -133,7 +134,8 @@ describeStores('log: sequence → integrate', (h) => {
       await tx.query(s.text, s.params);
       throw new Error('the closing failed after sequencing');
     }), /closing failed/);
-    assert.deepEqual(await integrateBatch(h().db, OPTS), { integrated: [], size: 40 });
+    const none = await integrateBatch(h().db, OPTS);
+    assert.deepEqual({ integrated: none.integrated, size: none.size }, { integrated: [], size: 40 });
     const leaf = randomLeaf();
     const id = await sequence(h().db, leaf);
     await assert.rejects(integrateBatch(h().db, { ...OPTS, indexed: () => { throw new Error('the owner failed mid-batch'); } }), /mid-batch/);
