@@ -175,13 +175,15 @@ export async function closeMatter(tx: Queryable, svc: Services, input: CloseInpu
     faultPending: e.faultPending,
   });
   // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
-  // once it has settled), so its proof is signed while the custody statement travels: the Ed25519
-  // signature, the largest CPU cost of a closing, overlaps that round trip instead of following it.
-  // If custody fails the signed proof is dropped, never stored.
+  // once it has settled), so its proof is signed before custody answers. With a sandbox fault
+  // pending, custody's statement is in flight and the Ed25519 signature, the largest CPU cost of a
+  // closing, overlaps that round trip; with none, custody sent nothing and there is nothing to wait
+  // for (Tx.sent() would only let the event loop turn twice). If custody fails the signed proof is
+  // dropped, never stored.
   let early = input.signed;
   if (!early && svc.custody.kind === 'simulated') {
     settling.catch(() => {}); // awaited below; a rejection meanwhile is not an unhandled one
-    await sent(tx);
+    if (e.faultPending) await sent(tx);
     early = await signClosing(tx, e, closing, pending, { outcome, shares, at });
   }
   const settled = await settling;

@@ -7,6 +7,12 @@
 // across instances: a waiter's own loop runs a batch, whose advisory lock waits for any batch in
 // progress elsewhere; once granted, every leaf committed before is either in this batch or already
 // integrated by that other batch, so a batch that was not full answers every waiter older than it.
+//
+// Two kinds of batch (integrate.ts): a full one (2 round trips) reads the log and takes every pending
+// leaf; one from this integrator's tip (1 round trip, integrateKnown) appends only the leaves this
+// instance's closings handed over with their hashes, and answers nobody by elimination. The tip is
+// the log as this integrator's last successful batch left it; any failure forgets it, and a batch
+// that finds the log moved (StaleTip) is followed by full batches only, for staleBackoffMs.
 import type { Db } from '../db/types.ts';
 import { integrateBatch, integrateKnown, StaleTip, type BatchResult, type Integrated, type IntegrateOptions, type KnownLeaf, type Tip } from './integrate.ts';
 
