@@ -5,7 +5,7 @@
 import { canonicalBytes } from '../crypto/jcs.ts';
 import { toHex } from '../crypto/bytes.ts';
 import type { Db, Row, Stmt } from '../db/types.ts';
-import { appendBatch, type NodeRow } from './append.ts';
+import { appendBatch, type Appended, type NodeRow } from './append.ts';
 import type { HeadKeys, HeadSigner } from './keys.ts';
 
 // Key of the integrator's advisory lock, per schema (two logs in two schemas do not share it).
@@ -64,7 +64,22 @@ export interface IntegrateOptions {
   indexed?: (done: Integrated[]) => Stmt[];
 }
 
-const nodesJson = (nodes: NodeRow[]) => JSON.stringify(nodes);
+/** Every node a batch completes (both kinds of batch write them the same way). */
+const nodesInsert = (nodes: NodeRow[]): Stmt => ({
+  text: `INSERT INTO log_nodes (level, idx, hash)
+         SELECT level, idx, hash FROM json_to_recordset($1::text::json) AS x(level smallint, idx bigint, hash text)`,
+  params: [JSON.stringify(nodes)],
+});
+
+/** Publish: the head of the new size, signed here once per batch over JCS {logSize, rootHash, signedAt}, so readers find it instead of signing. */
+function headInsert(appended: Appended, signer: HeadSigner, signedAt: string): Stmt {
+  const signature = toHex(signer.sign(canonicalBytes({ logSize: appended.size, rootHash: appended.rootHash, signedAt })));
+  return {
+    text: `INSERT INTO log_heads (size, key_id, root_hash, signed_at, signature) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (size, key_id) DO NOTHING`,
+    params: [appended.size, signer.keyId, appended.rootHash, signedAt, signature],
+  };
+}
 
 /**
  * One batch. Round trips: (1) BEGIN, the lock, the size with the frontier, the active key and the
@@ -105,16 +120,9 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
     const leaves = (pending as Row[]).sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
     const appended = appendBatch(size, frontier, leaves.map((l) => l.leaf_hash as string));
     const integrated = leaves.map((l, i) => ({ entryId: l.entry_id as string, index: size + i }));
-    // Publish: the head of the new size, signed once here, so readers find it instead of signing.
     const signer = await opts.keys.signer(tx, stateRows[0].key_id as string);
-    const signedAt = (stateRows[0].now as Date).toISOString();
-    const signature = toHex(signer.sign(canonicalBytes({ logSize: appended.size, rootHash: appended.rootHash, signedAt })));
     const [, moved] = await tx.commitWith([
-      {
-        text: `INSERT INTO log_nodes (level, idx, hash)
-               SELECT level, idx, hash FROM json_to_recordset($1::text::json) AS x(level smallint, idx bigint, hash text)`,
-        params: [nodesJson(appended.rows)],
-      },
+      nodesInsert(appended.rows),
       // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly,
       // inside the statement (division by zero when no row moved), so the batch rolls back with it.
       {
@@ -123,14 +131,10 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
         params: [size, appended.size],
       },
       ...(opts.indexed?.(integrated) ?? []),
-      {
-        text: `INSERT INTO log_heads (size, key_id, root_hash, signed_at, signature) VALUES ($1, $2, $3, $4, $5)
-               ON CONFLICT (size, key_id) DO NOTHING`,
-        params: [appended.size, signer.keyId, appended.rootHash, signedAt, signature],
-      },
+      headInsert(appended, signer, new Date(clockMs).toISOString()),
     ]);
     if (moved[0]?.moved !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
-    const tip: Tip = { size: appended.size, frontier: appended.frontier, signer, clockMs, readAt, signedAtMs: Date.parse(signedAt) };
+    const tip: Tip = { size: appended.size, frontier: appended.frontier, signer, clockMs, readAt, signedAtMs: clockMs };
     return { integrated, size: appended.size, rootHash: appended.rootHash, tip };
   });
 }
@@ -153,31 +157,24 @@ export async function integrateKnown(db: Db, opts: IntegrateOptions, tip: Tip, l
   const integrated = leaves.map((l, i) => ({ entryId: l.entryId, index: tip.size + i }));
   const signedAtMs = Math.max(tip.signedAtMs, Math.floor(tip.clockMs + (performance.now() - tip.readAt)));
   const signedAt = new Date(signedAtMs).toISOString();
-  const signature = toHex(tip.signer.sign(canonicalBytes({ logSize: appended.size, rootHash: appended.rootHash, signedAt })));
+  // Built (and the head signed) before a connection is taken.
+  const stmts: Stmt[] = [
+    { text: `SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL})` },
+    {
+      text: `WITH moved AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size),
+                  taken AS (DELETE FROM log_pending WHERE entry_id IN (SELECT json_array_elements_text($3::text::json)) RETURNING seq)
+             SELECT 1 / (CASE WHEN (SELECT count(*) FROM moved) = 1 AND (SELECT count(*) FROM taken) = $4
+                               AND (${opts.keys.activeKeyIdSql}) IS NOT DISTINCT FROM $5::text
+                               AND abs(extract(epoch FROM svc_now() - $6::timestamptz)) * 1000 < ${CLOCK_SLACK_MS}
+                          THEN 1 ELSE 0 END) AS ok`,
+      params: [tip.size, appended.size, JSON.stringify(leaves.map((l) => l.entryId)), leaves.length, tip.signer.keyId, signedAt],
+    },
+    nodesInsert(appended.rows),
+    ...(opts.indexed?.(integrated) ?? []),
+    headInsert(appended, tip.signer, signedAt),
+  ];
   try {
-    await db.tx((tx) => tx.commitWith([
-      { text: `SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL})` },
-      {
-        text: `WITH moved AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size),
-                    taken AS (DELETE FROM log_pending WHERE entry_id IN (SELECT json_array_elements_text($3::text::json)) RETURNING seq)
-               SELECT 1 / (CASE WHEN (SELECT count(*) FROM moved) = 1 AND (SELECT count(*) FROM taken) = $4
-                                 AND (${opts.keys.activeKeyIdSql}) IS NOT DISTINCT FROM $5::text
-                                 AND abs(extract(epoch FROM svc_now() - $6::timestamptz)) * 1000 < ${CLOCK_SLACK_MS}
-                            THEN 1 ELSE 0 END) AS ok`,
-        params: [tip.size, appended.size, JSON.stringify(leaves.map((l) => l.entryId)), leaves.length, tip.signer.keyId, signedAt],
-      },
-      {
-        text: `INSERT INTO log_nodes (level, idx, hash)
-               SELECT level, idx, hash FROM json_to_recordset($1::text::json) AS x(level smallint, idx bigint, hash text)`,
-        params: [nodesJson(appended.rows)],
-      },
-      ...(opts.indexed?.(integrated) ?? []),
-      {
-        text: `INSERT INTO log_heads (size, key_id, root_hash, signed_at, signature) VALUES ($1, $2, $3, $4, $5)
-               ON CONFLICT (size, key_id) DO NOTHING`,
-        params: [appended.size, tip.signer.keyId, appended.rootHash, signedAt, signature],
-      },
-    ]));
+    await db.tx((tx) => tx.commitWith(stmts));
   } catch (err) {
     if ((err as { code?: string }).code === '22012') throw new StaleTip(`the log is not at the integrator's tip (size ${tip.size}): ${(err as Error).message}`);
     throw err;
