@@ -30,6 +30,8 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (err === null || typeof err !== 'object' || depth > 3) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (CONNECTION_CODES.has(code) || UNAVAILABLE_STATE.test(code))) return true;
+  // A Unix-socket DATABASE_URL: a stopped server removes its socket file (ENOENT on connect).
+  if (code === 'ENOENT' && (err as { syscall?: unknown }).syscall === 'connect') return true;
   // Happy Eyeballs (localhost → ::1 and 127.0.0.1) fails with an AggregateError of one error per address.
   const inner = (err as { errors?: unknown }).errors;
   if (Array.isArray(inner) && inner.length > 0) return inner.every((e) => isDatabaseUnavailable(e, depth + 1));

@@ -47,8 +47,50 @@ function deadline<T>(p: Promise<T>): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-export function openPostgres(url: string, opts: { max?: number; schema?: string; applicationName?: string } = {}): Db {
+/**
+ * libpq's two spellings of a Unix-domain socket, which postgres.js 3.4.9 does not read from a URL:
+ * `postgres://user@/db?host=/var/run/postgresql` (it would forward `host` to the server as a setting,
+ * which Postgres refuses) and `postgres://user@%2Fvar%2Frun%2Fpostgresql/db` (it would look the
+ * directory up in DNS). Either becomes postgres.js's `host` option (a directory, with the port making
+ * the socket's name `.s.PGSQL.<port>`) and a URL it can parse. Any other URL is returned unchanged.
+ */
+export function socketUrl(url: string): { url: string; host?: string } {
+  const m = /^(postgres(?:ql)?:\/\/)([^/?#]*)(.*)$/s.exec(url);
+  if (!m) return { url };
+  const [, scheme, authority, rest] = m;
+  const at = authority.lastIndexOf('@');
+  const userinfo = at >= 0 ? authority.slice(0, at + 1) : '';
+  const hostport = at >= 0 ? authority.slice(at + 1) : authority;
+  let dir: string | undefined;
+  let port = '';
+  let tail = rest;
+  const q = rest.indexOf('?');
+  if (q >= 0) {
+    const params = new URLSearchParams(rest.slice(q + 1));
+    const h = params.get('host');
+    if (h !== null && h.startsWith('/')) {
+      dir = h;
+      params.delete('host');
+      const left = params.toString();
+      tail = rest.slice(0, q) + (left ? `?${left}` : '');
+    }
+  }
+  if (dir === undefined) {
+    const hp = /^(%2F[^:]*)(?::(\d+))?$/i.exec(hostport);
+    if (!hp) return { url };
+    dir = decodeURIComponent(hp[1]);
+    port = hp[2] ? `:${hp[2]}` : '';
+  } else {
+    const pm = /:(\d+)$/.exec(hostport);
+    if (pm) port = `:${pm[1]}`;
+  }
+  return { url: `${scheme}${userinfo}localhost${port}${tail}`, host: dir };
+}
+
+export function openPostgres(rawUrl: string, opts: { max?: number; schema?: string; applicationName?: string } = {}): Db {
+  const { url, host } = socketUrl(rawUrl);
   const make = () => postgres(url, {
+    ...(host ? { host } : {}),
     max: opts.max ?? 10,
     onnotice: () => {},
     // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where

@@ -2,7 +2,7 @@
 // variable to fix (issue 17 item 7): DATABASE_URL unreachable, refused or wrong; DATA_DIR unusable.
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
-import { openPostgres } from '../db/postgres.ts';
+import { openPostgres, socketUrl } from '../db/postgres.ts';
 import { openPglite } from '../db/pglite.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Db } from '../db/types.ts';
@@ -13,7 +13,9 @@ export const CONNECT_DEADLINE_MS = 5_000;
 /** host:port/database of a postgres URL, never its user or password. */
 export function describeDatabaseUrl(url: string): string {
   try {
-    const u = new URL(url);
+    const socket = socketUrl(url);
+    const u = new URL(socket.url);
+    if (socket.host) return `the socket ${socket.host}/.s.PGSQL.${u.port || '5432'}${u.pathname.length > 1 ? ` (database ${u.pathname.slice(1)})` : ''}`;
     return `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
   } catch {
     return 'the configured server';
@@ -22,6 +24,8 @@ export function describeDatabaseUrl(url: string): string {
 
 const CONNECT_WORDS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
+  ENOENT: 'no such socket',
+  EACCES: 'permission denied',
   ECONNRESET: 'connection reset',
   ENOTFOUND: 'host not found',
   EAI_AGAIN: 'host name lookup failed',

@@ -51,6 +51,8 @@ test('bad values, a bad DATA_DIR and a refused or silent DATABASE_URL each stop 
     await failsNaming({ DATA_DIR: join(file, 'below') }, 'DATA_DIR', /is not a directory/);
     await failsNaming({ DATABASE_URL: 'mysql://db/escrow' }, 'DATABASE_URL');
     await failsNaming({ DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${await closedPort()}/test` }, 'DATABASE_URL', /cannot reach Postgres at 127\.0\.0\.1:\d+\/test \(connection refused\)/);
+    // A Unix-socket URL (libpq's ?host=/dir) whose socket is not there: named as the socket.
+    await failsNaming({ DATABASE_URL: `postgres://postgres@/test?host=${encodeURIComponent(dir)}` }, 'DATABASE_URL', /cannot reach Postgres at the socket \/.+\/\.s\.PGSQL\.5432 \(database test\) \(no such socket\)/);
     const silentMs = await failsNaming({ DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${silent.port}/test` }, 'DATABASE_URL', /no answer from Postgres at 127\.0\.0\.1:\d+\/test within 5 s/);
     assert.ok(silentMs >= 5_000, 'waited for the deadline');
     if (PG_URL) {
