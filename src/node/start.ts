@@ -6,6 +6,8 @@
 import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
+import { liftoffOnlyWanted } from './wasmTiering.ts';
 import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
 import { createApp } from '../app.ts';
 import { migrate } from '../db/migrate.ts';
@@ -77,6 +79,8 @@ async function main(env: Env, slot?: number) {
   // process removes when it exits (memoryDir.ts), after sweeping those of SIGKILLed sandboxes.
   let pgliteDir: string | undefined;
   if (!config.databaseUrl) {
+    // Before PGlite compiles its WebAssembly (wasmTiering.ts): ~50–65 MB less resident memory.
+    if (liftoffOnlyWanted(process.execArgv, process.env.NODE_OPTIONS)) setFlagsFromString('--liftoff-only');
     if (config.dataDir === ':memory:') {
       sweepMemoryDirs();
       pgliteDir = makeMemoryDir();
