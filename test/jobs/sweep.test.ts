@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, makeHarness, openStore, PG_URL, type Harness } from '../harness.ts';
 import { agent, failedDelivery, funded, PASSING_TERMS } from '../fixtures.ts';
-import { sweepOnce } from '../../src/jobs/sweep.ts';
+import { sweepOnce, SWEEP_BATCH } from '../../src/jobs/sweep.ts';
 import type { CustodyAdapter } from '../../src/domain/custody.ts';
 import { createSimulatedCustody } from '../../src/domain/custody.ts';
 import { createApp } from '../../src/app.ts';
@@ -64,6 +64,23 @@ describeStores('deadline sweep', (h) => {
     }
     assert.equal((await h().req('GET', `/v1/escrows/${untouched.id}`)).body.state, 'funded');
     // A second sweep finds nothing left: each closed exactly once.
+    assert.equal((await sweepOnce(h().app.svc)).closed, 0);
+  });
+
+  test('a pass closes at most SWEEP_BATCH escrows, fewer than Postgres caches subtransactions for (64), and the next pass the rest', async () => {
+    assert.ok(SWEEP_BATCH <= 64, `each closing is a savepoint: ${SWEEP_BATCH} per pass would overflow the 64 cached subtransactions`);
+    const e = await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
+    // The same payer and payee for the rest, created straight through the API.
+    for (let i = 0; i < SWEEP_BATCH + 4; i++) {
+      const c = await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: e.payer.id, payeeAgentId: e.payee.id, timeouts: { deliverWithinSeconds: 60 } });
+      assert.equal(c.status, 201, c.text);
+      assert.equal((await h().req('POST', `/v1/escrows/${c.body.id}/fund`)).status, 200);
+    }
+    await advance(h(), 61);
+    const first = await sweepOnce(h().app.svc);
+    assert.equal(first.closed, SWEEP_BATCH);
+    const second = await sweepOnce(h().app.svc);
+    assert.equal(second.closed, 5);
     assert.equal((await sweepOnce(h().app.svc)).closed, 0);
   });
 
