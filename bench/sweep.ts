@@ -44,6 +44,8 @@ async function sweepLoops(app: App, passes: number): Promise<void> {
       if (r.ran && r.closed === 0) break;
     }
   }));
+  // The sweep is done when its leaves are in the log: timed until the integrator has them all.
+  await app.svc.log.drain();
 }
 
 export interface SweepPairRun extends Omit<SweepRun, 'passes' | 'cpuPerClose'> {
@@ -177,6 +179,7 @@ export async function sweepTwoInstances(store: Store, n: number): Promise<SweepP
       if (r.closed === 0) return closed;
     }
   }));
+  await Promise.all(apps.map((app) => app.svc.log.drain()));
   const ms = performance.now() - t;
   const c = await counts(store.db);
   const exactlyOnce = c.proofs === n && c.distinctEscrows === n && c.logSize === n && c.leaves === n && c.refunded === n && byInstance[0] + byInstance[1] === n;
