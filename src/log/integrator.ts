@@ -140,7 +140,11 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
       again = true;
       return;
     }
-    running = loop().finally(() => {
+    // Started a microtask later: a transaction that committed several closings (a sweep pass) hands
+    // its leaves over in consecutive after-commit hooks of one turn, and all of them then go in one
+    // batch. Started at once, the batch took the first leaf alone and the rest waited for a second
+    // batch (a pass of 60 waited 6.4 ms for integration instead of 4.3).
+    running = Promise.resolve().then(loop).finally(() => {
       running = undefined;
       if (again && !stopped) poke();
     });

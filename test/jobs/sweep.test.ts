@@ -84,6 +84,18 @@ describeStores('deadline sweep', (h) => {
     assert.equal((await sweepOnce(h().app.svc)).closed, 0);
   });
 
+  test('the leaves of one pass are integrated in one batch: one signed head for all of them', async () => {
+    for (let i = 0; i < 5; i++) await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
+    await advance(h(), 61);
+    await h().app.svc.log.drain();
+    const [{ before }] = await h().db.query<{ before: number }>('SELECT coalesce(max(size), 0)::int AS before FROM log_heads');
+    assert.equal((await sweepOnce(h().app.svc)).closed, 5);
+    // The pass's commit hands over its five leaves one after-commit hook each; the integrator starts
+    // its batch only once all of them are handed over (not with the first, leaving four for a second).
+    const heads = await h().db.query<{ size: number }>('SELECT size::int AS size FROM log_heads WHERE size > $1 ORDER BY size', [before]);
+    assert.deepEqual(heads.map((x) => x.size), [before + 5]);
+  });
+
   test('a timeout that custody cannot settle is journaled and waits for the retry route', async () => {
     const e = await funded(h(), { timeouts: { deliverWithinSeconds: 30 } });
     await advance(h(), 31);
