@@ -105,8 +105,11 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export type StoreKind = 'postgres' | 'pglite';
 export const STORE: StoreKind = CFG.databaseUrl ? 'postgres' : 'pglite';
 
-/** The bench's own postgres.js clients (admin, sampler) reach the server as the service does, Unix sockets included. */
-const RAW_PG = ((s) => ({ url: s.url, opts: s.host ? { host: s.host } : {} }))(socketUrl(CFG.databaseUrl ?? ''));
+/** One of the bench's own postgres.js clients (admin, sampler): it reaches the server as the service does, Unix sockets included. */
+function rawSql(opts: postgres.Options<Record<string, never>> = {}): postgres.Sql {
+  const { url, host } = socketUrl(CFG.databaseUrl!);
+  return postgres(url, { ...(host ? { host } : {}), max: 1, onnotice: () => {}, ...opts });
+}
 
 const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
 const schemas: string[] = [];
@@ -154,7 +157,7 @@ export async function newStore(name: string, opts: { max?: number } = {}): Promi
     return { kind: 'pglite', name: `pglite:${name}`, db, close: once(() => db.exec(`DROP SCHEMA ${schema} CASCADE`)) };
   }
   const schema = `${RUN_ID}_${name}`;
-  const admin = postgres(RAW_PG.url, { ...RAW_PG.opts, max: 1, onnotice: () => {} });
+  const admin = rawSql();
   await admin.unsafe(`CREATE SCHEMA ${schema}`);
   await admin.end();
   schemas.push(schema);
@@ -224,7 +227,7 @@ export async function cleanup(): Promise<void> {
   children.clear();
   for (const close of closers.splice(0).reverse()) await close().catch(() => {});
   if (STORE === 'postgres' && schemas.length) {
-    const admin = postgres(RAW_PG.url, { ...RAW_PG.opts, max: 1, onnotice: () => {} });
+    const admin = rawSql();
     for (const s of schemas.splice(0)) await admin.unsafe(`DROP SCHEMA IF EXISTS ${s} CASCADE`).catch((e) => log(`could not drop schema ${s}: ${e}`));
     await admin.end();
   }
@@ -249,7 +252,7 @@ export interface SessionStats {
 export function sessionSampler(appName: string, everyMs = 20): { stop(): Promise<SessionStats> } {
   const empty: SessionStats = { samples: 0, lockWaiting: NaN, idleInTx: NaN, active: NaN, waitingOn: {} };
   if (STORE !== 'postgres' || !appName) return { stop: async () => empty };
-  const sql = postgres(RAW_PG.url, { ...RAW_PG.opts, max: 1, onnotice: () => {}, connection: { application_name: 'bench-sampler' } });
+  const sql = rawSql({ connection: { application_name: 'bench-sampler' } });
   let stopped = false;
   const acc = { samples: 0, lock: 0, idle: 0, active: 0, on: new Map<string, number>() };
   const loop = (async () => {
@@ -326,7 +329,7 @@ export function cpuWindow(servicePids: number[]): { stop(): CpuSplit } {
 export async function backendCpu(appName: string): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (STORE !== 'postgres' || !appName) return out;
-  const sql = postgres(RAW_PG.url, { ...RAW_PG.opts, max: 1, onnotice: () => {} });
+  const sql = rawSql();
   try {
     const rows = await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE application_name = ${appName}`;
     for (const { pid } of rows) {

@@ -25,7 +25,6 @@ export function describeDatabaseUrl(url: string): string {
 const CONNECT_WORDS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ENOENT: 'no such socket',
-  EACCES: 'permission denied',
   ECONNRESET: 'connection reset',
   ENOTFOUND: 'host not found',
   EAI_AGAIN: 'host name lookup failed',
