@@ -4,9 +4,11 @@
 FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The client workspace package: the service takes its wire types from it.
-COPY client/package.json client/tsconfig.json ./client/
-COPY client/src ./client/src
+# The workspace packages: the service stands on the protocol package and takes the x402 wire from the client.
+COPY packages/protocol/package.json packages/protocol/tsconfig.json ./packages/protocol/
+COPY packages/protocol/src ./packages/protocol/src
+COPY packages/client/package.json packages/client/tsconfig.json ./packages/client/
+COPY packages/client/src ./packages/client/src
 # --ignore-scripts: the build needs esbuild, TypeScript and PGlite, none of which needs an install
 # script; the dev-only tools (ganache, solc) are downloaded by `npm ci` but their native add-ons
 # are never compiled, and nothing of node_modules leaves this stage. The root's `prepare` (the

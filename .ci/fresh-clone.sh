@@ -13,7 +13,7 @@ cd "$tmp/repo"
 echo "fresh clone at $tmp/repo (siblings: $(ls -A "$tmp" | tr '\n' ' '))"
 
 # Static guard: no source, test, bench or script names a path outside the repository.
-if grep -rnE --include='*.ts' --include='*.mjs' --include='*.js' --include='*.sh' "\.\./\.\./\.\./|/work/|shared/vectors" src test bench scripts client/src 2>/dev/null \
+if grep -rnE --include='*.ts' --include='*.mjs' --include='*.js' --include='*.sh' "\.\./\.\./\.\./|/work/|shared/vectors" src test bench scripts packages 2>/dev/null \
     | grep -v '^test/vectors/' | grep -v '^test/reliability/fuzz.ts'; then
   echo "fresh-clone: the lines above reach outside the repository" >&2
   exit 1
@@ -24,6 +24,6 @@ if [ "${FRESH_CLONE_FULL:-0}" = 1 ]; then
   npm test
 else
   # shellcheck disable=SC2046
-  node --import tsx --test --test-concurrency=1 $(find test/tlog test/crypto test/client -name '*.test.ts' | sort)
+  node --import tsx --test --test-concurrency=1 $(find test/tlog test/protocol test/client -name '*.test.ts' | sort)
 fi
 echo "fresh clone: ok"

@@ -109,7 +109,7 @@ async function serve(variant: Variant) {
   const { parseConfig } = await import('../src/config.ts');
   const { openPglite } = await import('../src/db/pglite.ts');
   const { migrate } = await import('../src/db/migrate.ts');
-  const { ensureKeys } = await import('../src/domain/keys.ts');
+  const { ensureKeys } = await import('../src/proof/keys.ts');
   // For hono the global Request/Response must be replaced before the app makes any of them.
   let listener: (req: IncomingMessage, res: ServerResponse) => unknown;
   let appRef: App | undefined;

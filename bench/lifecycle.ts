@@ -1,11 +1,11 @@
 // Run 1: create → fund → deliver (passing, returns a proof) over HTTP, against its floor: the same SQL
 // transactions issued straight to the database with fixed precomputed values (no HTTP, no crypto).
 import type { Db, Stmt } from '../src/db/types.ts';
-import { DEFAULT_TIMEOUTS } from '../src/domain/escrows.ts';
-import { escrowUpdate, lockEscrow, lockEscrowWith, trailWrite } from '../src/domain/escrowRow.ts';
-import { createSimulatedCustody } from '../src/domain/custody.ts';
-import { sequenceLeaf } from '../src/log/sequence.ts';
-import type { TrailEntry } from '../src/trail/chain.ts';
+import { DEFAULT_TIMEOUTS } from '../src/escrow/escrows.ts';
+import { escrowUpdate, lockEscrow, lockEscrowWith, trailWrite } from '../src/escrow/escrowRow.ts';
+import { createSimulatedCustody } from '../src/custody/simulated.ts';
+import { sequenceLeaf } from '../src/tlog/sequence.ts';
+import type { TrailEntry } from '@escrow-settlement/protocol/trail/chain';
 import { client, dist, expectStatus, runFor, type Client, type Dist } from './lib.ts';
 
 export const STEPS = ['create', 'fund', 'deliver'] as const;

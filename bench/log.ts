@@ -5,11 +5,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../src/db/types.ts';
-import { consistencyBetween, inclusionAt, rootAt } from '../src/log/store.ts';
+import { consistencyBetween, inclusionAt, rootAt } from '../src/tlog/store.ts';
 import { nodeListener } from '../src/node/adapter.ts';
-import { fromHex } from '../src/crypto/bytes.ts';
-import { leafHash } from '../src/tlog/hash.ts';
-import { verifyConsistency, verifyInclusion } from '../src/tlog/verify.ts';
+import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { leafHash } from '@escrow-settlement/protocol/tlog/hash';
+import { verifyConsistency, verifyInclusion } from '@escrow-settlement/protocol/tlog/verify';
 import { client, dist, expectStatus, inProcessApp, log, type Dist, type Store } from './lib.ts';
 
 export interface LogSizeRun {

@@ -4,7 +4,7 @@
 // measured separately, since it is the one route whose memory grows with the table.
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { ensureKeys } from '../src/domain/keys.ts';
+import { ensureKeys } from '../src/proof/keys.ts';
 import { client, expectStatus, log, newStore, startChild, STORE, tempDir } from './lib.ts';
 import { httpLifecycle, makeAgents } from './lifecycle.ts';
 import { seedFunded } from './seed.ts';

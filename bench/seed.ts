@@ -1,7 +1,7 @@
 // Bulk escrows written straight into a store (generate_series), shaped like the service's own rows:
 // funded, two trail entries each (escrow.created, escrow.funded), a deadline in the past or future.
 import type { Queryable } from '../src/db/types.ts';
-import { DEFAULT_TIMEOUTS } from '../src/domain/escrows.ts';
+import { DEFAULT_TIMEOUTS } from '../src/escrow/escrows.ts';
 import { hex, TERMS } from './lifecycle.ts';
 
 const PAYER = JSON.stringify({ publicKey: hex('a'), label: 'payer' });

@@ -3,7 +3,7 @@
 // instances (two apps on two pools, one schema) sweeping together: exactly once is asserted.
 import type { Db } from '../src/db/types.ts';
 import { sweepOnce, SWEEP_BATCH } from '../src/jobs/sweep.ts';
-import { readLocked } from '../src/domain/escrowRow.ts';
+import { readLocked } from '../src/escrow/escrowRow.ts';
 import type { App } from '../src/app.ts';
 import { entries, FLOOR_SQL as SQL, floorClose, ids, PAYLOAD, TERMS } from './lifecycle.ts';
 import { backendCpu, backendCpuDelta, dist, floorAppName, inProcessApp, log, rawDb, round, samePool, sleep, storeAppName, type Dist, type Store } from './lib.ts';

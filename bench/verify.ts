@@ -4,10 +4,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fromHex } from '../src/crypto/bytes.ts';
-import { generateKeyPair, sign, verify } from '../src/crypto/ed25519.ts';
-import { canonicalBytes } from '../src/crypto/jcs.ts';
-import { proofBody } from '@escrow-settlement/client/verify';
+import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { generateKeyPair, sign, verify } from '@escrow-settlement/protocol/crypto/ed25519';
+import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';
+import { proofBody } from '@escrow-settlement/protocol/verify';
 import { client, dist, expectStatus, runFor, tempDir } from './lib.ts';
 
 export interface VerifyRun {

@@ -11,12 +11,12 @@ import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, typ
 import { checkCrossSite, corsHeaders, preflightHeaders } from './http/crossSite.ts';
 import { allowTable, methodNotAllowed, SERVED_METHODS } from './http/methods.ts';
 import { checkParams } from './http/params.ts';
-import { assertVisible } from './domain/tenancy.ts';
-import { serviceNow } from './domain/clock.ts';
+import { assertVisible } from './access/tenancy.ts';
+import { serviceNow } from './escrow/clock.ts';
 import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
-import { createSimulatedCustody, type CustodyAdapter } from './domain/custody.ts';
-import { createProofLog } from './domain/proofLog.ts';
+import { createSimulatedCustody, type CustodyAdapter } from './custody/simulated.ts';
+import { createProofLog } from './proof/proofLog.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 export interface AppDeps {

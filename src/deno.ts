@@ -6,7 +6,7 @@ import { openPostgres } from './db/postgres.ts';
 import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
-import { ensureKeys } from './domain/keys.ts';
+import { ensureKeys } from './proof/keys.ts';
 import { startJobs } from './jobs/index.ts';
 
 // Typed locally so the Node toolchain's tsc needs no Deno type package.

@@ -1,11 +1,11 @@
 // The dependency bag every route and command receives: built once per app, never a module singleton.
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
-import type { CustodyAdapter } from './domain/custody.ts';
+import type { CustodyAdapter } from './custody/simulated.ts';
 import type { RateLimiter } from './http/rateTypes.ts';
 import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
-import type { ProofLog } from './domain/proofLog.ts';
+import type { ProofLog } from './proof/proofLog.ts';
 
 /** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run with PASS/MISS per target', { timeout: 240_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));

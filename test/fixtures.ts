@@ -1,7 +1,7 @@
 // Building blocks for lifecycle tests: agents, escrows in a given state, client-side signing.
 import assert from 'node:assert/strict';
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, generateKeyPairSync } from 'node:crypto';
-import { canonicalize } from '../src/crypto/jcs.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import type { Harness } from './harness.ts';
 
 export async function agent(h: Harness, label = 'a') {

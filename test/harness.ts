@@ -7,7 +7,7 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { migrate } from '../src/db/migrate.ts';
 import type { Db } from '../src/db/types.ts';
-import { ensureKeys } from '../src/domain/keys.ts';
+import { ensureKeys } from '../src/proof/keys.ts';
 
 export type StoreKind = 'pglite' | 'postgres';
 

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeHarness } from './harness.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SANDBOX = 'http://127.0.0.1:4280';
 
 /** The first ```ts block of the "## Client library" section; null without the section. */

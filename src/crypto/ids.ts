@@ -1,6 +1,6 @@
 // Owns record ids (prefix + '_' + lowercase ULID) and issuer key ids.
 
-import { sha256Hex } from './hash.ts';
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 
 // Crockford base32 (https://www.crockford.com/base32.html) in lowercase: no i, l, o, u.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

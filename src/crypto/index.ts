@@ -1,7 +1,7 @@
 // Owns the public surface of the crypto module: bytes, JCS, hashing, Ed25519 and ids.
 
-export * from './bytes.ts';
-export * from './jcs.ts';
-export * from './hash.ts';
-export * from './ed25519.ts';
+export * from '@escrow-settlement/protocol/crypto/bytes';
+export * from '@escrow-settlement/protocol/crypto/jcs';
+export * from '@escrow-settlement/protocol/crypto/hash';
+export * from '@escrow-settlement/protocol/crypto/ed25519';
 export * from './ids.ts';

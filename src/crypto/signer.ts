@@ -4,8 +4,8 @@
 // the same field and point arithmetic, only the per-key part is kept.
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { concatBytes as concat, fromHex } from './bytes.ts';
-import './ed25519.ts'; // wires noble's synchronous SHA-512
+import { concatBytes as concat, fromHex } from '@escrow-settlement/protocol/crypto/bytes';
+import '@escrow-settlement/protocol/crypto/ed25519'; // wires noble's synchronous SHA-512
 
 // The group order L (RFC 8032 §5.1).
 const L = 2n ** 252n + 27742317777372353535851937790883648493n;

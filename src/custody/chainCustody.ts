@@ -17,10 +17,10 @@
 // revert and the next retry confirms from the chain.
 import type { Queryable } from '../db/types.ts';
 import type { CustodyAdapter, LockRequest, LockResult, SandboxFault, SettleRequest, SettleResult } from './types.ts';
-import { encodeCall, keccakHex, type Hex } from './abi.ts';
+import { encodeCall, keccakHex, type Hex } from '@escrow-settlement/protocol/chain/abi';
 import { findPaidTx, readHold, sendAndWait, SIG, GAS, whyReverted, type Sent, type TxRequest } from './contract.ts';
-import { caip2, escrowRefOf, payoutAddressOf, toWei } from './mapping.ts';
-import type { Rpc } from './rpc.ts';
+import { caip2, escrowRefOf, payoutAddressOf, toWei } from '@escrow-settlement/protocol/chain/mapping';
+import type { Rpc } from '@escrow-settlement/protocol/chain/rpc';
 
 export interface ChainCustodyOptions {
   rpc: Rpc;

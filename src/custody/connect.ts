@@ -6,9 +6,9 @@ import type { Db } from '../db/types.ts';
 import { ESCROW_BYTECODE, ESCROW_SOURCE_SHA256 } from './escrowContract.gen.ts';
 import { GAS, readOperator, sendAndWait } from './contract.ts';
 import { createChainCustody, type ChainCustody } from './chainCustody.ts';
-import { caip2, LOCAL_CHAIN_IDS } from './mapping.ts';
-import { createRpc, type FetchLike, type Rpc } from './rpc.ts';
-import type { Hex } from './abi.ts';
+import { caip2, LOCAL_CHAIN_IDS } from '@escrow-settlement/protocol/chain/mapping';
+import { createRpc, type FetchLike, type Rpc } from '@escrow-settlement/protocol/chain/rpc';
+import type { Hex } from '@escrow-settlement/protocol/chain/abi';
 import type { SandboxFault } from './types.ts';
 
 export interface ChainOptions {

@@ -1,8 +1,8 @@
 // The SettlementEscrow contract (contracts/Escrow.sol) over JSON-RPC: calldata, the hold view,
 // sending a transaction from the unlocked dev account and waiting (bounded) for its receipt.
-import { encodeCall, eventTopic, revertReason, words, wordToAddress, wordToUint, type Hex } from './abi.ts';
-import { RpcError, type Rpc } from './rpc.ts';
-import { readHold, SIG, type Hold, type Receipt } from '@escrow-settlement/client/chain/hold';
+import { encodeCall, eventTopic, revertReason, words, wordToAddress, wordToUint, type Hex } from '@escrow-settlement/protocol/chain/abi';
+import { RpcError, type Rpc } from '@escrow-settlement/protocol/chain/rpc';
+import { readHold, SIG, type Hold, type Receipt } from '@escrow-settlement/protocol/chain/hold';
 
 export { readHold, SIG, type Hold, type Receipt };
 

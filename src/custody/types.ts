@@ -2,7 +2,7 @@
 // domain/custody.ts, or the chain adapter here). The journal lives in SQL; an adapter only locks,
 // settles or fails.
 import type { Queryable } from '../db/types.ts';
-import type { Proof } from '@escrow-settlement/client/types';
+import type { Proof } from '@escrow-settlement/protocol/types';
 
 /** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
 export type Anchor = NonNullable<Proof['anchor']>;

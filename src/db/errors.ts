@@ -1,7 +1,6 @@
 // Which database failures mean "the database cannot be reached right now" (an outage the client may
 // retry) rather than a fault in the service: the error boundary answers them 503 `unavailable`
 // with Retry-After instead of 500 `internal` (issue 17 item 6). Web APIs only.
-import { AppError } from '../errors.ts';
 
 /** How long a client should wait before retrying during an outage (seconds, the Retry-After value). */
 export const OUTAGE_RETRY_AFTER_S = 5;
@@ -37,12 +36,4 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (Array.isArray(inner) && inner.length > 0) return inner.every((e) => isDatabaseUnavailable(e, depth + 1));
   const cause = (err as { cause?: unknown }).cause;
   return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
-}
-
-/** The 503 the error boundary answers for an outage, or undefined when `err` is not one. */
-export function unavailableError(err: unknown): AppError | undefined {
-  if (err instanceof AppError || !isDatabaseUnavailable(err)) return undefined;
-  return new AppError('unavailable', 'the database cannot be reached right now; retry shortly (a write retried with the same Idempotency-Key is not applied twice)', {
-    headers: { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
-  });
 }

@@ -1,13 +1,11 @@
 // Who is calling: the root key (API_KEY), a minted bearer key, or nobody (SPEC part 5).
 import { AppError } from '../errors.ts';
-import { sha256, sha256Hex } from '../crypto/hash.ts';
-import { timingSafeEqual, utf8 } from '../crypto/bytes.ts';
+import { sha256, sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { timingSafeEqual, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import type { Services } from '../services.ts';
 import type { Caller, RouteDef } from './route.ts';
 import type { CachedKey } from './authCache.ts';
-
-/** Prefix of minted secrets, so a leaked one is recognisable in logs and scanners. */
-export const SECRET_PREFIX = 'esk_';
+import { SECRET_PREFIX } from '../access/apiKeys.ts';
 
 function bearer(request: Request): string | null {
   const h = request.headers.get('authorization');

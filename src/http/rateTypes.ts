@@ -1,7 +1,7 @@
 // The rate limiter's shapes, in a module that imports nothing, so Services can name the limiter
 // without importing the limiter (which needs the route table's types, which need Services). The
 // snapshot's wire shape is the client package's, which imports nothing of the service.
-import type { RateSnapshot } from '@escrow-settlement/client/resources';
+import type { RateSnapshot } from '@escrow-settlement/protocol/resources';
 
 export type { RateSnapshot };
 

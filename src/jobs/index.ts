@@ -3,7 +3,7 @@
 import type { Services } from '../services.ts';
 import { startTicker, type Ticker } from './ticker.ts';
 import { SWEEP_BATCH, sweepOnce } from './sweep.ts';
-import { pruneIdempotency } from '../http/idempotency.ts';
+import { pruneIdempotency } from '../db/idempotency.ts';
 import { startWebhookSender } from './webhooks.ts';
 
 export interface Jobs {

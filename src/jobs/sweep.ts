@@ -2,9 +2,9 @@
 // on every instance, side by side (CONTRACT §3 Sweep, DESIGN: jobs/).
 import type { Services } from '../services.ts';
 import type { Queryable } from '../db/types.ts';
-import { readLocked, type Locked } from '../domain/escrowRow.ts';
-import { transition } from '../domain/states.ts';
-import { closeMatter, presignClosing, type Closing, type Ruling, type Signed } from '../domain/close.ts';
+import { readLocked, type Locked } from '../escrow/escrowRow.ts';
+import { transition } from '../escrow/states.ts';
+import { closeMatter, presignClosing, type Closing, type Ruling, type Signed } from '../escrow/close.ts';
 
 export interface SweepResult {
   /** Always true since passes no longer take a sweep lock (kept for callers that count passes). */

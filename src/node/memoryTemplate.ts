@@ -34,7 +34,7 @@ function pgliteFiles(): string[] | undefined {
   const beside = names.map((n) => new URL(`./${n}`, import.meta.url));
   if (beside.every((u) => existsSync(u))) return beside.map((u) => fileURLToPath(u));
   try {
-    const dist = new URL('.', import.meta.resolve('@electric-sql/pglite'));
+    const dist = new URL('./', import.meta.resolve('@electric-sql/pglite'));
     const inPackage = names.map((n) => new URL(n, dist));
     if (inPackage.every((u) => existsSync(u))) return inPackage.map((u) => fileURLToPath(u));
   } catch {

@@ -12,7 +12,7 @@ import { ConfigError, parseConfig, withListeningPort, type Config } from '../con
 import { createApp } from '../app.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
-import { ensureKeys } from '../domain/keys.ts';
+import { ensureKeys } from '../proof/keys.ts';
 import { connectListener, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
@@ -26,7 +26,7 @@ import { openRequestLog } from './requestLog.ts';
 import { startJobs } from '../jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhookTransport.ts';
 import { connectChainCustody, probeChain } from '../custody/connect.ts';
-import { takeSandboxFault } from '../domain/custody.ts';
+import { takeSandboxFault } from '../custody/simulated.ts';
 import { isReplacement, resolveWorkers, runPrimary, tellPrimary, workerRequestLog, workerSlot } from './cluster.ts';
 
 type Env = Record<string, string | undefined>;

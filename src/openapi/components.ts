@@ -1,6 +1,6 @@
 // Named schemas of the OpenAPI document: resources as SPEC part 2 and CONTRACT §4 describe them.
-import { annotationOf } from '../http/validate.ts';
-import { MetadataS } from '../domain/metadata.ts';
+import { annotationOf } from '../validate.ts';
+import { MetadataS } from '../escrow/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
 
 /** Codes CONTRACT §8 adds that the edge answers before a route runs; ERROR_CODES gains them as they land. */

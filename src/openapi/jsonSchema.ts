@@ -1,7 +1,7 @@
 // JSON Schema (2020-12, as OpenAPI 3.1 uses) derived from the superstruct structs the routes
 // validate with, so the document and the validation cannot drift apart.
 import { is, type Struct } from 'superstruct';
-import { annotationOf } from '../http/validate.ts';
+import { annotationOf } from '../validate.ts';
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -4,11 +4,11 @@ import { badRequest } from '../errors.ts';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { check, label, positiveInt } from '../http/validate.ts';
-import { rotateIssuer } from '../domain/keys.ts';
-import { listKeys, mintKey, revokeKey } from '../domain/apiKeys.ts';
-import { metrics } from '../domain/metrics.ts';
-import { cutPage, pageQuery } from '../http/page.ts';
+import { check, label, positiveInt } from '../validate.ts';
+import { rotateIssuer } from '../proof/keys.ts';
+import { listKeys, mintKey, revokeKey } from '../access/apiKeys.ts';
+import { metrics } from '../ops/metrics.ts';
+import { cutPage, pageQuery } from '../paging.ts';
 
 export const MintKeyBody = object({ label: optional(label), rateLimitMax: optional(positiveInt(1e9)) });
 

@@ -3,9 +3,9 @@ import { object, optional } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { check, label } from '../http/validate.ts';
-import { createAgent } from '../domain/agents.ts';
-import { scopeOf } from '../domain/tenancy.ts';
+import { check, label } from '../validate.ts';
+import { createAgent } from '../access/agents.ts';
+import { scopeOf } from '../access/tenancy.ts';
 
 export const CreateAgentBody = object({ label: optional(label) });
 

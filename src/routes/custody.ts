@@ -1,7 +1,7 @@
 // Custody routes: the journal entry and the retry that settles it exactly once (SPEC part 4, CONTRACT §3).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { getCustody, retryCustody } from '../domain/custodyJournal.ts';
+import { getCustody, retryCustody } from '../escrow/custodyJournal.ts';
 
 export const custodyRoutes = () => defineRoutes([
   {

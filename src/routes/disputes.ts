@@ -3,13 +3,13 @@ import { any, array, enums, object, optional, size, unknown } from 'superstruct'
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { boundedString, check, hex64, idOf, timestamp } from '../http/validate.ts';
+import { boundedString, check, hex64, idOf, timestamp } from '../validate.ts';
 import { badRequest } from '../errors.ts';
-import { addEvidence, getDispute, openDispute, resolveDispute } from '../domain/disputes.ts';
-import type { PartyAct } from '../domain/parties.ts';
+import { addEvidence, getDispute, openDispute, resolveDispute } from '../dispute/disputes.ts';
+import type { PartyAct } from '../dispute/parties.ts';
 import { SignatureS } from './schemas.ts';
 import { withIdempotency } from '../http/idempotency.ts';
-import { assertOwnAgents } from '../domain/tenancy.ts';
+import { assertOwnAgents } from '../access/tenancy.ts';
 
 const text4k = boundedString(4000);
 const agentId = idOf('agt');

@@ -1,16 +1,16 @@
 // Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (SPEC part 4, CONTRACT §4, §7).
 import { badRequest, notFound } from '../errors.ts';
-import { bundleParties } from '../domain/bundleParties.ts';
+import { bundleParties } from '../proof/bundleParties.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { encodeCursor, pageQuery } from '../http/page.ts';
+import { encodeCursor, pageQuery } from '../paging.ts';
 import type { Queryable } from '../db/types.ts';
-import { issuerHeadKeys, issuerKeys } from '../domain/keys.ts';
-import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../domain/proofs.ts';
-import { readTrail } from '../domain/escrowRow.ts';
-import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
-import { checkpointNote, signedHead } from '../log/heads.ts';
-import type { Inclusion } from '@escrow-settlement/client/types';
+import { issuerHeadKeys, issuerKeys } from '../proof/keys.ts';
+import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../proof/proofs.ts';
+import { readTrail } from '../escrow/escrowRow.ts';
+import { consistencyBetween, inclusionAt, logSize } from '../tlog/store.ts';
+import { checkpointNote, signedHead } from '../tlog/heads.ts';
+import type { Inclusion } from '@escrow-settlement/protocol/types';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;

@@ -3,12 +3,12 @@ import { object } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { check, hex64 } from '../http/validate.ts';
-import { validateMandateCaps } from '../domain/mandateCaps.ts';
-import { getMandate, registerMandate } from '../domain/mandates.ts';
+import { check, hex64 } from '../validate.ts';
+import { validateMandateCaps } from '../mandate/mandateCaps.ts';
+import { getMandate, registerMandate } from '../mandate/mandates.ts';
 import { requiredJson, SignatureS } from './schemas.ts';
 import { badRequest } from '../errors.ts';
-import { claimMandate } from '../domain/tenancy.ts';
+import { claimMandate } from '../access/tenancy.ts';
 
 export const MandateBody = object({ principal: hex64, caps: requiredJson('MandateCaps'), signature: SignatureS });
 

@@ -1,8 +1,8 @@
 // Meta routes: health and the issuer key document (SPEC part 4, Meta).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { activeKey, issuerKeys } from '../domain/keys.ts';
-import { issuerVkey } from '@escrow-settlement/client/issuer';
+import { activeKey, issuerKeys } from '../proof/keys.ts';
+import { issuerVkey } from '@escrow-settlement/protocol/issuer';
 import { openApiDocument } from '../openapi/document.ts';
 
 export const metaRoutes = () => defineRoutes([

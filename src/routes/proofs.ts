@@ -1,7 +1,7 @@
 // Proof routes: read one, and verify it against the published keys and the trail (SPEC part 4).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { getProof, verifyStoredProof } from '../domain/proofs.ts';
+import { getProof, verifyStoredProof } from '../proof/proofs.ts';
 
 export const proofRoutes = () => defineRoutes([
   {

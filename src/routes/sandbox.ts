@@ -3,8 +3,8 @@ import { define, object } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { check, positiveInt } from '../http/validate.ts';
-import { advanceClock, readClock } from '../domain/clock.ts';
+import { check, positiveInt } from '../validate.ts';
+import { advanceClock, readClock } from '../escrow/clock.ts';
 
 const TEN_YEARS = 315_360_000;
 export const ClockBody = object({ advanceSeconds: positiveInt(TEN_YEARS) });

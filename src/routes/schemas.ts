@@ -1,6 +1,6 @@
 // Request schemas shared by several routes (superstruct), beside the routes that validate with them.
 import { define, enums, object, optional } from 'superstruct';
-import { annotate, hex64, label, sigHex, positiveInt } from '../http/validate.ts';
+import { annotate, hex64, label, sigHex, positiveInt } from '../validate.ts';
 
 /**
  * A required field whose content a hand validator checks (validateTerms, validateMandateCaps) so its

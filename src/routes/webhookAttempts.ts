@@ -4,7 +4,7 @@ import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { badRequest } from '../errors.ts';
 import { listAttempts } from '../webhooks/attempts.ts';
-import { scopeOf } from '../domain/tenancy.ts';
+import { scopeOf } from '../access/tenancy.ts';
 
 const KNOWN = ['escrowId', 'limit', 'cursor'];
 

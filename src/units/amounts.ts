@@ -1,10 +1,10 @@
 // Amounts as integer micro-units (BigInt, 6 decimals): parse, format, split; never floats (CONTRACT §2 Amounts).
 
 import { badRequest } from '../errors.ts';
-import { AMOUNT_DECIMALS, AMOUNT_RE, MAX_INTEGER_DIGITS, MICRO } from '@escrow-settlement/client/amounts';
+import { AMOUNT_DECIMALS, AMOUNT_RE, MAX_INTEGER_DIGITS, MICRO } from '@escrow-settlement/protocol/amounts';
 
 // The amount form and split arithmetic are wire semantics, defined once in the client package.
-export { AMOUNT_DECIMALS, AMOUNT_RE, formatAmount, MAX_INTEGER_DIGITS, MICRO, splitAmount } from '@escrow-settlement/client/amounts';
+export { AMOUNT_DECIMALS, AMOUNT_RE, formatAmount, MAX_INTEGER_DIGITS, MICRO, splitAmount } from '@escrow-settlement/protocol/amounts';
 
 /**
  * Parse an amount string into micro-units. Throws 400 bad_request naming `field` when the value

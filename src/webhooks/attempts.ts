@@ -5,7 +5,7 @@ import { badRequest } from '../errors.ts';
 import { seenBy } from './registry.ts';
 
 // The wire shape is the client package's (defined once; issue 18 item 2).
-import type { WebhookAttempt } from '@escrow-settlement/client/resources';
+import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
 export type { WebhookAttempt };
 
 export interface AttemptRecord {

@@ -1,8 +1,8 @@
 // What a webhook delivery carries: the EngineEvent body (JCS), its signature and the two header styles (CONTRACT §5).
-import { toHex, utf8 } from '../crypto/bytes.ts';
-import { canonicalize } from '../crypto/jcs.ts';
+import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { signedContent, v1aSignature, v1Signature } from './standard.ts';
-import type { EngineEvent } from '@escrow-settlement/client/webhook';
+import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 
 export type { EngineEvent };
 

@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { engineEvent, type EngineEvent } from './event.ts';
 import { newEndpointSecret } from './standard.ts';
-import type { DeadLetter } from '@escrow-settlement/client/resources';
+import type { DeadLetter } from '@escrow-settlement/protocol/resources';
 import { invalidState } from '../errors.ts';
 
 /** A delivery that never succeeded (CONTRACT §4 "Dead letter"); its wire shape lives in the client package. */

@@ -1,7 +1,8 @@
 // The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL,
 // results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
-import type { Services } from '../services.ts';
-import { fromHex } from '../crypto/bytes.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/types.ts';
+import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { newId } from '../crypto/ids.ts';
 import { recordAttempts, type AttemptRecord } from './attempts.ts';
 import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
@@ -10,6 +11,15 @@ import { signerFor } from './signer.ts';
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
+
+/** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
+export interface SenderDeps {
+  db: Db;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs'>;
+  nowMs: () => number;
+  version: string;
+  webhookTransport?: WebhookTransport;
+}
 
 /**
  * A claim's lease is WEBHOOK_TIMEOUT_MS plus this: time to record the result after the answer. If the
@@ -83,7 +93,7 @@ export class SenderEngine {
   /** Called when a request finishes: a lane has room again and results wait to be flushed. */
   onSettled: () => void = () => {};
 
-  constructor(private readonly svc: Services, private readonly opts: EngineOptions) {
+  constructor(private readonly svc: SenderDeps, private readonly opts: EngineOptions) {
     this.transport = guarded(svc.webhookTransport ?? fetchTransport(), svc.config.webhookTimeoutMs);
     this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
   }

@@ -3,7 +3,7 @@
 // Web APIs and @noble only (the core).
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { fromBase64, fromHex, toBase64, utf8 } from '../crypto/bytes.ts';
+import { fromBase64, fromHex, toBase64, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 
 export const SECRET_PREFIX = 'whsec_';
 export const PUBLIC_KEY_PREFIX = 'whpk_';

@@ -1,6 +1,6 @@
 // Reading an x402 payment from a request: which header, its version and shape, and every check against the offer that needs no database (CONTRACT §6, SPEC part 7).
-import { canonicalBytes, canonicalize } from '../crypto/jcs.ts';
-import { verifyHex } from '../crypto/ed25519.ts';
+import { canonicalBytes, canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
 import { decodeBase64Json, X402_HEADERS, type PaymentPayload, type PaymentPayloadV2, type ProofSandboxPayload } from '@escrow-settlement/client/x402';
 import { paymentRefusal, type Offer, type X402Code } from './offer.ts';

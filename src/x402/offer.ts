@@ -1,6 +1,6 @@
 // The x402 demo's offer: the price, the paid resource, the v1 and v2 requirements and the 402 refusal (SPEC part 4, CONTRACT §6).
 import { AppError, type ErrorCode } from '../errors.ts';
-import { hashJson } from '../crypto/hash.ts';
+import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { AMOUNT_DECIMALS } from '../units/amounts.ts';
 import {
   encodeBase64Json, toAtomicAmount, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, X402_SCHEME,

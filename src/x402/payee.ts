@@ -1,7 +1,7 @@
 // The x402 demo payee: an Ed25519 key the service holds in service_keys (purpose x402-payee), the same on every instance.
-import { fromHex, toHex } from '../crypto/bytes.ts';
-import { generateKeyPair } from '../crypto/ed25519.ts';
-import { sha256Hex } from '../crypto/hash.ts';
+import { fromHex, toHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { generateKeyPair } from '@escrow-settlement/protocol/crypto/ed25519';
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import type { Queryable } from '../db/types.ts';
 
 export interface DemoPayee {

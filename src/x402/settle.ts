@@ -2,13 +2,13 @@
 import type { Services } from '../services.ts';
 import type { Db, Row, Stmt, Tx } from '../db/types.ts';
 import { AppError } from '../errors.ts';
-import { hashJson } from '../crypto/hash.ts';
-import { signJson } from '../crypto/ed25519.ts';
+import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
+import { signJson } from '@escrow-settlement/protocol/crypto/ed25519';
 import { parseAmount } from '../units/amounts.ts';
-import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../domain/escrows.ts';
-import { deliverySigningBody, submitDelivery } from '../domain/deliver.ts';
+import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../escrow/escrows.ts';
+import { deliverySigningBody, submitDelivery } from '../escrow/deliver.ts';
 import type { ProofSandboxPayload } from '@escrow-settlement/client/x402';
-import { partySignatureWrite } from '../domain/partySignatures.ts';
+import { partySignatureWrite } from '../escrow/partySignatures.ts';
 import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal, type Offer } from './offer.ts';
 import type { DemoPayee } from './payee.ts';
 

@@ -1,5 +1,5 @@
 // The shapes of x402 payment payloads, v1 and v2: the first way a decoded header is not one, named by its path (CONTRACT §2: unknown fields are refused).
-import { isHex64 } from '../crypto/bytes.ts';
+import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 
 export type Problem = string | null;
 

@@ -2,7 +2,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeHarness } from '../harness.ts';
 import { nodeVerifyHex } from '../fixtures.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
   API_ROUTES, ApiError, contentHash, createClient, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling,
   verifyBundle, verifyConsistency, verifyInclusion, verifyProof, type ApiClient, type Terms,

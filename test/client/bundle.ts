@@ -1,9 +1,9 @@
 // A synthetic offline bundle built with no service: node:crypto keys, an in-memory tlog tree, a hand-made trail.
 import { createHash, randomBytes } from 'node:crypto';
-import { createMemoryTree } from '../../src/tlog/memory.ts';
-import { inclusionProof, treeRoot } from '../../src/tlog/proofs.ts';
-import type { Bundle, IssuerKey } from '@escrow-settlement/client/types';
-import { hex, leafHashOf, makeTrail, outsideKey, unhex } from '../log/fixtures.ts';
+import { createMemoryTree } from '@escrow-settlement/protocol/tlog/memory';
+import { inclusionProof, treeRoot } from '@escrow-settlement/protocol/tlog/proofs';
+import type { Bundle, IssuerKey } from '@escrow-settlement/protocol/types';
+import { hex, leafHashOf, makeTrail, outsideKey, unhex } from '../tlog/fixtures.ts';
 
 export const keyIdOf = (publicKey: string) => `iss_${createHash('sha256').update(Buffer.from(publicKey, 'hex')).digest('hex').slice(0, 16)}`;
 

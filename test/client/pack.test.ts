@@ -2,13 +2,14 @@
 // same steps as .ci/pack-check.sh (test/client/packCheck.ts), asserted one by one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
 import { foreignImports, packCheck, readPackageJson } from './packCheck.ts';
 
-test('the client package declares ESM with types, a bin, and only @noble/* as dependencies', () => {
+test('the client package declares ESM with types, a bin, and only the protocol package as a dependency', () => {
   const pkg = readPackageJson();
   assert.equal(pkg.name, '@escrow-settlement/client');
   assert.equal(pkg.type, 'module');
-  assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@noble/ed25519', '@noble/hashes']);
+  assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@escrow-settlement/protocol']);
   assert.equal(pkg.exports['.'].types, './dist/index.d.ts');
   assert.equal(pkg.exports['.'].default, './dist/index.js');
   assert.equal(pkg.bin['escrow-settlement'], './dist/bin.js');
@@ -19,7 +20,8 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
   const r = await packCheck();
   assert.ok(r.files.includes('dist/index.js') && r.files.includes('dist/index.d.ts') && r.files.includes('dist/bin.js'), r.files.join(' '));
   assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$)/.test(f)), [], 'nothing but dist/, package.json and README.md');
-  assert.deepEqual(foreignImports(), [], 'the built package imports only itself, @noble/* and node: builtins');
+  assert.deepEqual(foreignImports(), [], 'the built client imports only itself, the protocol package, @noble/* and node: builtins');
+  assert.deepEqual(foreignImports(fileURLToPath(new URL('../../packages/protocol/dist', import.meta.url)), /^$/), [], 'the protocol package imports only itself and @noble/*');
 
   assert.equal(r.trusted.code, 0, r.trusted.out + r.trusted.err);
   assert.match(r.trusted.out, /^PASS proof.issuer.trusted: /m);

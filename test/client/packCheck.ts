@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { makeHarness } from '../harness.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLIENT = join(ROOT, 'client');
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLIENT = join(ROOT, 'packages/client');
+const PROTOCOL = join(ROOT, 'packages/protocol');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 // Child processes must not inherit the test runner's coverage or loader settings.
 const ENV = { ...process.env, NODE_V8_COVERAGE: '', NODE_OPTIONS: '' };
@@ -56,7 +57,7 @@ export async function serviceBundle(): Promise<{ bundle: unknown; issuerDoc: { k
 
 const CONSUMER_TS = `// A consumer of the published package, compiled with tsc --strict against its .d.ts only.
 import { createClient, generateKeys, signDelivery, verifyBundle, type Bundle, type VerifyResult } from '@escrow-settlement/client';
-import { canonicalize } from '@escrow-settlement/client/crypto/jcs';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 
 export function audit(bundle: Bundle, pinned: string): VerifyResult {
   return verifyBundle(bundle, { trustedKeys: [pinned] });
@@ -93,16 +94,18 @@ export interface PackReport {
 export async function packCheck(log: (line: string) => void = () => {}): Promise<PackReport> {
   const tmp = mkdtempSync(join(tmpdir(), 'escrow-pack-'));
   try {
-    log(`npm pack in ${CLIENT}`);
-    const packed = JSON.parse(must('npm', ['pack', '--json', '--pack-destination', tmp], CLIENT)) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    log(`npm pack in ${PROTOCOL} and ${CLIENT}`);
+    type Packed = Array<{ filename: string; files: Array<{ path: string }> }>;
+    const protocol = JSON.parse(must('npm', ['pack', '--json', '--pack-destination', tmp], PROTOCOL)) as Packed;
+    const packed = JSON.parse(must('npm', ['pack', '--json', '--pack-destination', tmp], CLIENT)) as Packed;
     const tarball = join(tmp, packed[0].filename);
     const files = packed[0].files.map((f) => f.path).sort();
 
     const dir = join(tmp, 'consumer');
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    log(`npm install ${tarball} into an empty directory`);
-    must('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], dir);
+    log(`npm install ${tarball} (with the protocol package's tarball) into an empty directory`);
+    must('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(tmp, protocol[0].filename), tarball], dir);
 
     const { bundle, issuerDoc } = await serviceBundle();
     writeFileSync(join(dir, 'bundle.json'), JSON.stringify(bundle, null, 2));
@@ -131,9 +134,9 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
 
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
- * only be @noble/* or node:* builtins. Returns the offending "file: specifier" lines.
+ * only be @noble/*, node:* builtins or (from the client) the protocol package. Returns the offending "file: specifier" lines.
  */
-export function foreignImports(distDir = join(CLIENT, 'dist')): string[] {
+export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escrow-settlement\/protocol(\/|$)/): string[] {
   const bad: string[] = [];
   for (const f of readdirSync(distDir, { recursive: true }) as string[]) {
     if (!/\.(js|d\.ts)$/.test(f)) continue;
@@ -143,7 +146,7 @@ export function foreignImports(distDir = join(CLIENT, 'dist')): string[] {
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !spec.startsWith('node:')) {
+      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:')) {
         bad.push(`${f}: ${spec}`);
       }
     }

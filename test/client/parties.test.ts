@@ -7,7 +7,7 @@ import {
   createPaymentHeader, decodePaymentResponse, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling, verifyBundle,
   type Bundle, type IssuerKey, type PartySignature,
 } from '@escrow-settlement/client';
-import { outsideKey } from '../log/fixtures.ts';
+import { outsideKey } from '../tlog/fixtures.ts';
 
 const flipByte = (hex: string) => (parseInt(hex.slice(0, 2), 16) ^ 0x01).toString(16).padStart(2, '0') + hex.slice(2);
 const ok = (r: { status: number; text: string }, status = 200) => assert.equal(r.status, status, r.text);

@@ -11,9 +11,9 @@ import {
   verifyProof,
   verifyTrail,
 } from '@escrow-settlement/client';
-import type { Bundle } from '@escrow-settlement/client/types';
-import { consistencyProof, treeRoot } from '../../src/tlog/proofs.ts';
-import { hex, leafHashOf, makeTrail, outsideKey } from '../log/fixtures.ts';
+import type { Bundle } from '@escrow-settlement/protocol/types';
+import { consistencyProof, treeRoot } from '@escrow-settlement/protocol/tlog/proofs';
+import { hex, leafHashOf, makeTrail, outsideKey } from '../tlog/fixtures.ts';
 import { makeBundle } from './bundle.ts';
 
 const flip = (s: string) => (s[0] === '0' ? '1' : '0') + s.slice(1);

@@ -4,10 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run } from '../process/proc.ts';
 import { ESCROW_ABI, ESCROW_BYTECODE } from '../../src/custody/escrowContract.gen.ts';
-import { encodeCall, keccakHex, revertReason, selector, strip, words } from '../../src/custody/abi.ts';
+import { encodeCall, keccakHex, revertReason, selector, strip, words } from '@escrow-settlement/protocol/chain/abi';
 import { ERRORS, SIG } from '../../src/custody/contract.ts';
-import { caip2, escrowRefOf, payoutAddressOf, proofPayoutWei, WEI_PER_MICRO } from '../../src/custody/mapping.ts';
-import { createRpc, RpcError } from '../../src/custody/rpc.ts';
+import { caip2, escrowRefOf, payoutAddressOf, proofPayoutWei, WEI_PER_MICRO } from '@escrow-settlement/protocol/chain/mapping';
+import { createRpc, RpcError } from '@escrow-settlement/protocol/chain/rpc';
 
 test('the committed escrowContract.gen.ts equals contracts/Escrow.sol compiled now with solc', { timeout: 120_000 }, async () => {
   const r = await run(['scripts/compile-contract.mjs', '--check']);

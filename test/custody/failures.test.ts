@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { escrow, funded } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
 import { verifyAnchor } from '@escrow-settlement/client';
-import { payoutAddressOf, escrowRefOf } from '../../src/custody/mapping.ts';
+import { payoutAddressOf, escrowRefOf } from '@escrow-settlement/protocol/chain/mapping';
 import { findPaidTx, readHold } from '../../src/custody/contract.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
 import { chainHarness, crashAfterChain, describeChain, WEI } from './helpers.ts';
@@ -148,7 +148,7 @@ describeChain('chain custody failures', (ctx) => {
   test('custody that cannot reach the chain, or finds no lock, is settle-failed with the reason', async () => {
     const { chain, h } = ctx();
     const { createChainCustody } = await import('../../src/custody/chainCustody.ts');
-    const { createRpc } = await import('../../src/custody/rpc.ts');
+    const { createRpc } = await import('@escrow-settlement/protocol/chain/rpc');
     const down = createChainCustody({ rpc: createRpc('http://127.0.0.1:1'), chainId: 1337, contract: h.custody.contract, account: chain.accounts[0] as `0x${string}`, sandboxFault: async () => false });
     const req = { escrowId: 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', reference: 'cst_x', outcome: 'refunded' as const, payerAmount: 1n, payeeAmount: 0n, asset: 'USDC' };
     const r1 = await down.settle(h.db, req);

@@ -5,10 +5,10 @@ import ganache from 'ganache';
 import { parseConfig } from '../../src/config.ts';
 import { createApp } from '../../src/app.ts';
 import type { Db } from '../../src/db/types.ts';
-import { takeSandboxFault, type CustodyAdapter } from '../../src/domain/custody.ts';
+import { takeSandboxFault, type CustodyAdapter } from '../../src/custody/simulated.ts';
 import { connectChainCustody, type ChainOptions } from '../../src/custody/connect.ts';
 import type { ChainCustody } from '../../src/custody/chainCustody.ts';
-import { createRpc, type Rpc } from '../../src/custody/rpc.ts';
+import { createRpc, type Rpc } from '@escrow-settlement/protocol/chain/rpc';
 import { openStore, STORES, type Harness, type Res, type StoreKind } from '../harness.ts';
 
 export interface Chain {

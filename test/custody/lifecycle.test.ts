@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { failedDelivery, funded, settled, escrow } from '../fixtures.ts';
 import { expectError } from '../harness.ts';
 import { verifyAnchor, verifyBundle, verifyProof } from '@escrow-settlement/client';
-import { escrowRefOf, payoutAddressOf } from '../../src/custody/mapping.ts';
+import { escrowRefOf, payoutAddressOf } from '@escrow-settlement/protocol/chain/mapping';
 import { readHold } from '../../src/custody/contract.ts';
 import { chainHarness, describeChain, WEI } from './helpers.ts';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, startService } from '../process/proc.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { nodeVerifyHex, PASSING_TERMS } from '../fixtures.ts';
 
 // deno comes from the npm registry into an isolated prefix (.ci/run installs it there): npm 11

@@ -83,7 +83,7 @@ test('the Dockerfile\'s own build, start and health-check commands work outside 
   const run = mkdtempSync(join(tmpdir(), 'escrow-run-'));
   try {
     // Stage 1: exactly the files the Dockerfile copies, then its RUN lines.
-    for (const f of ['package.json', 'package-lock.json', 'client/package.json', 'client/tsconfig.json', 'client/src', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
+    for (const f of ['package.json', 'package-lock.json', 'packages/protocol/package.json', 'packages/protocol/tsconfig.json', 'packages/protocol/src', 'packages/client/package.json', 'packages/client/tsconfig.json', 'packages/client/src', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
     for (const line of runs.slice(0, 3)) execFileSync('sh', ['-c', line], { cwd: build, stdio: 'pipe', env: { ...process.env, NODE_V8_COVERAGE: '' } });
     // Stage 2: only dist/, no node_modules anywhere near it; none of the dev tools made it into the bundle.
     cpSync(join(build, 'dist'), join(run, 'dist'), { recursive: true });

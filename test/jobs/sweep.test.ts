@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { describeStores, makeHarness, openStore, PG_URL, type Harness } from '../harness.ts';
 import { agent, failedDelivery, funded, PASSING_TERMS } from '../fixtures.ts';
 import { sweepOnce, SWEEP_BATCH } from '../../src/jobs/sweep.ts';
-import type { CustodyAdapter } from '../../src/domain/custody.ts';
-import { createSimulatedCustody } from '../../src/domain/custody.ts';
+import type { CustodyAdapter } from '../../src/custody/simulated.ts';
+import { createSimulatedCustody } from '../../src/custody/simulated.ts';
 import { createApp } from '../../src/app.ts';
 
 const advance = (h: Harness, s: number) => h.req('POST', '/v1/sandbox/clock', { advanceSeconds: s });

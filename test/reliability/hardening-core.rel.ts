@@ -13,8 +13,8 @@ import { startService, TSX, type Proc } from '../process/proc.ts';
 import { PG_URL } from '../harness.ts';
 import { clientKey, PASSING_TERMS } from '../fixtures.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
-import { sha256Hex } from '../../src/crypto/hash.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { caller, counts, ok, pgSchema, rawRequest, report, sleep, type Call } from './lib.ts';
 
 const ROOT = 'root-secret-hardening-core-0123456789';

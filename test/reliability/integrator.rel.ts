@@ -13,7 +13,7 @@ import { PG_URL } from '../harness.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import type { Db } from '../../src/db/types.ts';
-import { verifyConsistency, verifyInclusion } from '../../src/tlog/verify.ts';
+import { verifyConsistency, verifyInclusion } from '@escrow-settlement/protocol/tlog/verify';
 import { caller, CLOSED, counts, leafHashOf, merkleRoot, ok, pgSchema, report, sleep, type Call } from './lib.ts';
 
 const hexBytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));

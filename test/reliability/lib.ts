@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
-import { canonicalize } from '../../src/crypto/jcs.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { ERROR_CODES } from '../../src/errors.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { PG_URL } from '../harness.ts';

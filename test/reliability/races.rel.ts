@@ -11,7 +11,7 @@ import { createPaymentHeader, decodePaymentResponse, generateKeys } from '@escro
 import { counts as x402Counts, offer, pay } from '../x402/helpers.ts';
 import { createApp, type AppDeps } from '../../src/app.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
-import { takeSandboxFault } from '../../src/domain/custody.ts';
+import { takeSandboxFault } from '../../src/custody/simulated.ts';
 import { counts, report } from './lib.ts';
 
 const N = 10;

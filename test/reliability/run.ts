@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
+const here = fileURLToPath(new URL('./', import.meta.url));
 const only = process.argv.slice(2);
 const files = readdirSync(here)
   .filter((f) => f.endsWith('.rel.ts'))

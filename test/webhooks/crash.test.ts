@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService, TSX, type Proc } from '../process/proc.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
-import { verifyWebhook } from '@escrow-settlement/client/webhook';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
 import { receiver, waitFor } from './helpers.ts';
 
 async function call(base: string, method: string, path: string, body?: unknown): Promise<any> {

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, verify as osslVerify } from 'node:crypto';
-import { generateKeyPair, sign } from '../../src/crypto/ed25519.ts';
+import { generateKeyPair, sign } from '@escrow-settlement/protocol/crypto/ed25519';
 import { signerFor } from '../../src/webhooks/signer.ts';
 
 const ossl = (publicKey: Uint8Array) =>

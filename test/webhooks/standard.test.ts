@@ -12,8 +12,8 @@ import { MIGRATIONS, migrate, splitStatements } from '../../src/db/migrate.ts';
 import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import type { Db } from '../../src/db/types.ts';
-import { ensureKeys } from '../../src/domain/keys.ts';
-import { verifyWebhook } from '@escrow-settlement/client/webhook';
+import { ensureKeys } from '../../src/proof/keys.ts';
+import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
 import { drain, eventsOf, receiver, unregister, type Received } from './helpers.ts';
 
 const ENV = { WEBHOOK_BACKOFF_MS: '20,20,20,20', WEBHOOK_TIMEOUT_MS: '2000' };

@@ -2,10 +2,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, createPrivateKey, sign as nodeSign } from 'node:crypto';
-import { verifyWebhook } from '@escrow-settlement/client/webhook';
-import { generateKeyPair } from '../../src/crypto/ed25519.ts';
-import { toHex } from '../../src/crypto/bytes.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
+import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
+import { generateKeyPair } from '@escrow-settlement/protocol/crypto/ed25519';
+import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 
 /** An independent signer (node:crypto) so the test does not trust the service's own Ed25519 code. */
 function signer() {

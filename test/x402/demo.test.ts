@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describeStores, expectError, makeHarness } from '../harness.ts';
-import { canonicalize } from '../../src/crypto/jcs.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
   createPaymentHeader, createPaymentHeaderV2, decodeBase64Json, decodePaymentResponse, generateKeys, verifyBundle, verifyInclusion, verifyProof,
   type Bundle, type IssuerKey, type PaymentResponse,

@@ -1,6 +1,6 @@
 // Renders a verifyBundle result: every check with pass or fail and its detail, in words a person reads.
-import type { Bundle, VerifyResult } from '@escrow-settlement/client/types';
-import { verifyBundle } from '@escrow-settlement/client/verify';
+import type { Bundle, VerifyResult } from '@escrow-settlement/protocol/types';
+import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import { badge, h } from './dom.ts';
 import { pinnedKeys } from './pins.ts';
 

@@ -1,6 +1,6 @@
 // The issuer keys the user pinned: fetched once from /.well-known/proof-issuer.json when the user
 // agrees, then remembered in localStorage, so later verifications trust the pin, not the server.
-import type { IssuerKey } from '@escrow-settlement/client/types';
+import type { IssuerKey } from '@escrow-settlement/protocol/types';
 
 const PINS = 'escrow-console.pinnedIssuerKeys';
 

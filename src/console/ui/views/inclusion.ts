@@ -1,7 +1,7 @@
 // A leaf's inclusion path drawn from the leaf up to the root: at each level the node computed so far,
 // the audit-path sibling beside it (left or right, RFC 9162 §2.1.3.2) and their parent, recomputed here.
-import { nodeHash } from '@escrow-settlement/client/tlog/hash';
-import { fromHex, toHex } from '@escrow-settlement/client/crypto/bytes';
+import { nodeHash } from '@escrow-settlement/protocol/tlog/hash';
+import { fromHex, toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { badge, h, s } from '../dom.ts';
 
 interface Step { sibling: string; siblingLeft: boolean; parent: string }

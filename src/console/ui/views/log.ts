@@ -2,7 +2,7 @@
 // path drawn to the root, and a consistency proof between two sizes checked in the browser.
 import { get } from '../api.ts';
 import { badge, errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
-import { verifyConsistency } from '@escrow-settlement/client/verify';
+import { verifyConsistency } from '@escrow-settlement/protocol/verify';
 import { inclusionDrawing } from './inclusion.ts';
 
 const PAGE = 20;

@@ -1,7 +1,7 @@
 // The trail as a timeline: each entry's hash is recomputed here (sha256 of JCS) and its prevHash is
 // checked against the entry before it, so a broken link shows without trusting the server's word.
-import { GENESIS_HASH, trailEntryHash } from '@escrow-settlement/client/verify';
-import type { TrailEntry } from '@escrow-settlement/client/types';
+import { GENESIS_HASH, trailEntryHash } from '@escrow-settlement/protocol/verify';
+import type { TrailEntry } from '@escrow-settlement/protocol/types';
 import { badge, h, pre, short, when } from '../dom.ts';
 
 export function trailTimeline(entries: TrailEntry[], serverIntactUpTo: number | null): HTMLElement {

@@ -1,0 +1,214 @@
+// The typed API client: one method per route of the service, over any fetch (SPEC part 4). Web APIs only.
+import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from '@escrow-settlement/protocol/types';
+import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
+import type {
+  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,
+  EscrowState, EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
+  SignedDelivery, SignedMandate, WebhookAttempt,
+} from '@escrow-settlement/protocol/resources';
+import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
+import { createPaymentHeader, createPaymentHeaderV2, decodePaymentRequired, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequiredV2, type PaymentRequirements, type PaymentResponse } from './x402.ts';
+
+/**
+ * Which route each client method calls, as "METHOD /path" in the service's own route table. The
+ * methods below read their route from here, and a test compares this table with the routes the
+ * service serves, so a route without a method (or a method without a route) fails the build.
+ */
+export const API_ROUTES = {
+  'health': ['GET /health'],
+  'issuerKeys': ['GET /.well-known/proof-issuer.json'],
+  'openapi': ['GET /v1/openapi.json'],
+  'errorsPage': ['GET /docs/errors'],
+  'agents.create': ['POST /v1/agents'],
+  'mandates.create': ['POST /v1/mandates'],
+  'mandates.get': ['GET /v1/mandates/:id'],
+  'escrows.create': ['POST /v1/escrows'],
+  'escrows.list': ['GET /v1/escrows'],
+  'escrows.get': ['GET /v1/escrows/:id'],
+  'escrows.fund': ['POST /v1/escrows/:id/fund'],
+  'escrows.deliver': ['POST /v1/escrows/:id/delivery'],
+  'escrows.refund': ['POST /v1/escrows/:id/refund'],
+  'escrows.trail': ['GET /v1/escrows/:id/trail'],
+  'escrows.events': ['GET /v1/escrows/:id/events'],
+  'escrows.proof': ['GET /v1/escrows/:id/proof'],
+  'escrows.custody': ['GET /v1/escrows/:id/custody'],
+  'escrows.retryCustody': ['POST /v1/escrows/:id/custody/retry'],
+  'disputes.open': ['POST /v1/escrows/:id/dispute'],
+  'disputes.get': ['GET /v1/escrows/:id/dispute'],
+  'disputes.addEvidence': ['POST /v1/escrows/:id/dispute/evidence'],
+  'disputes.resolve': ['POST /v1/escrows/:id/dispute/resolve'],
+  'proofs.get': ['GET /v1/proofs/:id'],
+  'proofs.verify': ['GET /v1/proofs/:id/verify'],
+  'proofs.bundle': ['GET /v1/proofs/:id/bundle'],
+  'verify': ['POST /v1/verify'],
+  'log.head': ['GET /v1/log/head'],
+  'log.inclusion': ['GET /v1/log/proof/:proofId'],
+  'log.consistency': ['GET /v1/log/consistency/:firstSize', 'GET /v1/log/consistency/:firstSize/:secondSize'],
+  'log.entries': ['GET /v1/log/entries'],
+  'log.checkpoint': ['GET /v1/log/checkpoint'],
+  'webhooks.register': ['POST /v1/webhooks'],
+  'webhooks.list': ['GET /v1/webhooks'],
+  'webhooks.unregister': ['DELETE /v1/webhooks'],
+  'webhooks.deadLetters': ['GET /v1/webhooks/dead-letters'],
+  'webhooks.redeliver': ['POST /v1/webhooks/dead-letters/:id/redeliver'],
+  'webhooks.attempts': ['GET /v1/webhooks/attempts'],
+  'admin.rotateIssuer': ['POST /v1/admin/issuer/rotate'],
+  'admin.createKey': ['POST /v1/admin/keys'],
+  'admin.listKeys': ['GET /v1/admin/keys'],
+  'admin.revokeKey': ['DELETE /v1/admin/keys/:keyId'],
+  'admin.metrics': ['GET /v1/admin/metrics'],
+  'admin.rate': ['GET /v1/admin/rate'],
+  'sandbox.advanceClock': ['POST /v1/sandbox/clock'],
+  'sandbox.clock': ['GET /v1/sandbox/clock'],
+  'sandbox.failNext': ['POST /v1/sandbox/custody/fail-next'],
+  'x402.offer': ['GET /v1/x402/demo'],
+  'x402.demo': ['GET /v1/x402/demo'],
+  'x402.pay': ['GET /v1/x402/demo'],
+} as const satisfies Record<string, readonly string[]>;
+
+type MethodName = keyof typeof API_ROUTES;
+
+/** Idempotency-Key on create and fund (CONTRACT §3): a retry with the same key replays the first answer. */
+export interface IdempotencyOption {
+  idempotencyKey?: string;
+}
+
+export interface PaidResource<T = unknown> {
+  resource: T;
+  /** X-PAYMENT-RESPONSE / PAYMENT-RESPONSE, decoded: the escrow and proof that settled the payment. */
+  payment: PaymentResponse;
+}
+
+export type ApiClient = ReturnType<typeof createClient>;
+
+/**
+ * A client for one deployment. Every method resolves to the parsed success body and rejects with an
+ * ApiError carrying the envelope's code, message and docsUrl, the status and the x-request-id.
+ * `fetch` may be any `(Request) => Promise<Response>`, e.g. `(req) => app.fetch(req)` in-process.
+ */
+export function createClient(opts: ClientOptions) {
+  const transport = createTransport(opts);
+  const call = async <T>(name: MethodName, input?: CallInput, which = 0): Promise<T> => (await transport<T>(API_ROUTES[name][which], input)).data;
+  const idem = (o?: IdempotencyOption) => (o?.idempotencyKey !== undefined ? { 'idempotency-key': o.idempotencyKey } : undefined);
+  const id = (v: string) => ({ id: v });
+
+  async function demo<T = unknown>(payment?: { header: string; v2?: boolean }): Promise<PaidResource<T>> {
+    const name = payment?.v2 ? X402_HEADERS.paymentV2 : X402_HEADERS.payment;
+    const a = await transport<T>(API_ROUTES['x402.demo'][0], { headers: payment ? { [name]: payment.header } : undefined });
+    // The settlement in the version the payment was made in (both headers are always sent).
+    const [mine, other] = payment?.v2 ? [X402_HEADERS.responseV2, X402_HEADERS.response] : [X402_HEADERS.response, X402_HEADERS.responseV2];
+    const answer = a.headers.get(mine) ?? a.headers.get(other);
+    if (answer === null) throw new ApiError(a.status, 'http_200', 'the paid resource came without X-PAYMENT-RESPONSE / PAYMENT-RESPONSE', { headers: a.headers });
+    return { resource: a.data, payment: decodePaymentResponse(answer) };
+  }
+
+  /** The 402 without a payment: its v1 body and its x402 v2 PAYMENT-REQUIRED header, decoded. */
+  async function unpaid(): Promise<{ v1: PaymentRequired; v2: PaymentRequiredV2 }> {
+    try {
+      await transport(API_ROUTES['x402.offer'][0]);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 402) {
+        return { v1: err.body as PaymentRequired, v2: decodePaymentRequired(err.headers.get(X402_HEADERS.required) ?? '') };
+      }
+      throw err;
+    }
+    throw new ApiError(200, 'http_200', 'expected 402 Payment Required without a payment header');
+  }
+
+  /** The x402 v1 offer: the 402 body {x402Version: 1, accepts, error}. */
+  const offer = async (): Promise<PaymentRequired> => (await unpaid()).v1;
+
+  return {
+    health: () => call<Health>('health'),
+    issuerKeys: () => call<{ keys: IssuerKey[] }>('issuerKeys'),
+    openapi: () => call<Record<string, unknown>>('openapi'),
+    errorsPage: () => call<string>('errorsPage', { as: 'text' }),
+    agents: {
+      create: (body: { label?: string } = {}) => call<Agent>('agents.create', { body }),
+    },
+    mandates: {
+      /** Body from signMandate. Resolves to the mandate, new (201) or already registered (200). */
+      create: (body: SignedMandate) => call<Mandate>('mandates.create', { body }),
+      get: (mandateId: string) => call<Mandate>('mandates.get', { params: id(mandateId) }),
+    },
+    escrows: {
+      create: (body: CreateEscrowInput, o?: IdempotencyOption) => call<Escrow>('escrows.create', { body, headers: idem(o) }),
+      list: (q: EscrowListQuery = {}) => call<EscrowPage>('escrows.list', { query: q }),
+      get: (escrowId: string) => call<Escrow>('escrows.get', { params: id(escrowId) }),
+      fund: (escrowId: string, o?: IdempotencyOption) => call<Escrow>('escrows.fund', { params: id(escrowId), headers: idem(o) }),
+      /** Sandbox form {agentId, payload}, or the client-signed form from signDelivery. */
+      deliver: (escrowId: string, body: SandboxDelivery | SignedDelivery) => call<DeliveryResult>('escrows.deliver', { params: id(escrowId), body }),
+      refund: (escrowId: string) => call<Proof>('escrows.refund', { params: id(escrowId) }),
+      trail: (escrowId: string, q: PageQuery = {}) => call<{ entries: TrailEntry[]; intactUpTo: number | null; nextCursor?: string | null }>('escrows.trail', { params: id(escrowId), query: q }),
+      events: (escrowId: string, q: PageQuery = {}) => call<{ events: EngineEvent[]; nextCursor?: string | null }>('escrows.events', { params: id(escrowId), query: q }),
+      proof: (escrowId: string) => call<Proof>('escrows.proof', { params: id(escrowId) }),
+      custody: (escrowId: string) => call<CustodyEntry>('escrows.custody', { params: id(escrowId) }),
+      retryCustody: (escrowId: string) => call<Proof>('escrows.retryCustody', { params: id(escrowId) }),
+    },
+    disputes: {
+      /** Sandbox form {agentId, reason?}, or the client-signed form from signDisputeAction (action dispute.open). */
+      open: (escrowId: string, body: OpenDisputeInput) => call<Dispute>('disputes.open', { params: id(escrowId), body }),
+      get: (escrowId: string) => call<Dispute>('disputes.get', { params: id(escrowId) }),
+      addEvidence: (escrowId: string, body: EvidenceInput) => call<Dispute>('disputes.addEvidence', { params: id(escrowId), body }),
+      /** signatures from signRuling, and/or agentIds of held sandbox agents. */
+      resolve: (escrowId: string, body: ResolveInput) => call<{ dispute: Dispute; proof: Proof }>('disputes.resolve', { params: id(escrowId), body }),
+    },
+    proofs: {
+      get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
+      verify: (proofId: string) => call<ProofVerification>('proofs.verify', { params: id(proofId) }),
+      /** Everything to verify one matter offline with verifyBundle (CONTRACT §7). */
+      bundle: (proofId: string) => call<Bundle>('proofs.bundle', { params: id(proofId) }),
+    },
+    /** POST /v1/verify: the service checks a proof document against its published key eras. */
+    verify: (proof: Proof) => call<DocumentVerification>('verify', { body: proof }),
+    log: {
+      head: () => call<SignedHead>('log.head'),
+      inclusion: (proofId: string) => call<{ proofId: string; leafIndex: number; leafHash: string; logSize: number; rootHash: string; auditPath: string[]; head: SignedHead }>('log.inclusion', { params: { proofId } }),
+      /** Without secondSize: to the current size. Check it with verifyConsistency. */
+      consistency: (firstSize: number, secondSize?: number) => secondSize === undefined
+        ? call<ConsistencyProof>('log.consistency', { params: { firstSize } }, 0)
+        : call<ConsistencyProof>('log.consistency', { params: { firstSize, secondSize } }, 1),
+      entries: (q: { start?: number; end?: number } = {}) => call<{ entries: Array<{ leafIndex: number; proof: Proof }> }>('log.entries', { query: q }),
+      /** C2SP tlog-checkpoint signed note (text). */
+      checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
+    },
+    webhooks: {
+      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),
+      list: (q: PageQuery = {}) => call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
+      unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
+      deadLetters: (q: PageQuery = {}) => call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
+      redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
+      /** Every attempt newest first; ?escrowId keeps one escrow's, ?limit pages with nextCursor. */
+      attempts: (q: { escrowId?: string; limit?: number; cursor?: string } = {}) => call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
+    },
+    admin: {
+      rotateIssuer: () => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer'),
+      createKey: (body: { label?: string; rateLimitMax?: number } = {}) => call<MintedKey>('admin.createKey', { body }),
+      listKeys: (q: PageQuery = {}) => call<{ keys: ApiKeyRecord[]; nextCursor?: string | null }>('admin.listKeys', { query: q }),
+      revokeKey: (keyId: string) => call<ApiKeyRecord>('admin.revokeKey', { params: { keyId } }),
+      metrics: () => call<Record<string, unknown>>('admin.metrics'),
+      rate: () => call<RateSnapshot>('admin.rate'),
+    },
+    sandbox: {
+      advanceClock: (advanceSeconds: number) => call<{ now: string; offsetSeconds: number }>('sandbox.advanceClock', { body: { advanceSeconds } }),
+      /** The service's notion of now, which client-signed signedAt/submittedAt are checked against. */
+      clock: () => call<{ now: string; offsetSeconds: number }>('sandbox.clock'),
+      failNext: (count: number) => call<{ failNext: number }>('sandbox.failNext', { body: { count } }),
+    },
+    x402: {
+      offer,
+      /** The x402 v2 offer: the decoded PAYMENT-REQUIRED header. */
+      offerV2: async (): Promise<PaymentRequiredV2> => (await unpaid()).v2,
+      /** GET the resource with a payment header (X-PAYMENT, or PAYMENT-SIGNATURE with v2). */
+      demo,
+      /** The whole x402 dance: read the offer, sign its first `accepts` with secretKey (v2: the PAYMENT-REQUIRED offer), pay. */
+      async pay<T = unknown>(secretKey: string, o: PaymentOptions & { v2?: boolean } = {}): Promise<PaidResource<T> & { requirements: PaymentRequirements }> {
+        const { v1, v2 } = await unpaid();
+        const requirements = v1.accepts[0];
+        const header = o.v2 ? createPaymentHeaderV2(v2, secretKey, o) : createPaymentHeader(requirements, secretKey, o);
+        const paid = await demo<T>({ header, v2: o.v2 });
+        return { ...paid, requirements };
+      },
+    },
+  };
+}

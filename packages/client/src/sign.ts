@@ -1,0 +1,97 @@
+// Client-side signing of the bodies the service checks: mandates, deliveries, rulings, dispute actions (SPEC part 2 "Signed bodies", CONTRACT §3). Web APIs only.
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
+import type { MandateCaps, RulingOutcome, Shares, SignedDelivery, SignedDisputeEvidence, SignedDisputeOpen, SignedMandate } from '@escrow-settlement/protocol/resources';
+import type { Signature } from '@escrow-settlement/protocol/types';
+
+/** sha256 of JCS(value): a delivery's contentHash and an evidence payload's hash (CONTRACT §3, Delivery). */
+export function contentHash(value: unknown): string {
+  return sha256Hex(canonicalize(value));
+}
+
+const nowIso = () => new Date().toISOString();
+
+/**
+ * A mandate the principal signs over JCS({principal, caps}) (SPEC part 2, Mandate): the body of
+ * POST /v1/mandates. `principal` is the public key of `principalSecretKey`.
+ */
+export function signMandate(principalSecretKey: string, caps: MandateCaps): SignedMandate {
+  const signature = signBody(principalSecretKey, { principal: publicKeyFromSecret(principalSecretKey, 'principalSecretKey'), caps }, 'principalSecretKey');
+  return { principal: signature.signer, caps, signature };
+}
+
+export interface DeliveryToSign {
+  escrowId: string;
+  payload: unknown;
+  /** Defaults to now; the service accepts at most 300 s of skew from its clock (CONTRACT §3). */
+  submittedAt?: string;
+}
+
+/**
+ * The client-signed delivery form of POST /v1/escrows/{id}/delivery: the payee signs
+ * JCS({escrowId, contentHash, submittedAt}) with contentHash = sha256(JCS(payload)) (SPEC part 2).
+ */
+export function signDelivery(payeeSecretKey: string, d: DeliveryToSign): SignedDelivery {
+  const submittedAt = d.submittedAt ?? nowIso();
+  const signature = signBody(payeeSecretKey, { escrowId: d.escrowId, contentHash: contentHash(d.payload), submittedAt }, 'payeeSecretKey');
+  return { payload: d.payload, submittedAt, signature };
+}
+
+export interface RulingToSign {
+  escrowId: string;
+  disputeId: string;
+  outcome: RulingOutcome;
+  rationale?: string;
+  /** Required for a split, refused otherwise (SPEC part 7, unauthorized_ruling). */
+  shares?: Shares;
+}
+
+/**
+ * One party's (or the arbiter's) signature on a ruling: JCS of {escrowId, disputeId, outcome,
+ * rationale} with rationale "" when absent, plus shares for a split (CONTRACT §3, Ruling body signed).
+ * Put it in `signatures` of POST /v1/escrows/{id}/dispute/resolve with the same outcome, rationale and shares.
+ */
+export function signRuling(secretKey: string, r: RulingToSign): Signature {
+  return signBody(secretKey, {
+    escrowId: r.escrowId, disputeId: r.disputeId, outcome: r.outcome, rationale: r.rationale ?? '', ...(r.shares ? { shares: r.shares } : {}),
+  });
+}
+
+export type DisputeActionToSign =
+  | { escrowId: string; action: 'dispute.open'; reason?: string; signedAt?: string }
+  | { escrowId: string; action: 'dispute.evidence'; note?: string; payload?: unknown; signedAt?: string };
+
+/**
+ * The client-signed body of POST /v1/escrows/{id}/dispute (action dispute.open) or
+ * .../dispute/evidence (action dispute.evidence). The party signs JCS of {escrowId, action,
+ * reason? | note?, contentHash?, signedAt}: a non-empty reason; the note when given; the payload's
+ * sha256(JCS) when a payload is given (CONTRACT §3, "Who may open / add evidence").
+ */
+export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.open'; reason?: string; signedAt?: string }): SignedDisputeOpen;
+export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.evidence'; note?: string; payload?: unknown; signedAt?: string }): SignedDisputeEvidence;
+export function signDisputeAction(secretKey: string, a: DisputeActionToSign): SignedDisputeOpen | SignedDisputeEvidence;
+export function signDisputeAction(secretKey: string, a: DisputeActionToSign): SignedDisputeOpen | SignedDisputeEvidence {
+  const signedAt = a.signedAt ?? nowIso();
+  if (a.action === 'dispute.open') {
+    const signed = { escrowId: a.escrowId, action: a.action, ...(a.reason ? { reason: a.reason } : {}), signedAt };
+    const signature = signBody(secretKey, signed);
+    return { party: signature.signer, ...(a.reason !== undefined ? { reason: a.reason } : {}), signedAt, signature };
+  }
+  if (a.action !== 'dispute.evidence') throw new TypeError('action must be "dispute.open" or "dispute.evidence"');
+  const hasPayload = a.payload !== undefined;
+  const signed = {
+    escrowId: a.escrowId, action: a.action,
+    ...(a.note !== undefined ? { note: a.note } : {}),
+    ...(hasPayload ? { contentHash: contentHash(a.payload) } : {}),
+    signedAt,
+  };
+  const signature = signBody(secretKey, signed);
+  return {
+    party: signature.signer,
+    ...(a.note !== undefined ? { note: a.note } : {}),
+    ...(hasPayload ? { payload: a.payload } : {}),
+    signedAt,
+    signature,
+  };
+}

@@ -1,0 +1,248 @@
+// Closing a matter: the one function every path uses (release, refund, ruling, timeout, retry).
+// In the caller's transaction it settles through custody, journals it, and on confirmation writes
+// the terminal state, the proof, its pending log leaf, the trail entries and the outbox rows
+// together. The leaf gets its index from the log's integrator after the commit (src/log/): the
+// closing takes no shared lock, and its command returns once the leaf is integrated (bounded).
+import type { Queryable, Stmt, Tx } from '../db/types.ts';
+import { sequenceLeaf } from '../tlog/sequence.ts';
+import type { CommandDeps } from './deps.ts';
+import { newId } from '../crypto/ids.ts';
+import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
+import { formatAmount, splitAmount } from '../units/amounts.ts';
+import { issuerSigner } from '../proof/keys.ts';
+import { extend, type NewEvent } from '@escrow-settlement/protocol/trail/chain';
+import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
+import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from '../proof/proof.ts';
+import type { EscrowState } from './states.ts';
+import type { RulingOutcome } from '@escrow-settlement/protocol/resources';
+
+export type { RulingOutcome };
+export type DecidedBy = 'co-signature' | 'arbiter' | 'timeout';
+
+export interface Ruling {
+  outcome: RulingOutcome;
+  rationale: string;
+  decidedAt: string;
+  decidedBy: DecidedBy;
+  shares?: Shares;
+}
+
+/** What is being closed, journaled with custody so a retry can finish exactly this closing. */
+export type Closing =
+  | { kind: 'release' }
+  | { kind: 'refund' }
+  | { kind: 'ruling'; disputeId: string; ruling: Ruling }
+  | { kind: 'timeout'; stage: 'deliver' | 'resolve' | 'decide'; disputeId?: string; ruling?: Ruling };
+
+const OUTCOME: Record<RulingOutcome, Outcome> = { release: 'released', refund: 'refunded', split: 'split' };
+
+function outcomeOf(c: Closing): { outcome: Outcome; shares?: Shares } {
+  if (c.kind === 'release') return { outcome: 'released' };
+  if (c.kind === 'refund') return { outcome: 'refunded' };
+  if (c.ruling) return { outcome: OUTCOME[c.ruling.outcome], shares: c.ruling.shares };
+  return { outcome: 'refunded' };
+}
+
+function finalState(c: Closing): EscrowState {
+  if (c.kind === 'release') return 'settled';
+  if (c.kind === 'refund') return 'refunded';
+  if (c.kind === 'ruling') return 'resolved';
+  return c.stage === 'decide' ? 'resolved' : 'refunded';
+}
+
+/** The events a confirmed closing emits before proof.issued (CONTRACT §3, Timeout outcomes). */
+function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[] {
+  const resolved = (disputeId: string, r: Ruling): NewEvent => ({
+    event: 'dispute.resolved',
+    body: { disputeId, outcome: r.outcome, decidedBy: r.decidedBy, ...(r.shares ? { shares: r.shares } : {}) },
+  });
+  switch (c.kind) {
+    case 'release': return [];
+    case 'refund': return [{ event: 'escrow.refunded', body: { proofId } }];
+    case 'ruling': return [resolved(c.disputeId, c.ruling)];
+    case 'timeout': return [
+      { event: 'escrow.timeout', body: { stage: c.stage, outcome } },
+      ...(c.disputeId && c.ruling ? [resolved(c.disputeId, c.ruling)] : []),
+    ];
+  }
+}
+
+export function amountsOf(total: bigint, outcome: Outcome, shares?: Shares): { payer: bigint; payee: bigint } {
+  if (outcome === 'released') return { payer: 0n, payee: total };
+  if (outcome === 'refunded') return { payer: total, payee: 0n };
+  return splitAmount(total, shares!.payeeBps);
+}
+
+export interface CloseInput {
+  e: Locked;
+  closing: Closing;
+  /** Events this command appends before the closing (delivery.submitted, verdict.passed …). */
+  pending?: NewEvent[];
+  /** State the escrow keeps if custody fails (default: unchanged; the deadline is cleared either way). */
+  ifFailedState?: EscrowState;
+  /** The escrow's verdict column after this command (default: unchanged). */
+  verdict?: string;
+  /** Statements the command writes either way (its delivery, verdict …), before the closing's. */
+  writes?: Stmt[];
+  /**
+   * The closing's batch is its transaction's last: it goes with COMMIT (Tx.commitWith, one round
+   * trip fewer). Only for a caller that sends nothing after closeMatter, outside any savepoint.
+   */
+  last?: boolean;
+  /**
+   * This closing's proof, signed ahead by presignClosing (a sweep pass signs the next closing while
+   * this one's statements travel). Only for simulated custody, whose proofs hold nothing custody says.
+   */
+  signed?: Signed;
+  /** Runs once the closing's statements are on their way, before their answer is awaited. */
+  whileWriting?: () => Promise<void>;
+}
+
+export type CloseResult =
+  | { ok: true; proof: Proof; state: EscrowState }
+  | { ok: false; error: string; attempt: number };
+
+export interface Signed {
+  proofId: string;
+  proof: Proof;
+  /** What the closing appends to the trail: the command's pending events, the closing's, proof.issued. */
+  entries: ReturnType<typeof extend>;
+  leafHashHex: string;
+  disputeId?: string;
+}
+
+/** Resolves once the statements issued on tx are on their way (Tx.sent); a plain Queryable: at once. */
+const sent = (tx: Queryable) => ('sent' in tx ? (tx as Tx).sent() : Promise.resolve());
+
+/**
+ * A timeout or other closing's proof signed ahead of closeMatter (pass it as `signed`), or
+ * undefined where custody puts something of its own into the proof (chain custody's anchor).
+ * The signature is spent if custody then fails: the proof is dropped, never stored.
+ */
+export async function presignClosing(tx: Queryable, svc: CommandDeps, e: Locked, closing: Closing, pending: NewEvent[] = []): Promise<Signed | undefined> {
+  if (svc.custody.kind !== 'simulated') return undefined;
+  const { outcome, shares } = outcomeOf(closing);
+  return signClosing(tx, e, closing, pending, { outcome, shares, at: e.now.toISOString() });
+}
+
+/** The proof of a confirmed closing, signed, its leaf hash, and the trail entries the closing appends. */
+async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: NewEvent[], o: { outcome: Outcome; shares?: Shares; at: string; anchor?: Proof['anchor'] }): Promise<Signed> {
+  const proofId = newId('prf');
+  const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, o.outcome)], o.at);
+  const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
+  const key = await issuerSigner(tx, e.issuerKeyId);
+  const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
+  const proof = signProof({
+    id: proofId,
+    escrowId: e.id,
+    outcome: o.outcome,
+    payer: e.payer.publicKey,
+    payee: e.payee.publicKey,
+    amount: formatAmount(e.amount),
+    asset: e.asset,
+    termsHash: e.termsHash,
+    ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
+    ...(e.verdictId ? { verdictId: e.verdictId } : {}),
+    ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
+    ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
+    ...(o.shares ? { shares: o.shares } : {}),
+    // Chain-backed custody: where the payout happened, inside the signed body (SPEC part 2, Proof).
+    ...(o.anchor ? { anchor: o.anchor } : {}),
+    trailHead: head.hash,
+    trailLength: head.index + 1,
+    issuedAt: o.at,
+  }, key);
+  const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at)];
+  return { proofId, proof, entries, leafHashHex: proofLeafHash(proof), disputeId };
+}
+
+export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseInput): Promise<CloseResult> {
+  const { e, closing } = input;
+  const pending = input.pending ?? [];
+  const now = e.now;
+  const at = now.toISOString();
+  const { outcome, shares } = outcomeOf(closing);
+  const amounts = amountsOf(e.amount, outcome, shares);
+  const reference = `cst_${e.id.slice(4)}`;
+  const write = (stmts: Stmt[]) => (input.last && 'commitWith' in tx ? (tx as Tx).commitWith(stmts) : tx.batch(stmts));
+  const attempt = e.custodyAttempts + 1;
+  // Custody runs inside this transaction, before anything is written. An adapter that moves real
+  // value outside the database (src/custody/chainCustody.ts) can succeed while this transaction
+  // later rolls back, losing the journal; such an adapter must find its own earlier payout again
+  // from a key derived from the escrow id (not from this journal) and confirm it instead of paying twice.
+  const settling = svc.custody.settle(tx, {
+    escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
+    faultPending: e.faultPending,
+  });
+  // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
+  // once it has settled), so its proof is signed before custody answers. With a sandbox fault
+  // pending, custody's statement is in flight and the Ed25519 signature, the largest CPU cost of a
+  // closing, overlaps that round trip; with none, custody sent nothing and there is nothing to wait
+  // for (Tx.sent() would only let the event loop turn twice). If custody fails the signed proof is
+  // dropped, never stored.
+  let early = input.signed;
+  if (!early && svc.custody.kind === 'simulated') {
+    settling.catch(() => {}); // awaited below; a rejection meanwhile is not an unhandled one
+    if (e.faultPending) await sent(tx);
+    early = await signClosing(tx, e, closing, pending, { outcome, shares, at });
+  }
+  const settled = await settling;
+  const journal = (status: string, lastError: string | null): Stmt => ({
+    // A retry keeps the first attempt's outcome, amounts, reference and closing: the intent is fixed.
+    text: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9)
+           ON CONFLICT (escrow_id) DO UPDATE SET status = EXCLUDED.status, attempts = custody.attempts + 1,
+             last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at`,
+    params: [e.id, status, outcome, amounts.payer.toString(), amounts.payee.toString(), lastError, reference, JSON.stringify(closing), now],
+  });
+
+  if (!settled.ok) {
+    const entries = extend(e.trailLength, e.trailHead, [...pending, { event: 'custody.failed', body: { attempt, error: settled.error } }], at);
+    const last = entries[entries.length - 1];
+    await write([
+      ...(input.writes ?? []),
+      journal('settle-failed', settled.error),
+      trailWrite(e.id, entries),
+      escrowUpdate(e.id, {
+        state: input.ifFailedState ?? e.state, deadlineAt: null, custodyStatus: 'settle-failed',
+        verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now,
+      }),
+    ]);
+    return { ok: false, error: settled.error, attempt };
+  }
+
+  const { proofId, proof, entries, leafHashHex, disputeId } = early ?? await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor });
+  const last = entries[entries.length - 1];
+  const state = finalState(closing);
+  const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
+  const written = write([
+    ...(input.writes ?? []),
+    journal('confirmed', null),
+    trailWrite(e.id, entries),
+    escrowUpdate(e.id, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now }),
+    {
+      text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
+      params: [proofId, e.id, leafHashHex, JSON.stringify(proof), now],
+    },
+    // Sequenced, not yet indexed: every proof is in log_pending or in the log, never both, never neither.
+    sequenceLeaf(proofId, leafHashHex),
+    ...(e.mandateId && amounts.payer > 0n
+      ? [{ text: 'UPDATE mandates SET spent = spent - $2 WHERE id = $1', params: [e.mandateId, amounts.payer.toString()] }]
+      : []),
+    ...(disputeId && ruling
+      ? [{ text: `UPDATE disputes SET state = 'resolved', ruling = $2 WHERE id = $1`, params: [disputeId, JSON.stringify(ruling)] }]
+      : []),
+  ]);
+  if (input.whileWriting) {
+    written.catch(() => {}); // awaited below
+    await sent(tx);
+    await input.whileWriting();
+  }
+  await written;
+  // After the commit: wake this instance's integrator and wait (LOG_INTEGRATE_WAIT_MS at most) until
+  // the leaf has its index, so GET /v1/log/proof/{id} answers as soon as the command has returned.
+  if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([{ entryId: proofId, leafHash: leafHashHex }]));
+  return { ok: true, proof, state };
+}
+
+export const termsHashOf = (terms: unknown) => hashJson(terms);

@@ -1,0 +1,122 @@
+// Delivery: the payee's signed submission, verified synchronously against the terms; a passing
+// verdict closes the matter in the same transaction (SPEC part 3, CONTRACT §3 Delivery).
+import type { CommandDeps } from './deps.ts';
+import { newId } from '../crypto/ids.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
+import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
+import { badRequest, invalidState, notFound, unprocessable } from '../errors.ts';
+import { extend } from '@escrow-settlement/protocol/trail/chain';
+import { lockEscrowWith, escrowUpdate, trailWrite } from './escrowRow.ts';
+import { heldSigner } from '../crypto/signer.ts';
+import { transition } from './states.ts';
+import { evaluateChecks, type CheckResult, type TermCheck } from '../terms/checks.ts';
+import { closeMatter } from './close.ts';
+import type { Proof } from '../proof/proof.ts';
+
+export const MAX_SKEW_MS = 300_000;
+
+export type DeliveryInput =
+  | { form: 'sandbox'; agentId: string; payload: unknown }
+  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string } };
+
+export interface DeliveryResult {
+  delivery: Record<string, unknown>;
+  verdict: Record<string, unknown>;
+  proof?: Proof;
+}
+
+/** The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt} (SPEC part 2, Signed bodies). */
+export const deliverySigningBody = (escrowId: string, contentHash: string, submittedAt: string) => ({ escrowId, contentHash, submittedAt });
+
+export function canonicalPayload(payload: unknown): string {
+  try {
+    return canonicalize(payload);
+  } catch (e) {
+    throw badRequest(`payload cannot be canonicalised (RFC 8785): ${(e as Error).message}`);
+  }
+}
+
+export async function submitDelivery(svc: CommandDeps, escrowId: string, input: DeliveryInput): Promise<DeliveryResult> {
+  const jcs = canonicalPayload(input.payload);
+  const contentHash = sha256Hex(jcs);
+  const sizeBytes = utf8(jcs).byteLength;
+  return svc.db.tx(async (tx) => {
+    // The sandbox agent's key is read in the same round trip as the escrow lock.
+    const { e, more: [agentRows] } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox'
+      ? [{ text: 'SELECT public_key, secret_key FROM agents WHERE id = $1', params: [input.agentId] }]
+      : []);
+    let agentKey: { publicKey: string; secretKey: string } | undefined;
+    if (input.form === 'sandbox') {
+      if (agentRows.length === 0) throw notFound(`agentId: no agent ${input.agentId}`);
+      agentKey = { publicKey: agentRows[0].public_key, secretKey: agentRows[0].secret_key };
+    }
+    if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
+    transition('deliver', e);
+    const at = e.now.toISOString();
+    let submittedAt: string;
+    let signature: { signer: string; signature: string };
+    if (input.form === 'sandbox') {
+      if (agentKey!.publicKey !== e.payee.publicKey) throw unprocessable(`agentId: agent ${input.agentId} is not this escrow's payee`);
+      submittedAt = at;
+      // Signed here with the held key (public half derived once per key); not verified again.
+      const signer = heldSigner(agentKey!.secretKey);
+      signature = { signer: agentKey!.publicKey, signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt))))) };
+    } else {
+      if (input.signature.signer !== e.payee.publicKey) throw unprocessable('signature.signer is not this escrow\'s payee key');
+      const skew = Math.abs(Date.parse(input.submittedAt) - e.now.getTime());
+      if (skew > MAX_SKEW_MS) throw unprocessable(`submittedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
+      const body = utf8(canonicalize(deliverySigningBody(escrowId, contentHash, input.submittedAt)));
+      if (!verifyHex(input.signature.signature, body, e.payee.publicKey)) {
+        throw unprocessable('signature.signature does not verify over JCS {escrowId, contentHash, submittedAt} with the payee key');
+      }
+      submittedAt = input.submittedAt;
+      signature = input.signature;
+    }
+    const deliveryId = newId('dlv');
+    const verdictId = newId('vrd');
+    const checks = e.terms.checks as TermCheck[];
+    const evaluation = evaluateChecks(checks, { payload: input.payload, contentHash, sizeBytes, receivedAt: e.now });
+    const failedKinds = evaluation.results.filter((r: CheckResult) => !r.passed).map((r: CheckResult) => r.check.kind);
+    const delivery = { id: deliveryId, escrowId, contentHash, payload: input.payload, submittedAt, signature };
+    const verdict = { id: verdictId, escrowId, deliveryId, passed: evaluation.passed, results: evaluation.results, decidedAt: at };
+    const pending = [
+      { event: 'delivery.submitted', body: { deliveryId, contentHash } },
+      { event: evaluation.passed ? 'verdict.passed' : 'verdict.failed', body: { verdictId, passed: evaluation.passed, failed: failedKinds } },
+    ];
+    const writes = [
+      {
+        text: 'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        params: [deliveryId, escrowId, contentHash, jcs, sizeBytes, submittedAt, JSON.stringify(signature)],
+      },
+      {
+        text: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        params: [verdictId, escrowId, deliveryId, evaluation.passed, JSON.stringify(evaluation.results), at],
+      },
+    ];
+    if (!evaluation.passed) {
+      // Failed verdict: delivered, open for dispute or refund until resolveWithinSeconds passes.
+      const entries = extend(e.trailLength, e.trailHead, pending, at);
+      const last = entries[entries.length - 1];
+      const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
+      await tx.commitWith([
+        ...writes,
+        trailWrite(escrowId, entries),
+        escrowUpdate(escrowId, { state: 'delivered', deadlineAt, custodyStatus: e.custodyStatus, verdict: 'failed', trailLength: last.index + 1, trailHead: last.hash, now: e.now }),
+      ]);
+      return { delivery, verdict };
+    }
+    const closed = await closeMatter(tx, svc, {
+      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId },
+      closing: { kind: 'release' },
+      pending,
+      writes,
+      ifFailedState: 'delivered',
+      verdict: 'passed',
+      last: true,
+    });
+    // A passing verdict that custody cannot settle: 201 with delivery and verdict, no proof (CONTRACT §3).
+    return closed.ok ? { delivery, verdict, proof: closed.proof } : { delivery, verdict };
+  });
+}

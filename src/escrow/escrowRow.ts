@@ -1,0 +1,253 @@
+// How an escrow is read from SQL, locked for a command, and shown as JSON (SPEC part 2, Escrow).
+import type { Queryable, Row, Stmt } from '../db/types.ts';
+import { notFound } from '../errors.ts';
+import { formatAmount } from '../units/amounts.ts';
+import type { EscrowState, Facts } from './states.ts';
+import type { TrailEntry } from '@escrow-settlement/protocol/trail/chain';
+import { ACTIVE_ISSUER_SQL } from '../proof/keys.ts';
+import type { KeyRef } from '@escrow-settlement/protocol/resources';
+
+export type { KeyRef };
+
+export interface Timeouts {
+  deliverWithinSeconds: number;
+  resolveWithinSeconds: number;
+  decideWithinSeconds: number;
+  timeoutRuling: 'release' | 'refund' | 'split';
+}
+
+export interface EscrowRow {
+  id: string;
+  state: EscrowState;
+  payer: KeyRef;
+  payee: KeyRef;
+  arbiter: KeyRef | null;
+  amount: bigint;
+  asset: string;
+  terms: { description: string; checks: unknown[] };
+  termsHash: string;
+  timeouts: Timeouts;
+  deadlineAt: Date | null;
+  mandateId: string | null;
+  mandateHash: string | null;
+  custodyStatus: Facts['custodyStatus'];
+  verdict: Facts['verdict'];
+  trailLength: number;
+  trailHead: string;
+  createdAt: Date;
+  updatedAt: Date;
+  /** The caller's notes (CONTRACT §8); null when none. Shown on the escrow, never in a proof or the trail. */
+  metadata: Record<string, string> | null;
+}
+
+/** A locked escrow with what its commands need to know about its delivery, dispute and custody. */
+export interface Locked extends EscrowRow {
+  now: Date;
+  deliveryId: string | null;
+  deliveryHash: string | null;
+  verdictId: string | null;
+  disputeId: string | null;
+  disputeState: string | null;
+  custodyAttempts: number;
+  custodyClosing: string | null;
+  custodyJournalStatus: string | null;
+  /** The active issuer key's id, read in the same statement (a closing signs with it; no extra round trip). */
+  issuerKeyId: string;
+  /**
+   * Whether a sandbox custody fault (POST /v1/sandbox/custody/fail-next) was pending when the lock
+   * was read. Read here, in the lock's own statement, so that a closing with none pending sends no
+   * statement to custody's fault counter (domain/custody.ts takeSandboxFault).
+   */
+  faultPending: boolean;
+}
+
+export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
+  e.terms_hash, e.timeouts, e.deadline_at, e.mandate_id, e.mandate_hash, e.custody_status, e.verdict,
+  e.trail_length, e.trail_head, e.created_at, e.updated_at, e.metadata`;
+
+export function fromRow(r: Record<string, any>): EscrowRow {
+  return {
+    id: r.id,
+    state: r.state,
+    payer: JSON.parse(r.payer),
+    payee: JSON.parse(r.payee),
+    arbiter: r.arbiter ? JSON.parse(r.arbiter) : null,
+    amount: BigInt(r.amount),
+    asset: r.asset,
+    terms: JSON.parse(r.terms),
+    termsHash: r.terms_hash,
+    timeouts: JSON.parse(r.timeouts),
+    deadlineAt: r.deadline_at ?? null,
+    mandateId: r.mandate_id ?? null,
+    mandateHash: r.mandate_hash ?? null,
+    custodyStatus: r.custody_status,
+    verdict: r.verdict,
+    trailLength: Number(r.trail_length),
+    trailHead: r.trail_head,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    metadata: r.metadata ? JSON.parse(r.metadata) : null,
+  };
+}
+
+export function toJson(e: EscrowRow): Record<string, unknown> {
+  return {
+    id: e.id,
+    state: e.state,
+    payer: e.payer,
+    payee: e.payee,
+    ...(e.arbiter ? { arbiter: e.arbiter } : {}),
+    amount: formatAmount(e.amount),
+    asset: e.asset,
+    terms: e.terms,
+    timeouts: e.timeouts,
+    ...(e.deadlineAt ? { deadlineAt: e.deadlineAt.toISOString() } : {}),
+    ...(e.mandateId ? { mandateId: e.mandateId, mandateHash: e.mandateHash } : {}),
+    custody: { status: e.custodyStatus },
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+    ...(e.metadata ? { metadata: e.metadata } : {}),
+  };
+}
+
+/**
+ * Locks the escrow row for the rest of the transaction and reads the service clock.
+ * Lock: FOR UPDATE on the escrow row — every command on one escrow serialises here; another
+ * escrow's commands never wait. On contention the second command waits, then sees the first's result.
+ *
+ * Lock first, then read, in two statements: under READ COMMITTED a statement that waited for a row
+ * lock re-reads only the locked row (EvalPlanQual); rows joined to it would still come from the
+ * snapshot taken before the wait, so a refund that waited behind a delivery saw no delivery and
+ * signed a proof without its deliveryHash. The second statement's snapshot sees every commit.
+ */
+export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
+  return (await lockEscrowWith(tx, id, [])).e;
+}
+
+/** lockEscrow with more statements of the same step pipelined after it (their rows come back in order). */
+export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): Promise<{ e: Locked; more: Row[][] }> {
+  // All statements go in one pipelined round trip; the second starts (and takes its snapshot)
+  // only once the first holds the lock.
+  const [locked, rows, ...more] = await tx.batch([
+    { text: 'SELECT id FROM escrows WHERE id = $1 FOR UPDATE', params: [id] },
+    { text: `${LOCKED_SQL} WHERE e.id = $1`, params: [id] },
+    ...extra,
+  ]);
+  if (locked.length === 0) throw notFound(`no escrow ${id}`);
+  if (rows.length === 0) throw notFound(`no escrow ${id}`);
+  return { e: lockedFrom(rows[0]), more };
+}
+
+/**
+ * The escrows this transaction has already locked (FOR UPDATE, e.g. a sweep pass's SKIP LOCKED
+ * select), read in one statement, in the order of `ids`. The statement starts after the locks are
+ * held, so its snapshot sees every commit made to them (the reason lockEscrow is two statements).
+ */
+export async function readLocked(tx: Queryable, ids: string[]): Promise<Locked[]> {
+  if (ids.length === 0) return [];
+  const rows = await tx.query(`${LOCKED_SQL} WHERE e.id IN (SELECT json_array_elements_text($1::text::json))`, [JSON.stringify(ids)]);
+  const byId = new Map(rows.map((r) => [r.id as string, lockedFrom(r)]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+const LOCKED_SQL = `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
+            v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
+            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
+            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id,
+            EXISTS (SELECT 1 FROM custody_faults f WHERE f.id = 1 AND f.fail_next > 0) AS fault_pending
+       FROM escrows e
+       LEFT JOIN deliveries d ON d.escrow_id = e.id
+       LEFT JOIN verdicts v ON v.escrow_id = e.id
+       LEFT JOIN disputes ds ON ds.escrow_id = e.id
+       LEFT JOIN custody c ON c.escrow_id = e.id`;
+
+function lockedFrom(r: Row): Locked {
+  return {
+    ...fromRow(r),
+    now: r.now,
+    deliveryId: r.delivery_id ?? null,
+    deliveryHash: r.delivery_hash ?? null,
+    verdictId: r.verdict_id ?? null,
+    disputeId: r.dispute_id ?? null,
+    disputeState: r.dispute_state ?? null,
+    custodyAttempts: Number(r.custody_attempts ?? 0),
+    custodyClosing: r.custody_closing ?? null,
+    custodyJournalStatus: r.custody_journal_status ?? null,
+    issuerKeyId: r.issuer_key_id,
+    faultPending: r.fault_pending === true,
+  };
+}
+
+export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
+  const rows = await q.query(`SELECT ${ESCROW_COLS} FROM escrows e WHERE e.id = $1`, [id]);
+  if (rows.length === 0) throw notFound(`no escrow ${id}`);
+  return fromRow(rows[0]);
+}
+
+/**
+ * One statement that appends trail entries and fans each out to every registered webhook URL that
+ * may see the escrow (outbox rows in the same transaction as the state change: CONTRACT §5): a URL
+ * registered by root or the open sandbox (owner_key null) gets everything; one registered by a
+ * minted key only escrows that key sees (escrow_tenants, written earlier in a creating transaction).
+ */
+export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
+  return {
+    text: `WITH t AS (
+             INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body)
+             SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+             RETURNING idx)
+           INSERT INTO outbox (escrow_id, idx, url)
+           SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w
+            WHERE w.owner_key IS NULL
+               OR EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = $1 AND et.key_id = w.owner_key)`,
+    params: [
+      escrowId,
+      entries.map((e) => e.index),
+      entries.map((e) => e.prevHash),
+      entries.map((e) => e.hash),
+      entries.map((e) => e.at),
+      entries.map((e) => e.event),
+      entries.map((e) => JSON.stringify(e.body)),
+    ],
+  };
+}
+
+/** Updates the escrow's state, deadline, custody status and trail head in one statement. */
+export function escrowUpdate(id: string, set: {
+  state: EscrowState;
+  deadlineAt: Date | null;
+  custodyStatus: string;
+  verdict: string;
+  trailLength: number;
+  trailHead: string;
+  now: Date;
+}): Stmt {
+  return {
+    text: `UPDATE escrows SET state = $2, deadline_at = $3, custody_status = $4, verdict = $5,
+             trail_length = $6, trail_head = $7, updated_at = $8 WHERE id = $1`,
+    params: [id, set.state, set.deadlineAt, set.custodyStatus, set.verdict, set.trailLength, set.trailHead, set.now],
+  };
+}
+
+export async function readTrail(q: Queryable, escrowId: string, upTo?: number): Promise<TrailEntry[]> {
+  const rows = await q.query(
+    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+      WHERE escrow_id = $1 AND ($2::int IS NULL OR idx < $2) ORDER BY idx`,
+    [escrowId, upTo ?? null],
+  );
+  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+}
+
+/**
+ * A page of the trail: entries after index `after` (null: from the start), at most `limit` + 1 so the
+ * caller can tell whether more exist. Trail indices are dense and only appended under the escrow's
+ * row lock, so a page never shifts when entries are added.
+ */
+export async function readTrailPage(q: Queryable, escrowId: string, after: bigint | null, limit: number): Promise<TrailEntry[]> {
+  const rows = await q.query(
+    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+      WHERE escrow_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
+    [escrowId, after === null ? -1 : Number(after), limit + 1],
+  );
+  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+}

@@ -1,0 +1,166 @@
+// Escrow commands: create (with mandate enforcement), fund, list (SPEC parts 3-4, CONTRACT §3).
+import type { CommandDeps } from './deps.ts';
+import type { Stmt } from '../db/types.ts';
+import { newId } from '../crypto/ids.ts';
+import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
+import { AppError, badRequest, notFound } from '../errors.ts';
+import { extend, GENESIS } from '@escrow-settlement/protocol/trail/chain';
+import { idemClaim, idemStore, type IdemSlot } from '../db/idempotency.ts';
+import { checkMandateCaps, type MandateCaps } from '../mandate/mandateCaps.ts';
+import type { Terms } from '../terms/checks.ts';
+import { escrowUpdate, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
+import { transition } from './states.ts';
+import { tenantRows } from '../access/tenancy.ts';
+import type { Metadata } from './metadata.ts';
+
+export type PartyInput = { keyRef: KeyRef } | { agentId: string };
+
+export interface CreateInput {
+  amount: bigint;
+  asset: string;
+  terms: Terms;
+  payer: PartyInput;
+  payee: PartyInput;
+  arbiter?: PartyInput;
+  mandateId?: string;
+  timeouts: Timeouts;
+  /** The minted key the creator is confined to (tenancy, src/domain/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
+  scope?: string | null;
+  metadata?: Metadata;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  deliverWithinSeconds: 86_400,
+  resolveWithinSeconds: 86_400,
+  decideWithinSeconds: 259_200,
+  timeoutRuling: 'refund',
+};
+
+/**
+ * The parties' keys and the database clock in one round trip: every agent named (payer, payee,
+ * arbiter) is read by one statement, which also reads svc_now() for a creation without a mandate.
+ */
+async function resolveParties(svc: CommandDeps, input: CreateInput): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date; tenants: string[] }> {
+  const named: Array<[string, PartyInput | undefined]> = [['payer', input.payer], ['payee', input.payee], ['arbiter', input.arbiter]];
+  const ids = named.flatMap(([, p]) => (p && 'agentId' in p ? [p.agentId] : []));
+  const [row] = await svc.db.query<{ now: Date; agents: string | null }>(
+    `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key, 'owner', owner_key))::text
+                               FROM agents WHERE id = ANY($1::text[])) AS agents`,
+    [ids],
+  );
+  const byId = new Map<string, { label: string | null; publicKey: string; owner: string | null }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string; owner: string | null }>).map((a) => [a.id, a]));
+  // Tenancy (CONTRACT §8), read by the same statement: a confined creator names only its own agents
+  // (another key's is 404, as if it did not exist); the creator and every named agent's owner see the escrow.
+  const scope = input.scope ?? null;
+  const tenants = new Set<string>(scope !== null ? [scope] : []);
+  const out: Record<string, KeyRef> = {};
+  for (const [role, p] of named) {
+    if (!p) continue;
+    if ('keyRef' in p) out[role] = p.keyRef;
+    else {
+      const agent = byId.get(p.agentId);
+      if (!agent || (scope !== null && agent.owner !== scope)) throw notFound(`${role}AgentId: no agent ${p.agentId}`);
+      if (agent.owner !== null) tenants.add(agent.owner);
+      out[role] = { publicKey: agent.publicKey, ...(agent.label ? { label: agent.label } : {}) };
+    }
+  }
+  if (out.payer.publicKey === out.payee.publicKey) throw badRequest('payee must be a different key from payer');
+  if (out.arbiter && (out.arbiter.publicKey === out.payer.publicKey || out.arbiter.publicKey === out.payee.publicKey)) {
+    throw badRequest('arbiter must be a different key from payer and payee');
+  }
+  return { parties: out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }, now: row.now, tenants: [...tenants] };
+}
+
+export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
+  const { parties, now: readAt, tenants } = await resolveParties(svc, input);
+  return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
+    const writes: Stmt[] = [];
+    let mandateHash: string | null = null;
+    let now: Date;
+    if (input.mandateId) {
+      // Lock: the mandate row (FOR UPDATE) — serialises escrow creations under one mandate so
+      // the cumulative cap check and the spent increment are atomic; others wait, then see it.
+      const rows = await tx.query('SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1 FOR UPDATE', [input.mandateId]);
+      if (rows.length === 0) throw notFound(`mandateId: no mandate ${input.mandateId}`);
+      const m = rows[0];
+      now = m.now;
+      checkMandateCaps(JSON.parse(m.caps) as MandateCaps, {
+        payer: parties.payer.publicKey, payee: parties.payee.publicKey, amount: input.amount, asset: input.asset, now, spent: BigInt(m.spent),
+      });
+      mandateHash = m.hash;
+      writes.push({ text: 'UPDATE mandates SET spent = spent + $2 WHERE id = $1', params: [input.mandateId, input.amount.toString()] });
+    } else {
+      // The clock read with the parties, a moment before this transaction (saves a round trip).
+      now = readAt;
+    }
+    const escrow: EscrowRow = {
+      id: newId('esc'),
+      state: 'created',
+      payer: parties.payer,
+      payee: parties.payee,
+      arbiter: parties.arbiter ?? null,
+      amount: input.amount,
+      asset: input.asset,
+      terms: input.terms as EscrowRow['terms'],
+      termsHash: hashJson(input.terms),
+      timeouts: input.timeouts,
+      deadlineAt: null,
+      mandateId: input.mandateId ?? null,
+      mandateHash,
+      custodyStatus: 'unfunded',
+      verdict: 'none',
+      trailLength: 0,
+      trailHead: GENESIS,
+      createdAt: now,
+      updatedAt: now,
+      metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
+    };
+    // Metadata stays out of the trail (so out of every trail hash, proof and bundle): CONTRACT §8.
+    const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }], now.toISOString());
+    escrow.trailLength = 1;
+    escrow.trailHead = entries[0].hash;
+    const json = toJson(escrow);
+    await tx.commitWith([
+      {
+        text: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
+                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)`,
+        params: [
+          escrow.id, JSON.stringify(escrow.payer), JSON.stringify(escrow.payee), escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
+          escrow.payer.publicKey, escrow.payee.publicKey, escrow.arbiter?.publicKey ?? null, input.amount.toString(), input.asset,
+          JSON.stringify(input.terms), escrow.termsHash, JSON.stringify(input.timeouts), escrow.mandateId, mandateHash, escrow.trailHead, now,
+          escrow.metadata ? JSON.stringify(escrow.metadata) : null,
+        ],
+      },
+      ...writes,
+      ...tenantRows(escrow.id, tenants),
+      trailWrite(escrow.id, entries),
+      ...idemStore(idem, 201, json),
+    ]);
+    return json;
+  });
+}
+
+export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot): Promise<Record<string, unknown>> {
+  return svc.db.tx(async (tx) => {
+    await idemClaim(tx, idem);
+    const e = await lockEscrow(tx, id);
+    const state = transition('fund', e);
+    // Custody holds the amount before the escrow says it is funded; a refusal leaves it created.
+    const held = await svc.custody.lock?.(tx, {
+      escrowId: id, reference: `cst_${id.slice(4)}`, amount: e.amount, asset: e.asset, payer: e.payer.publicKey, payee: e.payee.publicKey,
+    });
+    if (held && !held.ok) throw new AppError('custody_failed', `custody could not lock the funds (${held.error}); the escrow stays created: fund it again`);
+    const deadlineAt = new Date(e.now.getTime() + e.timeouts.deliverWithinSeconds * 1000);
+    const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
+    const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };
+    const json = toJson(updated);
+    await tx.commitWith([
+      trailWrite(id, entries),
+      escrowUpdate(id, { state, deadlineAt, custodyStatus: 'locked', verdict: e.verdict, trailLength: updated.trailLength, trailHead: updated.trailHead, now: e.now }),
+      ...idemStore(idem, 200, json),
+    ]);
+    return json;
+  });
+}

@@ -1,0 +1,22 @@
+// Refund: from funded, or delivered with a failed verdict; closes in a refunded proof (SPEC part 3).
+import type { CommandDeps } from './deps.ts';
+import { AppError } from '../errors.ts';
+import { lockEscrow } from './escrowRow.ts';
+import { transition } from './states.ts';
+import { closeMatter, type CloseResult } from './close.ts';
+import type { Proof } from '../proof/proof.ts';
+
+/** 502 custody_failed, thrown only after the transaction that journaled the failure committed. */
+export function custodyFailed(r: Extract<CloseResult, { ok: false }>): AppError {
+  return new AppError('custody_failed', `custody could not settle (attempt ${r.attempt}: ${r.error}); the settlement is journaled: retry with POST /v1/escrows/{id}/custody/retry`);
+}
+
+export async function refundEscrow(svc: CommandDeps, id: string): Promise<Proof> {
+  const r = await svc.db.tx(async (tx) => {
+    const e = await lockEscrow(tx, id);
+    transition('refund', e);
+    return closeMatter(tx, svc, { e, closing: { kind: 'refund' } });
+  });
+  if (!r.ok) throw custodyFailed(r);
+  return r.proof;
+}
