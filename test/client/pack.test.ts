@@ -19,7 +19,7 @@ test('the client package declares ESM with types, a bin, and only the protocol p
 test('npm pack → install into an empty directory → the CLI verifies a service bundle → tsc --strict compiles a consumer', { timeout: 300_000 }, async () => {
   const r = await packCheck();
   assert.ok(r.files.includes('dist/index.js') && r.files.includes('dist/index.d.ts') && r.files.includes('dist/bin.js'), r.files.join(' '));
-  assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$)/.test(f)), [], 'nothing but dist/, package.json and README.md');
+  assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(f)), [], 'nothing but dist/, package.json, README.md and LICENSE');
   assert.deepEqual(foreignImports(), [], 'the built client imports only itself, the protocol package, @noble/* and node: builtins');
   assert.deepEqual(foreignImports(fileURLToPath(new URL('../../packages/protocol/dist', import.meta.url)), /^$/), [], 'the protocol package imports only itself and @noble/*');
 
