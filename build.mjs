@@ -24,6 +24,8 @@ await buildConsole();
 
 await build({
   entryPoints: [join(root, 'src/main.ts')],
+  // The root tsconfig's paths: the workspace packages from their sources, never a stale dist/.
+  tsconfig: join(root, 'tsconfig.json'),
   outfile: join(out, 'escrow-settlement.mjs'),
   bundle: true,
   platform: 'node',

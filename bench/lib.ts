@@ -12,7 +12,7 @@ import { createApp, type App } from '../src/app.ts';
 import { openPostgres, socketUrl } from '../src/db/postgres.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import type { Db, Queryable, Row, Stmt } from '../src/db/types.ts';
+import type { Db, } from '../src/db/types.ts';
 import { ensureKeys } from '../src/proof/keys.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));

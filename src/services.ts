@@ -35,4 +35,4 @@ export interface Services {
   resolveHost?: ResolveHost;
 }
 
-export const VERSION = '0.3.0';
+export { VERSION } from './version.ts';

@@ -1,5 +1,5 @@
 // Validation at the edge with superstruct: a 400 names the field path and says why (DESIGN habit 3).
-import { StructError, define, refine, size, string, type Struct, validate as ssValidate } from 'superstruct';
+import { type StructError, define, refine, size, string, type Struct, validate as ssValidate } from 'superstruct';
 import { badRequest } from './errors.ts';
 
 export function fieldPath(path: ReadonlyArray<string | number>, root = ''): string {

@@ -22,6 +22,8 @@ const hash = (text) => createHash('sha256').update(text).digest('hex').slice(0, 
 export async function buildConsoleAssets() {
   const result = await build({
     entryPoints: [join(root, 'src/console/ui/main.ts')],
+    // The root tsconfig's paths: the workspace packages from their sources, never a stale dist/.
+    tsconfig: join(root, 'tsconfig.json'),
     bundle: true,
     write: false,
     format: 'esm',

@@ -1,6 +1,6 @@
 // The SettlementEscrow contract (contracts/Escrow.sol) over JSON-RPC: calldata, the hold view,
 // sending a transaction from the unlocked dev account and waiting (bounded) for its receipt.
-import { encodeCall, eventTopic, revertReason, words, wordToAddress, wordToUint, type Hex } from '@escrow-settlement/protocol/chain/abi';
+import { encodeCall, eventTopic, revertReason, words, wordToAddress, type Hex } from '@escrow-settlement/protocol/chain/abi';
 import { RpcError, type Rpc } from '@escrow-settlement/protocol/chain/rpc';
 import { readHold, SIG, type Hold, type Receipt } from '@escrow-settlement/protocol/chain/hold';
 

@@ -68,7 +68,7 @@ export function socketUrl(url: string): { url: string; host?: string } {
   if (q >= 0) {
     const params = new URLSearchParams(rest.slice(q + 1));
     const h = params.get('host');
-    if (h !== null && h.startsWith('/')) {
+    if (h?.startsWith('/')) {
       dir = h;
       params.delete('host');
       const left = params.toString();

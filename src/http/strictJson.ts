@@ -59,7 +59,7 @@ function scan(text: string, max: number): { tooDeep: boolean; members: number } 
  * plain object has; Object.keys, JSON.stringify, JCS and spread copies do not see it.
  */
 function printable(o: object): void {
-  if (!Object.prototype.hasOwnProperty.call(o, Symbol.toPrimitive)) Object.defineProperty(o, Symbol.toPrimitive, { value: objectToPrimitive });
+  if (!Object.hasOwn(o, Symbol.toPrimitive)) Object.defineProperty(o, Symbol.toPrimitive, { value: objectToPrimitive });
 }
 const objectToPrimitive = () => '[object Object]';
 
@@ -117,7 +117,10 @@ export function findDuplicateKey(text: string): Seg[] | null {
       const seen = new Set<string>();
       i++;
       ws();
-      if (text.charCodeAt(i) === (obj ? 125 : 93)) return i++, false;
+      if (text.charCodeAt(i) === (obj ? 125 : 93)) {
+        i++;
+        return false;
+      }
       for (let n = 0; ; n++) {
         if (obj) {
           ws();
@@ -134,7 +137,10 @@ export function findDuplicateKey(text: string): Seg[] | null {
         if (text.charCodeAt(i++) !== 44) return false; // not a comma: the closing bracket
       }
     }
-    if (c === 34) return str(), false;
+    if (c === 34) {
+      str();
+      return false;
+    }
     while (i < text.length && !/[,\]}\s]/.test(text[i])) i++; // number or literal
     return false;
   };

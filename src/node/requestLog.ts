@@ -18,7 +18,7 @@ function countLines(path: string): number {
     fd = openSync(path, 'r');
     const buf = Buffer.allocUnsafe(64 * 1024);
     let lines = 0;
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) {
+    for (let n: number; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) {
       for (let i = 0; i < n; i++) if (buf[i] === 10) lines++;
     }
     return lines;

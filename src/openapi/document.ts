@@ -4,8 +4,9 @@ import type { Struct } from 'superstruct';
 import type { RouteDef } from '../http/route.ts';
 import { toJsonSchema } from './jsonSchema.ts';
 import { codeInfo, RESPONSES, SCHEMAS } from './components.ts';
+import { VERSION as API_VERSION } from '../version.ts';
 
-export const API_VERSION = '0.3.0';
+export { API_VERSION };
 
 type QueryParam = { name: string; schema: Record<string, unknown>; description: string };
 

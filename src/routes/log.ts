@@ -1,5 +1,5 @@
 // Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (SPEC part 4, CONTRACT §4, §7).
-import { badRequest, notFound } from '../errors.ts';
+import { badRequest, } from '../errors.ts';
 import { bundleParties } from '../proof/bundleParties.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';

@@ -7,7 +7,6 @@ import { check, hex64 } from '../validate.ts';
 import { validateMandateCaps } from '../mandate/mandateCaps.ts';
 import { getMandate, registerMandate } from '../mandate/mandates.ts';
 import { requiredJson, SignatureS } from './schemas.ts';
-import { badRequest } from '../errors.ts';
 import { claimMandate } from '../access/tenancy.ts';
 
 export const MandateBody = object({ principal: hex64, caps: requiredJson('MandateCaps'), signature: SignatureS });

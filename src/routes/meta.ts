@@ -4,6 +4,7 @@ import { json } from '../http/respond.ts';
 import { activeKey, issuerKeys } from '../proof/keys.ts';
 import { issuerVkey } from '@escrow-settlement/protocol/issuer';
 import { openApiDocument } from '../openapi/document.ts';
+import { VERSION } from '../version.ts';
 
 export const metaRoutes = () => defineRoutes([
   {
@@ -36,7 +37,7 @@ export const metaRoutes = () => defineRoutes([
   {
     method: 'GET', path: '/v1/openapi.json', access: 'key', rate: 'key', tag: 'meta',
     summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
-    success: { status: 200, description: 'OpenAPI 3.1 document, info.version 0.3.0' },
+    success: { status: 200, description: `OpenAPI 3.1 document, info.version ${VERSION}` },
     errors: ['unauthorized', 'rate_limited'],
     // servers: PUBLIC_URL (CONTRACT §8; it defaults to the listening address).
     handler: async ({ routes, svc }) => json(openApiDocument(routes, { serverUrl: svc.config.publicUrl })),

@@ -1,7 +1,7 @@
 // Webhook registrations, dead letters and redelivery: the commands behind /v1/webhooks (SPEC part 4, CONTRACT §4, §7).
 import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
-import { engineEvent, type EngineEvent } from './event.ts';
+import { engineEvent, } from './event.ts';
 import { newEndpointSecret } from './standard.ts';
 import type { DeadLetter } from '@escrow-settlement/protocol/resources';
 import { invalidState } from '../errors.ts';

@@ -11,7 +11,10 @@ import { bearer, HOSTED, mint, ROOT } from './helpers.ts';
 function counting(db: Db): { db: Db; texts: string[] } {
   const texts: string[] = [];
   const wrapped: Db = Object.create(db);
-  wrapped.query = (text, params) => (texts.push(text), db.query(text, params));
+  wrapped.query = (text, params) => {
+    texts.push(text);
+    return db.query(text, params);
+  };
   return { db: wrapped, texts };
 }
 

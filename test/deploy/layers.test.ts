@@ -11,7 +11,7 @@ import { ROOT } from '../process/proc.ts';
 export const LAYERS: Array<[number, string[]]> = [
   [0, ['packages/protocol/']],
   [1, ['packages/client/']],
-  [2, ['src/errors.ts', 'src/config.ts', 'src/validate.ts', 'src/paging.ts', 'src/crypto/', 'src/units/']],
+  [2, ['src/errors.ts', 'src/config.ts', 'src/version.ts', 'src/validate.ts', 'src/paging.ts', 'src/crypto/', 'src/units/']],
   [3, ['src/db/']],
   [4, ['src/custody/', 'src/tlog/', 'src/webhooks/']],
   [5, ['src/access/', 'src/terms/', 'src/escrow/', 'src/dispute/', 'src/mandate/', 'src/proof/']],

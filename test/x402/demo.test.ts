@@ -5,7 +5,7 @@ import { describeStores, expectError, makeHarness } from '../harness.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
   createPaymentHeader, createPaymentHeaderV2, decodeBase64Json, decodePaymentResponse, generateKeys, verifyBundle, verifyInclusion, verifyProof,
-  type Bundle, type IssuerKey, type PaymentResponse,
+  type Bundle, type IssuerKey, 
 } from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, offer, pay, requiredV2 } from './helpers.ts';
 

@@ -2,8 +2,7 @@
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
-  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,
-  EscrowState, EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
+  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
   SignedDelivery, SignedMandate, WebhookAttempt,
 } from '@escrow-settlement/protocol/resources';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';

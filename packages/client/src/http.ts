@@ -1,12 +1,11 @@
 // The API client's transport: one fetch per call, the bearer key, and ApiError from the error envelope (SPEC part 7). Web APIs only.
+import { type ErrorCode, readErrorEnvelope } from '@escrow-settlement/protocol/errors';
 
-/** Error codes the service answers with (SPEC part 7, CONTRACT §6); any other string may appear from a proxy (`http_<status>`). */
-export type ApiErrorCode =
-  | 'bad_request' | 'unauthorized' | 'forbidden' | 'mandate_violation' | 'unauthorized_ruling' | 'not_found' | 'invalid_state'
-  | 'unprocessable' | 'payload_too_large' | 'rate_limited' | 'internal' | 'custody_failed' | 'unavailable'
-  | 'payment_required' | 'payment_invalid' | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch'
-  | 'wrong_resource' | 'wrong_payee' | 'wrong_asset' | 'bad_signature'
-  | (string & {});
+/**
+ * An error code: one the protocol package defines (ERROR_STATUS), or `http_<status>` when the answer
+ * carried no envelope (a proxy's page), or a code a newer service added.
+ */
+export type ApiErrorCode = ErrorCode | `http_${number}` | (string & {});
 
 /** A non-2xx answer, read from the envelope {error: {code, message, docsUrl}}. */
 export class ApiError extends Error {
@@ -98,10 +97,10 @@ export function createTransport(opts: ClientOptions): Transport {
     const requestId = res.headers.get('x-request-id') ?? undefined;
     if (!res.ok) {
       const body = await readBody(res);
-      const e = (body as { error?: { code?: unknown; message?: unknown; docsUrl?: unknown } } | undefined)?.error;
-      const code = typeof e?.code === 'string' ? e.code : `http_${res.status}`;
-      const message = typeof e?.message === 'string' ? e.message : `${method} ${url.pathname} answered ${res.status}`;
-      throw new ApiError(res.status, code, message, { docsUrl: typeof e?.docsUrl === 'string' ? e.docsUrl : undefined, requestId, body, headers: res.headers });
+      const e = readErrorEnvelope(body);
+      const code = e?.code ?? `http_${res.status}`;
+      const message = e?.message ?? `${method} ${url.pathname} answered ${res.status}`;
+      throw new ApiError(res.status, code, message, { docsUrl: e?.docsUrl, requestId, body, headers: res.headers });
     }
     const data = (input.as === 'text' ? await res.text() : await readBody(res)) as T;
     return { data, status: res.status, headers: res.headers };

@@ -8,3 +8,4 @@ export * from './anchor.ts';
 export * from './webhook.ts';
 export * from './keys.ts';
 export * from './resources.ts';
+export * from './errors.ts';

@@ -1,5 +1,5 @@
 // Offline verification of proofs, trails, log inclusion and consistency, and bundles; Web APIs only (Node, Deno, browsers).
-import { canonicalBytes, canonicalize } from './crypto/jcs.ts';
+import { canonicalBytes, } from './crypto/jcs.ts';
 import { sha256Hex } from './crypto/hash.ts';
 import { concatBytes, fromHex, isHex64 } from './crypto/bytes.ts';
 import { verifyJson } from './crypto/ed25519.ts';
