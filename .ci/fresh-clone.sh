@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fresh clone (issue 18 item 1): the tests must pass in a clone that has nothing beside it, so no
+# Fresh clone: the tests must pass in a clone that has nothing beside it, so no
 # test can lean on a sibling directory (the published vectors once lived in ../shared/vectors).
 # Clones the committed HEAD (not the working tree) into an empty temp directory, runs npm ci there,
 # then the tests that read vendored files (test/vectors) and the client package's tests.

@@ -1,6 +1,6 @@
 // Run 6 (second half): the service's RSS with 100k escrows in its store. The escrows are written
 // directly in SQL, then a fresh service process is started on that store, a few routes are hit, and
-// its VmRSS / VmHWM are read from /proc. The unpaginated GET /v1/escrows (every escrow, SPEC) is
+// its VmRSS / VmHWM are read from /proc. The unpaginated GET /v1/escrows (every escrow, docs/protocol.md §9.2) is
 // measured separately, since it is the one route whose memory grows with the table.
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';

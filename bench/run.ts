@@ -1,4 +1,4 @@
-// `npm run bench`: the service against its floor, row by row, in one process run (DESIGN habit 14).
+// `npm run bench`: the service against its floor, row by row, in one process run (docs/performance.md §1).
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench   # real Postgres
 //   npm run bench                                                              # PGlite fallback

@@ -26,7 +26,7 @@ export interface AppDeps {
   nowMs?: () => number;
   /** Called with every unexpected (non-AppError) failure, for the operator log. */
   onError?: (err: unknown, requestId: string) => void;
-  /** Where each request's log record goes (CONTRACT §1 REQUEST_LOG); the Node edge's file writer is src/node/requestLog.ts. */
+  /** Where each request's log record goes (README.md "Configuration", REQUEST_LOG); the Node edge's file writer is src/node/requestLog.ts. */
   requestLog?: RequestLogSink;
   /** Webhook POSTs (default: fetch with no redirects; the Node edge injects src/node/webhookTransport.ts). */
   webhookTransport?: WebhookTransport;
@@ -104,14 +104,14 @@ export function createApp(deps: AppDeps): App {
     try {
       ctx.caller = await authenticate(def, ctx.request, svc, ctx.caller.ip);
     } catch (err) {
-      // Without a valid key the client is its address: the 401 spends authfail:<ip>, its own unit (CONTRACT §8).
+      // Without a valid key the client is its address: the 401 spends authfail:<ip>, its own unit (docs/protocol.md §18.4).
       if (err instanceof AppError && err.code === 'unauthorized') ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
       throw err;
     }
     if (def.sandboxOnly && svc.config.apiKey !== undefined) {
       throw new AppError('forbidden', 'this route exists only in the open sandbox (no API_KEY configured)');
     }
-    // Limits apply after authentication, so a key's budget is spent only by that key (SPEC part 8).
+    // Limits apply after authentication, so a key's budget is spent only by that key (docs/protocol.md §18.4).
     ctx.rate = await spend(svc.rateLimiter, budgetFor(def, ctx.caller, svc.config));
     // A cached minted key: revoked since it was verified? The budget statement just said.
     try {
@@ -123,7 +123,7 @@ export function createApp(deps: AppDeps): App {
     }
     // Path and query strings obey the body's rules (no NUL, well-formed Unicode): a 400 naming them.
     checkParams(ctx.params, ctx.query);
-    // Tenancy (CONTRACT §8): a minted key's unknown and other keys' matters are both simply 404.
+    // Tenancy (docs/protocol.md §18.3): a minted key's unknown and other keys' matters are both simply 404.
     if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params.id);
     ctx.tellNow = def.signsAgainstNow === true;
     return def.handler(ctx);

@@ -1,4 +1,4 @@
-// Configuration: parseConfig(env) turns the environment into one frozen Config (CONTRACT §1). Pure.
+// Configuration: parseConfig(env) turns the environment into one frozen Config (README.md "Configuration"; docs/design.md §6). Pure.
 
 export interface Config {
   port: number;
@@ -34,7 +34,7 @@ export interface Config {
   sandboxPublic: boolean;
   /** How long a closing's response waits for its log leaf to be integrated (LOG_INTEGRATE_WAIT_MS). */
   logIntegrateWaitMs: number;
-  /** Browser origins allowed to call the API cross-origin (CORS); none by default (CONTRACT §8). */
+  /** Browser origins allowed to call the API cross-origin (CORS); none by default (docs/protocol.md §18.5). */
   corsOrigins: string[];
   /** Failed authentication attempts per client IP per window, in the unit `authfail:<ip>`. */
   authFailRateLimitMax: number;
@@ -116,7 +116,7 @@ function workers(env: Env, databaseUrl: string | undefined): number | 'auto' {
 }
 
 /**
- * PUBLIC_URL (CONTRACT §8): an absolute http(s) base URL, no query or fragment; a trailing slash is
+ * PUBLIC_URL (docs/protocol.md §15): an absolute http(s) base URL, no query or fragment; a trailing slash is
  * dropped. Default: the listening address (IPv6 in brackets). Never taken from a request's Host.
  */
 function publicUrl(env: Env, host: string, port: number): string {
@@ -165,7 +165,7 @@ export function withListeningPort(config: Config, env: Env, port: number): Confi
   return Object.freeze({ ...config, publicUrl: publicUrl({}, config.host, port) });
 }
 
-// Exposure (issue 17 item 14): an open sandbox lets anyone who reaches it create and move escrows,
+// Exposure (docs/protocol.md §18.1): an open sandbox lets anyone who reaches it create and move escrows,
 // so it listens beyond loopback only when SANDBOX_PUBLIC=1 says so. Names that merely resolve to
 // loopback are refused too: the check cannot know what a name will resolve to at listen time.
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d{1,3}){3})$/i;
@@ -192,7 +192,7 @@ export function parseConfig(env: Env): Config {
   const dataDir = env.DATA_DIR || './.escrow-data';
   const host = env.HOST || (apiKey ? '0.0.0.0' : '127.0.0.1');
   // With DATABASE_URL and no DATA_DIR there is no data directory to write to: no request log file
-  // unless REQUEST_LOG names one, so nothing lands in the working directory (issue 17 item 15).
+  // unless REQUEST_LOG names one, so nothing lands in the working directory (README.md "Configuration", REQUEST_LOG).
   const noDir = dataDir === ':memory:' || (databaseUrl !== undefined && !env.DATA_DIR);
   const requestLog = env.REQUEST_LOG || (noDir ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';

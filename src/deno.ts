@@ -1,5 +1,5 @@
-// Deno edge: the same core served with Deno.serve (SPEC design card: the core is Web APIs only).
-// Run: deno run -A src/deno.ts (env as in the README's configuration table).
+// Deno edge: the same core served with Deno.serve (docs/design.md §1: the core is Web APIs only).
+// Run: deno run -A src/deno.ts (env as in README.md "Configuration").
 import { ConfigError, parseConfig, type Config } from './config.ts';
 import { createApp } from './app.ts';
 import { openPostgres } from './db/postgres.ts';

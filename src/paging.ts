@@ -1,4 +1,4 @@
-// Keyset pagination shared by every list route (CONTRACT §8 "Lists"): `limit` 1-1000, an opaque
+// Keyset pagination shared by every list route (docs/protocol.md §9.2): `limit` 1-1000, an opaque
 // `cursor`, and `nextCursor` on a page when more rows exist.
 //
 // A cursor is the last row's key on a monotonic column (a bigserial `seq`, or a trail index), so the
@@ -10,7 +10,7 @@ import { badRequest } from './errors.ts';
 export const MAX_LIMIT = 1000;
 
 export interface PageQuery {
-  /** Page size; undefined = the whole list, as SPEC part 4 describes each list. */
+  /** Page size; undefined = the whole list, as docs/protocol.md §9.2 describes each list. */
   limit?: number;
   /** Key of the last row already seen; null when starting from the first row. */
   after: bigint | null;
@@ -37,7 +37,7 @@ export function decodeCursor(list: string, cursor: string): bigint {
 
 /**
  * Reads `limit` and `cursor` (and refuses query parameters the route does not know, naming them:
- * CONTRACT §2 "Unknown fields"). `extra` names the route's own filters.
+ * docs/protocol.md §2.6). `extra` names the route's own filters.
  */
 export function pageQuery(query: URLSearchParams, list: string, extra: readonly string[] = []): PageQuery {
   const known = [...extra, 'limit', 'cursor'];

@@ -7,7 +7,7 @@ import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
 
-/** This process's request-log counters (CONTRACT §1 REQUEST_LOG): lines in the current file, rotations so far. */
+/** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
   lines: number;
   rotations: number;

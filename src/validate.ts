@@ -1,4 +1,4 @@
-// Validation at the edge with superstruct: a 400 names the field path and says why (DESIGN habit 3).
+// Validation at the edge with superstruct: a 400 names the field path and says why (docs/design.md §2.4).
 import { type StructError, define, refine, size, string, type Struct, validate as ssValidate } from 'superstruct';
 import { badRequest } from './errors.ts';
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, parseConfig } from '../src/config.ts';
 
-test('defaults follow CONTRACT §1 for an open sandbox', () => {
+test('defaults follow docs/protocol.md §18.1 for an open sandbox', () => {
   const c = parseConfig({});
   assert.equal(c.port, 4280);
   assert.equal(c.host, '127.0.0.1');

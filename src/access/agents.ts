@@ -8,7 +8,7 @@ import type { Agent } from '@escrow-settlement/protocol/resources';
 
 export type { Agent };
 
-/** `owner`: the minted key registering it (tenancy, CONTRACT §8); null for the root key and the open sandbox. */
+/** `owner`: the minted key registering it (tenancy, docs/protocol.md §18.3); null for the root key and the open sandbox. */
 export async function createAgent(q: Queryable, label: string, owner: string | null = null): Promise<Agent> {
   const kp = generateKeyPair();
   const agent = { id: newId('agt'), label, publicKey: toHex(kp.publicKey) };

@@ -1,4 +1,4 @@
-// Minted bearer keys (SPEC part 5.5, CONTRACT §4): the secret is shown once and stored only as its sha256.
+// Minted bearer keys (docs/protocol.md §18.2): the secret is shown once and stored only as its sha256.
 import { toBase64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { newId } from '../crypto/ids.ts';
@@ -6,7 +6,7 @@ import type { Queryable } from '../db/types.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { ApiKeyRecord, MintedKey } from '@escrow-settlement/protocol/resources';
 
-// A key record as the admin listing shows it: never the secret, never its hash (SPEC part 2).
+// A key record as the admin listing shows it: never the secret, never its hash (docs/protocol.md §18.2).
 export type { ApiKeyRecord, MintedKey };
 
 /** Prefix of minted secrets, so a leaked one is recognisable in logs and scanners. */
@@ -62,7 +62,7 @@ export async function listKeys(q: Queryable, after: bigint | null = null, limit?
  * statement, and a cached key is verified again when it moved (src/http/authCache.ts).
  */
 export async function revokeKey(q: Queryable, id: string): Promise<ApiKeyRecord> {
-  // SPEC part 5.4: the root key cannot be revoked through the API; it is the deployment's API_KEY.
+  // docs/protocol.md §18.2: the root key cannot be revoked through the API; it is the deployment's API_KEY.
   if (id === 'root') throw new AppError('forbidden', 'the root key is the deployment\'s API_KEY and cannot be revoked here; change API_KEY and restart');
   // Row lock on this key for the statement: a concurrent revocation waits, then keeps this revokedAt.
   // The same statement bumps the revocation generation, which every instance reads with each

@@ -1,4 +1,4 @@
-// Tenancy in hosted mode (CONTRACT §8): a minted key sees and acts on the agents it registered and
+// Tenancy in hosted mode (docs/protocol.md §18.3): a minted key sees and acts on the agents it registered and
 // the escrows where it registered a party; everything else is 404 to it, exactly as if it did not
 // exist. The root key and the open sandbox see everything.
 import type { Queryable, Stmt } from '../db/types.ts';

@@ -1,6 +1,6 @@
 // An Ed25519 signer that derives its key's public half once (RFC 8032 §5.1.5) instead of on every
 // signature. noble's ed.sign(msg, seed) re-hashes the seed and re-multiplies the base point for A
-// on every call: that was 7.6% of the service's busy CPU under load (perf-anatomy §4). Still noble:
+// on every call: that was 7.6% of the service's busy CPU under load (docs/performance.md §4.1). Still noble:
 // the same field and point arithmetic, only the per-key part is kept.
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';

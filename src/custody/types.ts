@@ -4,7 +4,7 @@
 import type { Queryable } from '../db/types.ts';
 import type { Proof } from '@escrow-settlement/protocol/types';
 
-/** Where a chain-backed settlement happened (SPEC part 2, Proof `anchor`); it goes into the signed proof body. */
+/** Where a chain-backed settlement happened (docs/protocol.md §21, the proof's `anchor`); it goes into the signed proof body. */
 export type Anchor = NonNullable<Proof['anchor']>;
 
 /** What funding asks custody to hold: the whole amount, for the payer and payee (Ed25519 public keys, hex). */

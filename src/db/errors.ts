@@ -1,6 +1,6 @@
 // Which database failures mean "the database cannot be reached right now" (an outage the client may
 // retry) rather than a fault in the service: the error boundary answers them 503 `unavailable`
-// with Retry-After instead of 500 `internal` (issue 17 item 6). Web APIs only.
+// with Retry-After instead of 500 `internal` (docs/design.md §2.3). Web APIs only.
 
 /** How long a client should wait before retrying during an outage (seconds, the Retry-After value). */
 export const OUTAGE_RETRY_AFTER_S = 5;

@@ -1,4 +1,4 @@
-// Transactions over postgres.js with BEGIN and COMMIT pipelined (issue 16, item 2).
+// Transactions over postgres.js with BEGIN and COMMIT pipelined (docs/design.md §3.3).
 //
 // postgres.js's sql.begin sends BEGIN and waits for it, then runs the callback, then sends COMMIT
 // and waits for it: two of a command's round trips carry nothing but those words. Here a

@@ -79,7 +79,7 @@ function wrapTx(t: PgQ, hooks: AfterCommit[], depth = 0, scope: Scope = {}): Tx 
  * which PGlite runs in the process that creates a data directory and whose memory that process does
  * not give back: the Node edge therefore creates a new directory (and every DATA_DIR=:memory:
  * sandbox, a throwaway directory there) in a short-lived child process with initPgliteDir, and the
- * service only ever opens an existing one (README, Operations). openPglite still initialises in
+ * service only ever opens an existing one (docs/design.md §7). openPglite still initialises in
  * process (tests, the bench, the Deno entry).
  */
 export const PGLITE_OPTIONS = { postgresqlconf: 'shared_buffers = 16MB' };

@@ -1,5 +1,5 @@
 // Disputes: opened by a party after a failed verdict, evidence by content hash, closed only by a
-// co-signed or arbiter-signed ruling, or by the decide deadline (SPEC part 3, CONTRACT §3).
+// co-signed or arbiter-signed ruling, or by the decide deadline (docs/protocol.md §4.2, §6).
 import type { CommandDeps } from '../escrow/deps.ts';
 import type { Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
@@ -79,7 +79,7 @@ export async function openDispute(svc: CommandDeps, escrowId: string, act: Party
     const d: DisputeJson = { id: newId('dsp'), escrowId, state: 'open', openedBy, reason, evidence: [], openedAt: at };
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.opened', body: { disputeId: d.id, openedBy, reason } }], at);
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
-    // The bundle keeps the opening as signed: a sandbox agent's held key signs the reason too (issue 18.6).
+    // The bundle keeps the opening as signed: a sandbox agent's held key signs the reason too (docs/protocol.md §11.4).
     const signed = await signedAct(tx, escrowId, act, 'dispute.open', reason !== '' ? { reason } : {}, openedBy, at, entries[0].index);
     await tx.batch([
       { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
@@ -109,7 +109,7 @@ export async function addEvidence(svc: CommandDeps, escrowId: string, act: Party
     const party = await actingParty(tx, e, act, 'dispute.evidence', act.form === 'client' ? fields : {});
     const at = e.now.toISOString();
     const evidence: Evidence[] = [...JSON.parse(d.evidence), { party, contentHash, note: note ?? '', submittedAt: at }];
-    // The counterparty's first evidence moves the dispute under review (CONTRACT §3).
+    // The counterparty's first evidence moves the dispute under review (docs/protocol.md §4.2).
     const state = d.state === 'open' && party !== d.opened_by ? 'under-review' : d.state;
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.evidence', body: { disputeId: d.id, party, contentHash } }], at);
     const signed = await signedAct(tx, escrowId, act, 'dispute.evidence', fields, party, at, entries[0].index);
@@ -130,7 +130,7 @@ export type { ResolveInput };
 
 const rulingError = (m: string) => new AppError('unauthorized_ruling', m);
 
-/** Split shares: required on a split, refused otherwise, integers summing to 10000 (SPEC part 8). */
+/** Split shares: required on a split, refused otherwise, integers summing to 10000 (docs/protocol.md §6.3). */
 export function checkShares(outcome: RulingOutcome, shares: unknown): Shares | undefined {
   if (outcome !== 'split') {
     if (shares !== undefined) throw rulingError('shares are only allowed on a split ruling');
@@ -148,7 +148,7 @@ export function checkShares(outcome: RulingOutcome, shares: unknown): Shares | u
   return { payerBps: s.payerBps as number, payeeBps: s.payeeBps as number };
 }
 
-/** The body both parties (or the arbiter) sign (CONTRACT §3, Ruling body signed). */
+/** The body both parties (or the arbiter) sign (docs/protocol.md §6.3). */
 export const rulingBody = (escrowId: string, disputeId: string, outcome: RulingOutcome, rationale: string, shares?: Shares) =>
   ({ escrowId, disputeId, outcome, rationale, ...(shares ? { shares } : {}) });
 
@@ -184,14 +184,14 @@ export async function resolveDispute(svc: CommandDeps, escrowId: string, input: 
       signers.add(s.signer);
       sigs.set(s.signer, s.signature);
     });
-    // agentIds: the service signs the same body with each held key (SPEC part 4); it only counts
+    // agentIds: the service signs the same body with each held key (docs/protocol.md §6.3); it only counts
     // toward the ruling if it is the payer, payee or arbiter (decidedBy).
     for (const a of held) {
       signers.add(a.publicKey);
       if (!sigs.has(a.publicKey)) sigs.set(a.publicKey, signJson(signedBody, a.secretKey));
     }
     const ruling: Ruling = { outcome: input.outcome, rationale, decidedAt: e.now.toISOString(), decidedBy: decidedBy(e, signers), ...(shares ? { shares } : {}) };
-    // The signatures of the parties and arbiter the ruling rests on, kept for the bundle (issue 18.6).
+    // The signatures of the parties and arbiter the ruling rests on, kept for the bundle (docs/protocol.md §11.4).
     const roles = new Set([e.payer.publicKey, e.payee.publicKey, ...(e.arbiter ? [e.arbiter.publicKey] : [])]);
     const kept: PartySignatureRow[] = [...sigs].filter(([k]) => roles.has(k))
       .map(([publicKey, signature]) => ({ kind: 'ruling', trailIndex: null, publicKey, signedBody, signature }));

@@ -1,4 +1,4 @@
-// Who is acting on a dispute: a held sandbox agent, or a party signing client-side (CONTRACT §3).
+// Who is acting on a dispute: a held sandbox agent, or a party signing client-side (docs/protocol.md §6.1, §6.2).
 import type { Queryable, Stmt } from '../db/types.ts';
 import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
@@ -37,7 +37,7 @@ export async function actingParty(tx: Queryable, e: Locked, act: PartyAct, actio
 }
 
 /**
- * Replay (issue 17 item 8): a client-signed action is identified by its signer and the exact bytes
+ * Replay (docs/protocol.md §6.4): a client-signed action is identified by its signer and the exact bytes
  * signed (not by the signature, since Ed25519 verification may accept more than one encoding of one
  * signature). The same action sent again is 409 `replayed`, checked under the escrow's row lock, and
  * recorded in the transaction that applies it, so it counts once even when sent twice at once.

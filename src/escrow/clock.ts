@@ -1,4 +1,4 @@
-// The service's notion of now (CONTRACT §7, §8 Sandbox clock): the database clock plus the sandbox
+// The service's notion of now (docs/protocol.md §9.4): the database clock plus the sandbox
 // offset (svc_now(), migration 001). Client-signed actions and x402 offers are judged against it.
 import type { Queryable } from '../db/types.ts';
 import { badRequest } from '../errors.ts';

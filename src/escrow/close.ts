@@ -50,7 +50,7 @@ function finalState(c: Closing): EscrowState {
   return c.stage === 'decide' ? 'resolved' : 'refunded';
 }
 
-/** The events a confirmed closing emits before proof.issued (CONTRACT §3, Timeout outcomes). */
+/** The events a confirmed closing emits before proof.issued (docs/protocol.md §7). */
 function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[] {
   const resolved = (disputeId: string, r: Ruling): NewEvent => ({
     event: 'dispute.resolved',
@@ -146,7 +146,7 @@ async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: 
     ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
     ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
     ...(o.shares ? { shares: o.shares } : {}),
-    // Chain-backed custody: where the payout happened, inside the signed body (SPEC part 2, Proof).
+    // Chain-backed custody: where the payout happened, inside the signed body (docs/protocol.md §11.1, §21).
     ...(o.anchor ? { anchor: o.anchor } : {}),
     trailHead: head.hash,
     trailLength: head.index + 1,

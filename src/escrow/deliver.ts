@@ -1,5 +1,5 @@
 // Delivery: the payee's signed submission, verified synchronously against the terms; a passing
-// verdict closes the matter in the same transaction (SPEC part 3, CONTRACT §3 Delivery).
+// verdict closes the matter in the same transaction (docs/protocol.md §5).
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
@@ -27,7 +27,7 @@ export interface DeliveryResult {
   proof?: Proof;
 }
 
-/** The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt} (SPEC part 2, Signed bodies). */
+/** The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt} (docs/protocol.md §2.7). */
 export const deliverySigningBody = (escrowId: string, contentHash: string, submittedAt: string) => ({ escrowId, contentHash, submittedAt });
 
 export function canonicalPayload(payload: unknown): string {
@@ -116,7 +116,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       verdict: 'passed',
       last: true,
     });
-    // A passing verdict that custody cannot settle: 201 with delivery and verdict, no proof (CONTRACT §3).
+    // A passing verdict that custody cannot settle: 201 with delivery and verdict, no proof (docs/protocol.md §4.4).
     return closed.ok ? { delivery, verdict, proof: closed.proof } : { delivery, verdict };
   });
 }

@@ -1,5 +1,5 @@
 // Listing escrows: filters (state, party agent, created range) and keyset pages on escrows.seq
-// (SPEC part 4 "GET /v1/escrows", CONTRACT §8 "Lists").
+// (docs/protocol.md §9.2, §9.3).
 import type { CommandDeps } from './deps.ts';
 import { cutPage, sqlLimit } from '../paging.ts';
 import { ESCROW_COLS, fromRow, toJson } from './escrowRow.ts';
@@ -48,7 +48,7 @@ export async function listEscrows(svc: CommandDeps, f: EscrowFilter, after: bigi
 }
 
 /**
- * Every matching escrow (SPEC: the list without `limit`), streamed as `{"escrows":[…],"nextCursor":null}`
+ * Every matching escrow (docs/protocol.md §9.2: the list without `limit`), streamed as `{"escrows":[…],"nextCursor":null}`
  * in batches of 500 read by key, so 100k escrows never sit in memory at once (bench run 6:
  * buffering them peaked at 710 MB).
  */

@@ -1,4 +1,4 @@
-// How an escrow is read from SQL, locked for a command, and shown as JSON (SPEC part 2, Escrow).
+// How an escrow is read from SQL, locked for a command, and shown as JSON (docs/protocol.md §3.2).
 import type { Queryable, Row, Stmt } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 import { formatAmount } from '../units/amounts.ts';
@@ -36,7 +36,7 @@ export interface EscrowRow {
   trailHead: string;
   createdAt: Date;
   updatedAt: Date;
-  /** The caller's notes (CONTRACT §8); null when none. Shown on the escrow, never in a proof or the trail. */
+  /** The caller's notes (docs/protocol.md §3.5); null when none. Shown on the escrow, never in a proof or the trail. */
   metadata: Record<string, string> | null;
 }
 
@@ -186,7 +186,7 @@ export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
 
 /**
  * One statement that appends trail entries and fans each out to every registered webhook URL that
- * may see the escrow (outbox rows in the same transaction as the state change: CONTRACT §5): a URL
+ * may see the escrow (outbox rows in the same transaction as the state change: docs/protocol.md §14.3): a URL
  * registered by root or the open sandbox (owner_key null) gets everything; one registered by a
  * minted key only escrows that key sees (escrow_tenants, written earlier in a creating transaction).
  */

@@ -1,4 +1,4 @@
-// Escrow commands: create (with mandate enforcement), fund, list (SPEC parts 3-4, CONTRACT §3).
+// Escrow commands: create (with mandate enforcement), fund, list (docs/protocol.md §3.2, §4.1, §8).
 import type { CommandDeps } from './deps.ts';
 import type { Stmt } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
@@ -49,7 +49,7 @@ async function resolveParties(svc: CommandDeps, input: CreateInput): Promise<{ p
     [ids],
   );
   const byId = new Map<string, { label: string | null; publicKey: string; owner: string | null }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string; owner: string | null }>).map((a) => [a.id, a]));
-  // Tenancy (CONTRACT §8), read by the same statement: a confined creator names only its own agents
+  // Tenancy (docs/protocol.md §18.3), read by the same statement: a confined creator names only its own agents
   // (another key's is 404, as if it did not exist); the creator and every named agent's owner see the escrow.
   const scope = input.scope ?? null;
   const tenants = new Set<string>(scope !== null ? [scope] : []);
@@ -116,7 +116,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       updatedAt: now,
       metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
     };
-    // Metadata stays out of the trail (so out of every trail hash, proof and bundle): CONTRACT §8.
+    // Metadata stays out of the trail (so out of every trail hash, proof and bundle): docs/protocol.md §3.5.
     const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }], now.toISOString());
     escrow.trailLength = 1;
     escrow.trailHead = entries[0].hash;

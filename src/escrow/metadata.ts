@@ -1,5 +1,5 @@
 // Escrow metadata: the caller's own key-value notes (order ids, customer refs), Stripe's limits
-// (CONTRACT §8 "Lists"). Stored and echoed, never interpreted, and never part of a proof or the trail.
+// (docs/protocol.md §3.5). Stored and echoed, never interpreted, and never part of a proof or the trail.
 import { define } from 'superstruct';
 import { annotate } from '../validate.ts';
 import { badRequest } from '../errors.ts';

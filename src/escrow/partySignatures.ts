@@ -1,4 +1,4 @@
-// Keeping the parties' signatures the service relied on, so the offline bundle can carry them (issue 18.6).
+// Keeping the parties' signatures the service relied on, so the offline bundle can carry them (docs/protocol.md §11.4).
 // Deliveries and mandates already keep theirs in their own rows; this table holds the rest:
 // dispute openings, evidence, ruling signatures and x402 authorizations.
 import type { Queryable, Stmt } from '../db/types.ts';
@@ -33,7 +33,7 @@ export function partySignatureWrite(escrowId: string, sigs: PartySignatureRow[])
 }
 
 /**
- * The signed form of a dispute act (CONTRACT §3, "Who may open / add evidence"): the client form
+ * The signed form of a dispute act (docs/protocol.md §6.1, §6.2): the client form
  * brings its signature over JCS {escrowId, action, …fields, signedAt}; for the sandbox form the
  * service signs that same body with the held agent key, as it signs sandbox deliveries, so every
  * act in a bundle carries the acting party's signature. `fields` are the client form's signed

@@ -1,4 +1,4 @@
-// Refund: from funded, or delivered with a failed verdict; closes in a refunded proof (SPEC part 3).
+// Refund: from funded, or delivered with a failed verdict; closes in a refunded proof (docs/protocol.md §4.1).
 import type { CommandDeps } from './deps.ts';
 import { AppError } from '../errors.ts';
 import { lockEscrow } from './escrowRow.ts';

@@ -1,4 +1,4 @@
-// The escrow state machine as one table: state × operation → next state (SPEC part 3, CONTRACT §3).
+// The escrow state machine as one table: state × operation → next state (docs/protocol.md §4.1).
 import { invalidState } from '../errors.ts';
 import type { EscrowState } from '@escrow-settlement/protocol/resources';
 

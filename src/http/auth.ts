@@ -1,4 +1,4 @@
-// Who is calling: the root key (API_KEY), a minted bearer key, or nobody (SPEC part 5).
+// Who is calling: the root key (API_KEY), a minted bearer key, or nobody (docs/protocol.md §18.1, §18.2).
 import { AppError } from '../errors.ts';
 import { sha256, sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { timingSafeEqual, utf8 } from '@escrow-settlement/protocol/crypto/bytes';

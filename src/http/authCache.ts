@@ -1,4 +1,4 @@
-// Minted-key authentication without a database round trip per request (issue 16 item 2), and
+// Minted-key authentication without a database round trip per request (docs/design.md §5, "Minted-key auth"), and
 // revocation that still holds on the very next request on every instance.
 //
 // How: a verified key is cached per instance with the revocation generation read in the same

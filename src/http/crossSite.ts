@@ -1,4 +1,4 @@
-// Browser safety (CONTRACT §8, Cross-site): refuse requests other web sites make a browser send,
+// Browser safety (docs/protocol.md §18.5): refuse requests other web sites make a browser send,
 // answer CORS for the origins the operator lists, and keep the open sandbox off DNS-rebound names.
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';

@@ -1,4 +1,4 @@
-// Rate limiting (SPEC part 8, CONTRACT §1 and §4): which budget a request spends, and a fixed-window
+// Rate limiting (docs/protocol.md §18.4): which budget a request spends, and a fixed-window
 // limiter whose counters live in Postgres, so every instance of a deployment spends one shared budget.
 import type { Config } from '../config.ts';
 import type { Queryable } from '../db/types.ts';
@@ -9,7 +9,7 @@ import type { Budget, RateDecision, RateLimiter, RateSnapshot } from './rateType
 export type { Budget, RateDecision, RateLimiter, RateSnapshot };
 
 /**
- * The budget a routed request spends, after authentication (SPEC part 8): authenticated /v1 traffic
+ * The budget a routed request spends, after authentication (docs/protocol.md §18.4): authenticated /v1 traffic
  * per key on hosted deployments, with the key's own rateLimitMax when it has one; in the open sandbox
  * key routes are not limited ("/v1 per client on hosted deployments"). Public log routes per client
  * IP, and POST /v1/verify per IP on a stricter budget of its own, in both modes.
@@ -30,7 +30,7 @@ export function budgetFor(def: RouteDef, caller: Caller, config: Config): Budget
 
 /**
  * The budget a request spends when it fails authentication on a hosted deployment: `authfail:<ip>`,
- * a unit of its own (CONTRACT §8), so a client with a wrong key exhausts neither its IP's public log
+ * a unit of its own (docs/protocol.md §18.4), so a client with a wrong key exhausts neither its IP's public log
  * budget nor anyone's key budget, and the root key, which never fails, is never locked out by it.
  * It keeps key guessing, and the key lookups that costs, bounded per address.
  */
@@ -47,7 +47,7 @@ export function rateHeaders(d: RateDecision): Record<string, string> {
 
 const resetSeconds = (d: RateDecision) => Math.max(1, Math.ceil(d.resetMs / 1000));
 
-/** The 429 for an over-budget decision, with Retry-After and the RateLimit-* headers (CONTRACT §4). */
+/** The 429 for an over-budget decision, with Retry-After and the RateLimit-* headers (docs/protocol.md §18.4). */
 export function rateLimited(d: RateDecision, windowMs: number): AppError {
   const retry = resetSeconds(d);
   return new AppError('rate_limited', `over the budget of ${d.limit} requests per ${windowMs / 1000} s for ${d.unit}; retry after ${retry} s`, {

@@ -42,7 +42,7 @@ export interface RouteDef {
   sandboxOnly?: boolean;
   rate?: RateUnit;
   /**
-   * Tenancy (CONTRACT §8): `:id` names an escrow (or a proof of one) that a minted key must have a
+   * Tenancy (docs/protocol.md §18.3): `:id` names an escrow (or a proof of one) that a minted key must have a
    * party in; checked centrally before the handler runs (src/domain/tenancy.ts).
    */
   tenant?: 'escrow' | 'proof' | 'mandate';

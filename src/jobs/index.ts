@@ -29,7 +29,7 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
       // Between passes, let users' requests have the event loop and the pool.
       await new Promise<void>((resolve) => setTimeout(resolve, 0));
     }
-    // Expired Idempotency-Key records (24 h retention, CONTRACT §3): a bounded batch per tick.
+    // Expired Idempotency-Key records (24 h retention, docs/protocol.md §9.1): a bounded batch per tick.
     await pruneIdempotency(svc.db);
   }, (err) => opts.log('sweep failed', { error: String(err) })));
   // The webhook sender: outbox rows claimed with SKIP LOCKED, so every instance can run it.

@@ -1,5 +1,5 @@
 // The deadline sweep: closes every stage left past its deadline (silence always resolves),
-// on every instance, side by side (CONTRACT §3 Sweep, DESIGN: jobs/).
+// on every instance, side by side (docs/protocol.md §7; docs/design.md §5).
 import type { Services } from '../services.ts';
 import type { Queryable } from '../db/types.ts';
 import { readLocked, type Locked } from '../escrow/escrowRow.ts';
@@ -68,7 +68,7 @@ async function closeExpired(tx: Queryable, svc: Services, d: Due, next: Due | un
  *
  * 60 per pass: a pass's fixed costs (the locking and reading statements, COMMIT, the wait for its
  * leaves' integration batch) are shared by more closings than the 25 of before, which closed
- * 18–20% fewer escrows per second (README, Benchmarks). Not more than 64: each closing's savepoint
+ * 18–20% fewer escrows per second (docs/performance.md §4.1). Not more than 64: each closing's savepoint
  * that wrote is a subtransaction, and a transaction with more than 64 of them overflows Postgres's
  * per-backend subtransaction cache (PGPROC_MAX_CACHED_SUBXIDS), after which every session's
  * snapshots look transaction ids up in pg_subtrans while the pass runs. Passes of 100 and 200 made

@@ -1,6 +1,6 @@
 // The webhook sender: runs on every instance, claims runs of due outbox rows per URL, keeps up to
-// WEBHOOK_CONCURRENCY requests in flight per URL, retries with backoff and dead-letters (CONTRACT §5,
-// DESIGN "jobs/"). The lanes and the statements live in src/webhooks/sender.ts and outbox.ts.
+// WEBHOOK_CONCURRENCY requests in flight per URL, retries with backoff and dead-letters (docs/protocol.md
+// §14.3; docs/design.md §5). The lanes and the statements live in src/webhooks/sender.ts and outbox.ts.
 import type { Services } from '../services.ts';
 import { SenderEngine, type Outcome } from '../webhooks/sender.ts';
 

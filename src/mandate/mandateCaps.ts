@@ -1,4 +1,4 @@
-// Pure part of mandate enforcement: strict MandateCaps validation and the cap check at escrow creation (SPEC part 2 MandateCaps; CONTRACT §3 Mandate usage).
+// Pure part of mandate enforcement: strict MandateCaps validation and the cap check at escrow creation (docs/protocol.md §8).
 
 import { AppError, badRequest } from '../errors.ts';
 import { formatAmount, parseAmount } from '../units/amounts.ts';
@@ -6,10 +6,10 @@ import { HEX64_RE, parseIsoDateTime, requireIsoDateTime } from '../terms/checks.
 import { isJsonObject, keyPath, rejectUnknownFields } from '../terms/predicates.ts';
 import type { MandateCaps } from '@escrow-settlement/protocol/resources';
 
-/** SPEC part 2 MandateCaps (the wire shape lives in the client package). Amounts and expiresAt are kept as the principal wrote them (the signature covers them). */
+/** MandateCaps, docs/protocol.md §8 (the wire shape lives in the client package). Amounts and expiresAt are kept as the principal wrote them (the signature covers them). */
 export type { MandateCaps };
 
-/** CONTRACT §2: asset format and caps. */
+/** docs/protocol.md §2.6: asset format and caps. */
 export const ASSET_RE = /^[A-Za-z0-9._:-]+$/;
 export const MAX_ASSET_CHARS = 64;
 export const MAX_ALLOWED_ASSETS = 100;
@@ -77,7 +77,7 @@ export function validateMandateCaps(caps: unknown, path = 'caps'): MandateCaps {
   return out;
 }
 
-/** What an escrow creation asks of a mandate. `spent` is the mandate's usage so far (CONTRACT §3 Mandate usage). */
+/** What an escrow creation asks of a mandate. `spent` is the mandate's usage so far (docs/protocol.md §8). */
 export type MandateRequest = {
   payer: string;
   payee: string;
@@ -91,13 +91,13 @@ function violation(message: string): AppError {
   return new AppError('mandate_violation', message);
 }
 
-/** remaining = cumulativeMax − spent, never below 0 (CONTRACT §3 Mandate usage). */
+/** remaining = cumulativeMax − spent, never below 0 (docs/protocol.md §8). */
 export function mandateRemaining(caps: MandateCaps, spent: bigint): bigint {
   const rest = parseAmount(caps.cumulativeMax, 'caps.cumulativeMax') - spent;
   return rest > 0n ? rest : 0n;
 }
 
-/** The `usage` object of a fetched mandate: `{spent, remaining}` as amount strings (SPEC part 2 Mandate). */
+/** The `usage` object of a fetched mandate: `{spent, remaining}` as amount strings (docs/protocol.md §8). */
 export function mandateUsage(caps: MandateCaps, spent: bigint): { spent: string; remaining: string } {
   return { spent: formatAmount(spent), remaining: formatAmount(mandateRemaining(caps, spent)) };
 }

@@ -1,4 +1,4 @@
-// Mandates: principal-signed caps, idempotent by content hash, with usage (SPEC part 2, CONTRACT §3).
+// Mandates: principal-signed caps, idempotent by content hash, with usage (docs/protocol.md §8).
 import type { CommandDeps } from '../escrow/deps.ts';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../crypto/ids.ts';

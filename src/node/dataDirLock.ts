@@ -1,4 +1,4 @@
-// One process per DATA_DIR (issue 17 item 5). Embedded PGlite keeps its own view of the files in
+// One process per DATA_DIR (docs/design.md §7). Embedded PGlite keeps its own view of the files in
 // memory: two processes on one directory each write their own version, the transparency log forks,
 // and a proof one returned later 404s on the other. A lock file holding the owner's pid, created
 // with O_EXCL, keeps a second process out; a lock left by a process that died (SIGKILL, power loss)

@@ -1,5 +1,5 @@
 // Opening the store at start-up, with every failure turned into a ConfigError that names the
-// variable to fix (issue 17 item 7): DATABASE_URL unreachable, refused or wrong; DATA_DIR unusable.
+// variable to fix (docs/design.md §6): DATABASE_URL unreachable, refused or wrong; DATA_DIR unusable.
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import { openPostgres, socketUrl } from '../db/postgres.ts';

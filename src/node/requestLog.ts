@@ -1,4 +1,4 @@
-// The request log file (CONTRACT §1 REQUEST_LOG, REQUEST_LOG_MAX_LINES): one JSON line per request, rotated to `<path>.1`. Node only.
+// The request log file (README.md "Configuration": REQUEST_LOG, REQUEST_LOG_MAX_LINES): one JSON line per request, rotated to `<path>.1`. Node only.
 import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { RequestLogRecord, RequestLogSink } from '../app.ts';

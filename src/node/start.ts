@@ -1,7 +1,7 @@
 // The Node edge's start-up: read the environment once, take DATA_DIR, bind the port, open the store,
 // migrate, serve app.fetch, run the background jobs, and stop cleanly on SIGTERM/SIGINT
-// (CONTRACT §1). src/main.ts calls run(). Every start-up failure is one line naming the variable
-// to fix and exit code 1 (issue 17 item 7); the cheap checks come first, so a port in use or a
+// (docs/design.md §6). src/main.ts calls run(). Every start-up failure is one line naming the variable
+// to fix and exit code 1 (docs/design.md §6); the cheap checks come first, so a port in use or a
 // DATA_DIR held by another process is reported before the database is opened.
 import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
@@ -87,7 +87,7 @@ async function main(env: Env, slot?: number) {
     } else {
       pgliteDir = config.dataDir;
     }
-    // One process per DATA_DIR (issue 17 item 5); in a :memory: directory the lock names the owner's
+    // One process per DATA_DIR (docs/design.md §7); in a :memory: directory the lock names the owner's
     // pid for the sweep.
     dataDirLock = lockDataDir(pgliteDir);
   }

@@ -1,5 +1,5 @@
 // The Node webhook transport: node:http(s) with the SSRF check at connect time (DNS rebinding cannot pass).
-// Imported only by the Node edge (src/node/start.ts); the core stays on Web APIs (DESIGN "The shape").
+// Imported only by the Node edge (src/node/start.ts); the core stays on Web APIs (docs/design.md §1).
 import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { lookup as dnsLookup, promises as dnsPromises, type LookupAddress, type LookupOptions } from 'node:dns';

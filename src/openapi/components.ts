@@ -1,9 +1,9 @@
-// Named schemas of the OpenAPI document: resources as SPEC part 2 and CONTRACT §4 describe them.
+// Named schemas of the OpenAPI document: resources as docs/protocol.md §3 and §22 describe them.
 import { annotationOf } from '../validate.ts';
 import { MetadataS } from '../escrow/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
 
-/** Codes CONTRACT §8 adds that the edge answers before a route runs; ERROR_CODES gains them as they land. */
+/** Codes the edge answers before a route runs (docs/protocol.md §19.3); ERROR_CODES gains them as they land. */
 const EDGE_CODES: Record<string, { status: number; cause: string }> = {
   method_not_allowed: { status: 405, cause: 'The path exists but not with this method; `Allow` lists the methods it takes.' },
   unavailable: { status: 503, cause: 'The service is starting, stopping, or cannot reach its database; retry after `Retry-After` seconds.' },
@@ -22,7 +22,7 @@ const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
 const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'object', properties, required });
 const arr = (items: unknown) => ({ type: 'array', items });
 
-/** On a page (with `limit`): the next page's cursor, null on the last (CONTRACT §8 "Lists"). */
+/** On a page (with `limit`): the next page's cursor, null on the last (docs/protocol.md §9.2). */
 const nextCursor = { type: ['string', 'null'], description: 'present when the request gave limit: the cursor of the next page, null on the last' };
 const metadataSchema = { ...(annotationOf(MetadataS) ?? {}) };
 const counts = (...keys: string[]) => obj(Object.fromEntries(keys.map((k) => [k, int])));
@@ -31,7 +31,7 @@ const check = (kind: string, props: Record<string, unknown>, required: string[])
   ({ type: 'object', properties: { kind: { const: kind }, ...props }, required: ['kind', ...required], additionalProperties: false });
 
 export const SCHEMAS: Record<string, unknown> = {
-  // A 402 from GET /v1/x402/demo also carries x402Version and accepts (CONTRACT §6).
+  // A 402 from GET /v1/x402/demo also carries x402Version and accepts (docs/protocol.md §15.4).
   Error: obj({ error: obj({ code: { type: 'string', enum: ALL_ERROR_CODES }, message: str, docsUrl: str }, ['code', 'message']), x402Version: int, accepts: arr(ref('PaymentRequirements')) }, ['error']),
   PaymentRequirements: obj({
     scheme: { const: 'proof-sandbox' }, network: { const: 'proof-local' }, maxAmountRequired: amount, resource: { type: 'string', format: 'uri' },

@@ -1,5 +1,5 @@
 // The OpenAPI 3.1 document, generated from the route table and the structs the routes validate
-// with (SPEC part 9): every route the router serves, and only those.
+// with (docs/protocol.md §23): every route the router serves, and only those.
 import type { Struct } from 'superstruct';
 import type { RouteDef } from '../http/route.ts';
 import { toJsonSchema } from './jsonSchema.ts';
@@ -10,7 +10,7 @@ export { API_VERSION };
 
 type QueryParam = { name: string; schema: Record<string, unknown>; description: string };
 
-/** `limit` and `cursor`, which every list route reads (CONTRACT §8 "Lists"; src/http/page.ts). */
+/** `limit` and `cursor`, which every list route reads (docs/protocol.md §9.2; src/paging.ts). */
 const PAGE: QueryParam[] = [
   { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size (1-1000); the answer then carries nextCursor (null on the last page). Without it the whole list is returned.' },
   { name: 'cursor', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' }, description: 'opaque: nextCursor of the previous page of the same list' },
@@ -45,8 +45,8 @@ const QUERY: Record<string, QueryParam[]> = {
 
 /** Request headers of the routes that read them. */
 const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
-  'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
-  'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h (CONTRACT §3)' }],
+  'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
+  'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
   'POST /v1/escrows/:id/dispute': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
   'POST /v1/escrows/:id/dispute/evidence': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
   'POST /v1/escrows/:id/dispute/resolve': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
@@ -56,7 +56,7 @@ const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
   ],
 };
 
-/** Response headers of the routes that send more than x-request-id (x402: CONTRACT §6, both transports' names). */
+/** Response headers of the routes that send more than x-request-id (x402: docs/protocol.md §15, both transports' names). */
 const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> = {
   'GET /v1/x402/demo': {
     'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {success: true, transaction: proofId, network: "proof-local", payer, escrowId, proofId, outcome: "released"}' },
@@ -103,7 +103,7 @@ function errorResponses(codes: string[]): Record<string, unknown> {
 }
 
 /**
- * Every status a route can answer: its own codes, plus what the edge answers on any route (CONTRACT §8):
+ * Every status a route can answer: its own codes, plus what the edge answers on any route (docs/protocol.md §19.3):
  * 401 where a key is needed, 403 for a cross-site Origin, 405 for another method on the path, 413 for a
  * body over its cap, 421 from
  * the open sandbox for a Host it does not know (DNS rebinding), 429 where a budget applies, and 503
@@ -115,7 +115,7 @@ function responsesOf(def: RouteDef): Record<string, unknown> {
     ...(def.access === 'public' ? [] : ['unauthorized']),
     'forbidden',
     'method_not_allowed',
-    // SPEC part 8: every request body has a cap (1 MB; 32 KB on POST /v1/verify).
+    // docs/protocol.md §2.6: every request body has a cap (1 MB; 32 KB on POST /v1/verify).
     ...(def.method === 'GET' ? [] : ['payload_too_large']),
     ...(def.rate ? ['rate_limited'] : []),
     'unavailable',
@@ -174,9 +174,9 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
           }),
         },
         ...responsesOf(def),
-        // The open sandbox leads / to the console (CONTRACT §8 "Console").
+        // The open sandbox leads / to the console (README.md "Console").
         ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
-        // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (CONTRACT §4).
+        // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (docs/protocol.md §22).
         ...(key === 'GET /health' ? { 503: { description: 'The database is unreachable: ok is false.', content: { 'application/json': { schema: RESPONSES[key] } } } } : {}),
       },
       ...(def.access === 'root' ? { description: 'Admin: root key (API_KEY) only; a minted key or an open sandbox gets 403 forbidden.' } : {}),

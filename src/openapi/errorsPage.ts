@@ -1,4 +1,4 @@
-// The page every error's docsUrl points at: each code, its status, cause and fix (SPEC part 7).
+// The page every error's docsUrl points at: each code, its status, cause and fix (docs/protocol.md §19).
 // Rendered from ERROR_CODES, the table errors are made from, so the page and the API cannot disagree.
 import { ERROR_CODES } from '../errors.ts';
 import { docsShell } from '../console/pages.ts';

@@ -1,4 +1,4 @@
-// The operator's metrics page (SPEC part 4 "Admin", CONTRACT §4): database counts plus this process's counters.
+// The operator's metrics page (docs/protocol.md §22): database counts plus this process's counters.
 import type { Queryable } from '../db/types.ts';
 import type { Services } from '../services.ts';
 import { webhookMetrics, type WebhookMetrics } from '../webhooks/metrics.ts';

@@ -1,4 +1,4 @@
-// The parties' side of an offline bundle: every signature the service relied on to close the matter, bound to its trail entry (issue 18.6).
+// The parties' side of an offline bundle: every signature the service relied on to close the matter, bound to its trail entry (docs/protocol.md §11.4).
 import type { Queryable } from '../db/types.ts';
 import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';

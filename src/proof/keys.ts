@@ -85,10 +85,10 @@ export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerS
   return s;
 }
 
-/** How the log signs its heads: with the active issuer key (CONTRACT §4). */
+/** How the log signs its heads: with the active issuer key (docs/protocol.md §12.4). */
 export const issuerHeadKeys: HeadKeys = { activeKeyIdSql: ACTIVE_ISSUER_SQL, signer: issuerSigner };
 
-/** Every issuer key era, oldest first (SPEC part 4: the last one signs today). */
+/** Every issuer key era, oldest first (docs/protocol.md §11.2: the last one signs today). */
 export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
   const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = 'issuer' ORDER BY seq`);
   return rows.map(toIssuerKey);

@@ -1,5 +1,5 @@
 // The settlement proof: built from a closing, signed by the issuer key over JCS of every field but
-// `signature`, hashed into a transparency-log leaf (SPEC part 2, Proof).
+// `signature`, hashed into a transparency-log leaf (docs/protocol.md §11.1).
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';
 
@@ -22,5 +22,5 @@ export function withoutSignature(p: Proof): UnsignedProof {
   return rest;
 }
 
-/** Leaf hash of the transparency log: SHA-256(0x00 || JCS(proof)) (SPEC part 2), the auditor's own function. */
+/** Leaf hash of the transparency log: SHA-256(0x00 || JCS(proof)) (docs/protocol.md §12.1), the auditor's own function. */
 export { proofLeafHash } from '@escrow-settlement/protocol/verify';

@@ -1,4 +1,4 @@
-// Reading proofs back and checking them against the published keys and the trail (SPEC part 4).
+// Reading proofs back and checking them against the published keys and the trail (docs/protocol.md §11.2).
 import type { Queryable } from '../db/types.ts';
 import { AppError, notFound } from '../errors.ts';
 import { logSize } from '../tlog/store.ts';

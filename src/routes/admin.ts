@@ -1,4 +1,4 @@
-// Admin routes, root key only (SPEC part 4 "Admin", part 5.4; CONTRACT §4): issuer rotation, bearer keys, metrics, rate counters.
+// Admin routes, root key only (docs/protocol.md §22, §18.2, §18.6): issuer rotation, bearer keys, metrics, rate counters.
 import { object, optional } from 'superstruct';
 import { badRequest } from '../errors.ts';
 import { defineRoutes } from '../http/route.ts';
@@ -14,7 +14,7 @@ export const MintKeyBody = object({ label: optional(label), rateLimitMax: option
 
 const ADMIN_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'];
 
-/** A body-less POST accepts no body, `{}`, or nothing else (unknown fields are a 400, CONTRACT §2). */
+/** A body-less POST accepts no body, `{}`, or nothing else (unknown fields are a 400, docs/protocol.md §2.6). */
 async function noBody(request: Request, what: string): Promise<void> {
   const raw = await readJson(request);
   if (raw === undefined) return;

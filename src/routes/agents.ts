@@ -1,4 +1,4 @@
-// Sandbox agents: keypairs the service generates and holds for testing (SPEC part 2, Agent).
+// Sandbox agents: keypairs the service generates and holds for testing (docs/protocol.md §3.1).
 import { object, optional } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';

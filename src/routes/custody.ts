@@ -1,4 +1,4 @@
-// Custody routes: the journal entry and the retry that settles it exactly once (SPEC part 4, CONTRACT §3).
+// Custody routes: the journal entry and the retry that settles it exactly once (docs/protocol.md §4.4).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { getCustody, retryCustody } from '../escrow/custodyJournal.ts';

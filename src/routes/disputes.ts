@@ -1,4 +1,4 @@
-// Dispute routes: open, read, evidence, resolve (SPEC part 4, Disputes; CONTRACT §3).
+// Dispute routes: open, read, evidence, resolve (docs/protocol.md §6).
 import { any, array, enums, object, optional, size, unknown } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';

@@ -1,4 +1,4 @@
-// Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (SPEC part 4, Escrows).
+// Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (docs/protocol.md §3.2, §4.1).
 import { any, object, optional } from 'superstruct';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
@@ -63,7 +63,7 @@ function deliveryInput(body: unknown): DeliveryInput {
 const id = (ctx: Ctx) => ctx.params.id;
 
 /**
- * An ISO 8601 date-time query value (CONTRACT §2) that is a real calendar instant: Date.parse rolls
+ * An ISO 8601 date-time query value (docs/protocol.md §2.5) that is a real calendar instant: Date.parse rolls
  * 2026-02-30 over to March, and year 0000 is out of Postgres's range, so both are 400s here.
  */
 function dateParam(raw: string, name: string): Date {

@@ -1,5 +1,5 @@
-// Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (SPEC part 4, CONTRACT §4, §7).
-import { badRequest, } from '../errors.ts';
+// Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (docs/protocol.md §12).
+import { badRequest } from '../errors.ts';
 import { bundleParties } from '../proof/bundleParties.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
@@ -12,7 +12,7 @@ import { consistencyBetween, inclusionAt, logSize } from '../tlog/store.ts';
 import { checkpointNote, signedHead } from '../tlog/heads.ts';
 import type { Inclusion } from '@escrow-settlement/protocol/types';
 
-/** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
+/** At most this many entries per GET /v1/log/entries call (docs/protocol.md §12.6). */
 export const MAX_ENTRIES = 1000;
 
 const PUBLIC_ERRORS = ['bad_request', 'rate_limited'];
@@ -24,7 +24,7 @@ function wholeNumber(raw: string, name: string): number {
   return n;
 }
 
-/** Query parameters: only the named ones, each at most once (unknown fields are a 400, CONTRACT §2). */
+/** Query parameters: only the named ones, each at most once (unknown fields are a 400, docs/protocol.md §2.6). */
 function queryParams(query: URLSearchParams, allowed: string[]): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
   for (const [k, v] of query) {
@@ -35,7 +35,7 @@ function queryParams(query: URLSearchParams, allowed: string[]): Record<string, 
   return out;
 }
 
-/** Inclusion of a leaf in the log at the size read with it, with the signed head of that size (CONTRACT §4). */
+/** Inclusion of a leaf in the log at the size read with it, with the signed head of that size (docs/protocol.md §12.5). */
 async function inclusionOf(q: Queryable, leaf: ProofLeaf): Promise<Inclusion> {
   const [{ auditPath, rootHash }, head] = await Promise.all([inclusionAt(q, leaf.leafIndex, leaf.logSize), signedHead(q, issuerHeadKeys, leaf.logSize)]);
   return { leafIndex: leaf.leafIndex, leafHash: leaf.leafHash, logSize: leaf.logSize, rootHash, auditPath, head };
@@ -46,7 +46,7 @@ async function consistency({ params, svc }: Ctx): Promise<Response> {
   const givenSecond = params.secondSize === undefined ? undefined : wholeNumber(params.secondSize, 'secondSize');
   const current = await logSize(svc.db);
   const second = givenSecond ?? current;
-  // SPEC part 8: 1 <= firstSize <= secondSize <= current size, else 400.
+  // docs/protocol.md §12.5: 1 <= firstSize <= secondSize <= current size, else 400.
   if (first < 1) throw badRequest('firstSize must be at least 1 (a consistency proof from the empty log proves nothing)');
   if (second > current) throw badRequest(`secondSize ${second} is greater than the current log size ${current}`);
   if (first > second) {
@@ -96,7 +96,7 @@ export const logRoutes = () => defineRoutes([
       const raw = queryParams(query, ['start', 'end', 'limit', 'cursor']);
       if (raw.cursor !== undefined && raw.start !== undefined) throw badRequest('give start or cursor, not both');
       if (raw.limit !== undefined && raw.end !== undefined) throw badRequest('give end or limit, not both');
-      // The list paging of CONTRACT §8 over the same range: cursor = the last leaf index seen, limit = page size.
+      // The list paging of docs/protocol.md §9.2 over the same range: cursor = the last leaf index seen, limit = page size.
       const paged = raw.limit !== undefined || raw.cursor !== undefined;
       const page = pageQuery(new URLSearchParams(Object.entries(raw).filter(([k, v]) => (k === 'limit' || k === 'cursor') && v !== undefined) as [string, string][]), 'leaf');
       const start = page.after !== null ? Number(page.after) + 1 : raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
@@ -131,7 +131,7 @@ export const logRoutes = () => defineRoutes([
     async handler({ params, svc }) {
       const leaf = await proofLeaf(svc.db, params.id);
       const [trail, inclusion, keys] = await Promise.all([
-        // The proof covers the trail before its own proof.issued entry (CONTRACT §3 "Proof fields").
+        // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
         readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
         inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),

@@ -1,4 +1,4 @@
-// Mandate routes (SPEC part 4, Mandates).
+// Mandate routes (docs/protocol.md §8).
 import { object } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';

@@ -1,4 +1,4 @@
-// Meta routes: health and the issuer key document (SPEC part 4, Meta).
+// Meta routes: health and the issuer key document (docs/protocol.md §22, §11.2).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { activeKey, issuerKeys } from '../proof/keys.ts';
@@ -18,7 +18,7 @@ export const metaRoutes = () => defineRoutes([
         const key = await activeKey(svc.db, 'issuer');
         return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
       } catch {
-        // Retry-After as on every other 503 (CONTRACT §8 `unavailable`): load balancers and clients back off alike.
+        // Retry-After as on every other 503 (docs/protocol.md §19.2, `unavailable`): load balancers and clients back off alike.
         return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503, { 'retry-after': '5' });
       }
     },
@@ -39,7 +39,7 @@ export const metaRoutes = () => defineRoutes([
     summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
     success: { status: 200, description: `OpenAPI 3.1 document, info.version ${VERSION}` },
     errors: ['unauthorized', 'rate_limited'],
-    // servers: PUBLIC_URL (CONTRACT §8; it defaults to the listening address).
+    // servers: PUBLIC_URL (README.md "Configuration"; it defaults to the listening address).
     handler: async ({ routes, svc }) => json(openApiDocument(routes, { serverUrl: svc.config.publicUrl })),
   },
 ]);

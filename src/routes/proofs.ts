@@ -1,4 +1,4 @@
-// Proof routes: read one, and verify it against the published keys and the trail (SPEC part 4).
+// Proof routes: read one, and verify it against the published keys and the trail (docs/protocol.md §11.2).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { getProof, verifyStoredProof } from '../proof/proofs.ts';

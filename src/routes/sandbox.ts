@@ -1,4 +1,4 @@
-// Sandbox-only controls: the clock and custody faults (CONTRACT §3, §7). Hosted deployments: 403.
+// Sandbox-only controls: the clock and custody faults (docs/protocol.md §9.4, §4.4). Hosted deployments: 403.
 import { define, object } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';

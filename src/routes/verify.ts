@@ -1,4 +1,4 @@
-// POST /v1/verify: anyone can check a proof document's issuer signature and key era (SPEC part 4, CONTRACT §4).
+// POST /v1/verify: anyone can check a proof document's issuer signature and key era (docs/protocol.md §11.2).
 import { enums, integer, object, optional, size, string } from 'superstruct';
 import { badRequest } from '../errors.ts';
 import { defineRoutes } from '../http/route.ts';
@@ -16,8 +16,8 @@ const bps = size(integer(), 0, 10_000);
 const anchorPart = size(string(), 1, 256);
 
 /**
- * A full proof document (SPEC part 2, Proof), strictly: an unknown field is a 400 naming it
- * (CONTRACT §2), so "not a proof" is never confused with "a proof whose signature fails".
+ * A full proof document (docs/protocol.md §11.1), strictly: an unknown field is a 400 naming it
+ * (docs/protocol.md §2.6), so "not a proof" is never confused with "a proof whose signature fails".
  */
 export const ProofDoc = object({
   id: idOf('prf'),

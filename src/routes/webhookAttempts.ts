@@ -1,5 +1,5 @@
 // GET /v1/webhooks/attempts: every webhook POST with its status and timing (the console's deliveries
-// view and escrow page read it). Pages like GET /v1/escrows (CONTRACT §8 "Lists").
+// view and escrow page read it). Pages like GET /v1/escrows (docs/protocol.md §9.2).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { badRequest } from '../errors.ts';

@@ -1,4 +1,4 @@
-// Webhook routes: register, list, unregister, dead letters and redelivery (SPEC part 4 "Webhooks", CONTRACT §5, §7).
+// Webhook routes: register, list, unregister, dead letters and redelivery (docs/protocol.md §14).
 import { define, object } from 'superstruct';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';

@@ -1,4 +1,4 @@
-// The x402 demo route: a paid resource settled through the escrow lifecycle (SPEC part 4 "x402 demo", CONTRACT §6).
+// The x402 demo route: a paid resource settled through the escrow lifecycle (docs/protocol.md §15).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeBase64Json, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, type PaymentResponse } from '@escrow-settlement/client/x402';
@@ -21,7 +21,7 @@ export const x402Routes = () => defineRoutes([
     errors: ['unauthorized', 'payment_required', 'malformed_header', 'version_mismatch', 'scheme_mismatch', 'wrong_resource', 'wrong_payee', 'wrong_asset', 'bad_signature', 'payment_invalid', 'bad_request', 'custody_failed', 'rate_limited'],
     async handler({ svc, request }) {
       const payee = await demoPayee(svc.db);
-      // PUBLIC_URL, never the Host header (issue 17.10).
+      // PUBLIC_URL, never the Host header (docs/protocol.md §15.4).
       const offer = demoOffer(resourceUrl(svc.config.publicUrl), payee.publicKey);
       const presented = presentedPayment(request.headers, offer);
       if (!presented) {

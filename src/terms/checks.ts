@@ -1,4 +1,4 @@
-// Terms and their acceptance checks: strict validation at escrow creation, evaluation against a delivery (SPEC part 2 Terms and checks; CONTRACT §3 Delivery, shape check, Predicates).
+// Terms and their acceptance checks: strict validation at escrow creation, evaluation against a delivery (docs/protocol.md §3.3, §5.1).
 
 import { badRequest } from '../errors.ts';
 import { pointerProblem, resolvePointer } from './pointer.ts';
@@ -19,7 +19,7 @@ export type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateChe
 export const CHECK_KINDS = ['hash', 'maxBytes', 'deadline', 'shape', 'predicate'] as const;
 export type CheckKind = (typeof CHECK_KINDS)[number];
 
-/** Caps (CONTRACT §2 String and array caps; requiredFields entry length is this module's choice). */
+/** Caps (docs/protocol.md §2.6; requiredFields entry length is this module's choice). */
 export const MAX_DESCRIPTION_CHARS = 10_000;
 export const MAX_CHECKS = 100;
 export const MAX_REQUIRED_FIELDS = 100;
@@ -27,7 +27,7 @@ export const MAX_REQUIRED_FIELD_CHARS = 1000;
 
 export const HEX64_RE = /^[0-9a-f]{64}$/;
 
-// ---- timestamps (CONTRACT §2: inputs accept any ISO 8601 date-time with a zone) ----
+// ---- timestamps (docs/protocol.md §2.5: inputs accept any ISO 8601 date-time with a zone) ----
 
 /** YYYY-MM-DDThh:mm[:ss[.fraction]] then Z or ±hh:mm. Uppercase T and Z, as ISO 8601 writes them. */
 const ISO_DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/;
@@ -133,7 +133,7 @@ export function validateCheck(check: unknown, path: string): TermCheck {
 }
 
 /**
- * Validate Terms strictly (SPEC part 2; CONTRACT §2 caps and unknown fields): an object with
+ * Validate Terms strictly (docs/protocol.md §3.3; §2.6 caps and unknown fields): an object with
  * `description` (string, ≤ 10000 code points; may be empty) and `checks` (array of ≤ 100 TermChecks;
  * may be empty, then any delivery passes). Every error is 400 bad_request naming the full path.
  * Returns a normalized copy holding only known fields; values are kept as given.
@@ -154,7 +154,7 @@ export function validateTerms(terms: unknown, path = 'terms'): Terms {
 
 // ---- evaluation ----
 
-/** What the verifier knows about one delivery (CONTRACT §3 Delivery). */
+/** What the verifier knows about one delivery (docs/protocol.md §5.1). */
 export type DeliveryFacts = {
   payload: unknown;
   /** sha256 of JCS(payload), hex. */
@@ -205,7 +205,7 @@ function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; d
 }
 
 /**
- * Run every check against one delivery, in order, one result per check (SPEC part 2 Verdict).
+ * Run every check against one delivery, in order, one result per check (docs/protocol.md §5.2).
  * `passed` is true when every check passed (so also for an empty list). Never throws for a
  * check that was validated; a check that cannot be evaluated fails with the reason as detail.
  */

@@ -1,4 +1,4 @@
-// RFC 6901 JSON Pointer: parse and resolve over own properties only (CONTRACT §3 shape check, Predicates).
+// RFC 6901 JSON Pointer: parse and resolve over own properties only (docs/protocol.md §3.3).
 
 import { badRequest } from '../errors.ts';
 

@@ -1,11 +1,11 @@
-// The closed list of server-side predicates for `predicate` checks: validate params, evaluate (CONTRACT §3 Predicates).
+// The closed list of server-side predicates for `predicate` checks: validate params, evaluate (docs/protocol.md §3.3).
 
 import { badRequest } from '../errors.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { describePointer, pointerProblem, resolvePointer } from './pointer.ts';
 import type { PredicateName } from '@escrow-settlement/protocol/resources';
 
-// ---- small strict-validation helpers shared by checks.ts and mandateCaps.ts (CONTRACT §2 Unknown fields) ----
+// ---- small strict-validation helpers shared by checks.ts and mandateCaps.ts (docs/protocol.md §2.6) ----
 
 /** A JSON object: non-null, not an array. */
 export function isJsonObject(v: unknown): v is Record<string, unknown> {
@@ -17,7 +17,7 @@ export function keyPath(path: string, key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 }
 
-/** 400 naming the first own key of `obj` that is not in `known` (CONTRACT §2: unknown fields are refused). */
+/** 400 naming the first own key of `obj` that is not in `known` (docs/protocol.md §2.6: unknown fields are refused). */
 export function rejectUnknownFields(obj: Record<string, unknown>, known: readonly string[], path: string): void {
   for (const key of Object.keys(obj)) {
     if (!known.includes(key)) {
@@ -57,7 +57,7 @@ export function jsonTypeOf(v: unknown): string {
 export const PREDICATE_NAMES: readonly PredicateName[] = ['non-empty', 'equals', 'number-range', 'length-range'];
 export type { PredicateName };
 
-/** Params each predicate accepts; `required` ones must be present (CONTRACT §3 Predicates). */
+/** Params each predicate accepts; `required` ones must be present (docs/protocol.md §3.3). */
 const PARAM_SPEC: Record<PredicateName, { known: readonly string[]; required: readonly string[] }> = {
   'non-empty': { known: [], required: [] },
   equals: { known: ['pointer', 'value'], required: ['pointer', 'value'] },
@@ -83,7 +83,7 @@ function show(v: unknown): string {
 }
 
 /**
- * Validate a predicate's `name` and `params` at escrow creation (CONTRACT §3: unknown name or bad
+ * Validate a predicate's `name` and `params` at escrow creation (docs/protocol.md §3.3: unknown name or bad
  * params → 400). `path` is the check's path (e.g. `terms.checks[2]`); messages name
  * `path.name` or `path.params.<field>`. Returns a normalized copy (params kept only if given).
  *

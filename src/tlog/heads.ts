@@ -22,13 +22,13 @@ const toHead = (logSize: number, key: HeadSigner, r: { root_hash: string; signed
 
 /**
  * The head of the `size`-leaf log (default: the current size) signed by the active key over
- * JCS({logSize, rootHash, signedAt}) (SPEC part 2, Signed bodies; CONTRACT §4). Signatures are
+ * JCS({logSize, rootHash, signedAt}) (docs/protocol.md §2.7, §12.4). Signatures are
  * kept in log_heads per (size, key): a size's root never changes, so every request for it gets the
  * same signedAt, and a rotation starts a fresh row under the new key. Returns the signer too.
  */
 async function headWith(q: Queryable, keys: HeadKeys, size?: number): Promise<{ head: SignedHead; signer: HeadSigner }> {
-  // One query: the integrated size, the database clock (business time is database time, DESIGN
-  // "Habits" 13), the active key and any stored signature for the size asked about under it.
+  // One query: the integrated size, the database clock (business time is database time,
+  // docs/protocol.md §2.5), the active key and any stored signature for the size asked about under it.
   const [row] = await q.query<HeadRow>(
     `SELECT s.size::text AS size, svc_now() AS now, k.key_id, h.root_hash, h.signed_at, h.signature
        FROM log_state s
@@ -73,7 +73,7 @@ export async function signedHead(q: Queryable, keys: HeadKeys, size?: number): P
 }
 
 /**
- * The current head as a C2SP tlog-checkpoint signed note (c2sp.org/tlog-checkpoint, CONTRACT §7):
+ * The current head as a C2SP tlog-checkpoint signed note (c2sp.org/tlog-checkpoint, docs/protocol.md §12.7):
  * origin, size, base64 root; signed by the active key under the key name `origin`.
  * Ed25519 is deterministic, so the same head always gives the same note; nothing to cache.
  */

@@ -1,5 +1,5 @@
 // What the log needs to sign its heads, given by whoever runs it: the log knows keys by id, never
-// where they live or what else they sign (src/log knows no escrows; DESIGN "Layers").
+// where they live or what else they sign (src/tlog knows no escrows; docs/design.md §2.2).
 import type { Queryable } from '../db/types.ts';
 
 export interface HeadSigner {

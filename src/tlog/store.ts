@@ -55,7 +55,7 @@ function checkSize(size: number, name: string): void {
   if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`${name} must be a non-negative safe integer`);
 }
 
-/** MTH(D[0:size]) as hex (RFC 6962 §2.1); the empty log's root is SHA-256("") (CONTRACT §2). */
+/** MTH(D[0:size]) as hex (RFC 6962 §2.1); the empty log's root is SHA-256("") (docs/protocol.md §12.1). */
 export async function rootAt(q: Queryable, size: number): Promise<string> {
   checkSize(size, 'size');
   if (size === 0) return toHex(EMPTY_ROOT);

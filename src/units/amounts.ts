@@ -1,4 +1,4 @@
-// Amounts as integer micro-units (BigInt, 6 decimals): parse, format, split; never floats (CONTRACT §2 Amounts).
+// Amounts as integer micro-units (BigInt, 6 decimals): parse, format, split; never floats (docs/protocol.md §2.3).
 
 import { badRequest } from '../errors.ts';
 import { AMOUNT_DECIMALS, AMOUNT_RE, MAX_INTEGER_DIGITS, MICRO } from '@escrow-settlement/protocol/amounts';
@@ -9,7 +9,7 @@ export { AMOUNT_DECIMALS, AMOUNT_RE, formatAmount, MAX_INTEGER_DIGITS, MICRO, sp
 /**
  * Parse an amount string into micro-units. Throws 400 bad_request naming `field` when the value
  * is not a string, not of the `amount` form ("1.", ".5", "1e3", "-1", " 1" all refused), has an
- * integer part over 18 digits, or is zero (CONTRACT §2: an amount must be greater than 0).
+ * integer part over 18 digits, or is zero (docs/protocol.md §2.3: an amount must be greater than 0).
  */
 export function parseAmount(s: unknown, field: string): bigint {
   const formatMsg = `${field} must be a decimal string with at most 6 fraction digits, e.g. "10.5"`;

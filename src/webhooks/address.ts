@@ -1,4 +1,4 @@
-// Classifies IP addresses (v4 and v6) as public or not, for the webhook SSRF guard (CONTRACT §5). Pure.
+// Classifies IP addresses (v4 and v6) as public or not, for the webhook SSRF guard (docs/protocol.md §14.4). Pure.
 
 /** Why an address is not a public destination, or 'public'. */
 export type AddressClass =
@@ -148,7 +148,7 @@ export function addressClass(text: string): AddressClass {
   return ip.version === 4 ? classifyV4(ip.bytes) : classifyV6(ip.bytes);
 }
 
-/** True for every address a webhook must not reach with WEBHOOK_ALLOW_PRIVATE off (CONTRACT §5). */
+/** True for every address a webhook must not reach with WEBHOOK_ALLOW_PRIVATE off (docs/protocol.md §14.4). */
 export function isPrivateAddress(text: string): boolean {
   return addressClass(text) !== 'public';
 }

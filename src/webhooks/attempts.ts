@@ -4,7 +4,7 @@ import type { Queryable } from '../db/types.ts';
 import { badRequest } from '../errors.ts';
 import { seenBy } from './registry.ts';
 
-// The wire shape is the client package's (defined once; issue 18 item 2).
+// The wire shape is the client package's (defined once, so the service and the client cannot drift apart).
 import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
 export type { WebhookAttempt };
 

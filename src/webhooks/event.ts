@@ -1,4 +1,4 @@
-// What a webhook delivery carries: the EngineEvent body (JCS), its signature and the two header styles (CONTRACT §5).
+// What a webhook delivery carries: the EngineEvent body (JCS), its signature and the two header styles (docs/protocol.md §14.2).
 import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { signedContent, v1aSignature, v1Signature } from './standard.ts';
@@ -6,11 +6,11 @@ import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 
 export type { EngineEvent };
 
-/** What an event carries beyond the trail entry: the escrow's metadata, when it has any (CONTRACT §8). */
+/** What an event carries beyond the trail entry: the escrow's metadata, when it has any (docs/protocol.md §3.5). */
 export type EventEntry = { event: string; at: string; body: unknown; metadata?: Record<string, string> | null };
 
 /**
- * The event of one trail entry: `at` is the entry's `at`, `data` its body (CONTRACT §3 "Event data"),
+ * The event of one trail entry: `at` is the entry's `at`, `data` its body (docs/protocol.md §3.6),
  * and `metadata` the escrow's metadata when it has some. Metadata is fixed at creation, so the body is
  * still the same on every attempt and in every replay.
  */
@@ -21,7 +21,7 @@ export function engineEvent(escrowId: string, entry: EventEntry): EngineEvent & 
 /**
  * The exact bytes POSTed: RFC 8785 JSON of the event. Derived from the stored trail entry and the
  * escrow's immutable metadata alone, so every attempt, every URL and the GET .../events replay see
- * the same document (CONTRACT §5 "Guarantee").
+ * the same document (docs/protocol.md §14.3).
  */
 export function eventBody(escrowId: string, entry: EventEntry): string {
   return canonicalize(engineEvent(escrowId, entry));
@@ -30,7 +30,7 @@ export function eventBody(escrowId: string, entry: EventEntry): string {
 /**
  * Standard Webhooks message id `<escrowId>_<n>`: stable per event across attempts and URLs, so
  * receivers can deduplicate; n is the event's 0-based position in its escrow's trail (and in GET
- * .../events), so receivers can also order one escrow's events by it (README "Webhooks"). Only
+ * .../events), so receivers can also order one escrow's events by it (docs/protocol.md §14.3). Only
  * [A-Za-z0-9_-]: escrow ids are `esc_` + base32, and the last `_` splits the two parts.
  */
 export const webhookId = (escrowId: string, idx: number) => `${escrowId}_${idx}`;
@@ -38,7 +38,7 @@ export const webhookId = (escrowId: string, idx: number) => `${escrowId}_${idx}`
 /** Ed25519 with the deployment's webhook key (src/webhooks/signer.ts: the key expanded once). */
 export type Signer = (message: Uint8Array) => Uint8Array;
 
-/** x-proof-signature: hex Ed25519 over the raw body (SPEC part 6, Webhook delivery step 2). Made once per event. */
+/** x-proof-signature: hex Ed25519 over the raw body (docs/protocol.md §14.2). Made once per event. */
 export function signBody(body: string, sign: Signer): string {
   return toHex(sign(utf8(body)));
 }

@@ -1,4 +1,4 @@
-// Webhook delivery counters for GET /v1/admin/metrics (CONTRACT §4 "webhooks").
+// Webhook delivery counters for GET /v1/admin/metrics (docs/protocol.md §22).
 import type { Queryable } from '../db/types.ts';
 
 export interface WebhookMetrics {

@@ -1,7 +1,7 @@
-// The webhook outbox's statements: claim runs of due rows per URL, record results, dead-letter (CONTRACT §5).
+// The webhook outbox's statements: claim runs of due rows per URL, record results, dead-letter (docs/protocol.md §14.3).
 //
 // Concurrency per URL, not order: a URL may have up to WEBHOOK_CONCURRENCY deliveries in flight, so
-// the events of one escrow can arrive out of order (README "Webhooks" says how a receiver orders them).
+// the events of one escrow can arrive out of order (docs/protocol.md §14.3 says how a receiver orders them).
 // A claimed row is leased to one sender (lease_owner, lease_until). A URL whose rows are leased by one
 // sender is skipped by every other sender, so the per-URL cap holds across instances; the owner keeps
 // claiming that URL while it has leases, and any sender may take it once they are gone (or run out:
@@ -21,7 +21,7 @@ export interface ClaimedRow {
   body: unknown;
   signature: string | null;
   signer: string | null;
-  /** The escrow's metadata (fixed at creation), carried in the event body (CONTRACT §8). */
+  /** The escrow's metadata (fixed at creation), carried in the event body (docs/protocol.md §3.5). */
   metadata: Record<string, string> | null;
   /** The endpoint's Standard Webhooks secret (stored base64); null once the URL is unregistered. */
   secret: string | null;

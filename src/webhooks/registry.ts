@@ -1,4 +1,4 @@
-// Webhook registrations, dead letters and redelivery: the commands behind /v1/webhooks (SPEC part 4, CONTRACT §4, §7).
+// Webhook registrations, dead letters and redelivery: the commands behind /v1/webhooks (docs/protocol.md §14, §22).
 import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { engineEvent, } from './event.ts';
@@ -6,11 +6,11 @@ import { newEndpointSecret } from './standard.ts';
 import type { DeadLetter } from '@escrow-settlement/protocol/resources';
 import { invalidState } from '../errors.ts';
 
-/** A delivery that never succeeded (CONTRACT §4 "Dead letter"); its wire shape lives in the client package. */
+/** A delivery that never succeeded (docs/protocol.md §22); its wire shape lives in the client package. */
 export type { DeadLetter };
 
 /**
- * Tenancy (issue 17 item 11): `scope` is the minted key a caller is confined to (tenancy.ts scopeOf),
+ * Tenancy (docs/protocol.md §14.4): `scope` is the minted key a caller is confined to (tenancy.ts scopeOf),
  * or null for root and the open sandbox, who see everything. A confined key sees a delivery row
  * (dead letter, attempt) of `alias` only when it owns the URL now AND sees the escrow: so a URL that
  * changed hands never shows its former owner's escrows to the new one. `$n` is the scope parameter.
@@ -21,7 +21,7 @@ export const seenBy = (alias: string, n: number) => `($${n}::text IS NULL OR (
 
 /**
  * Registers a URL for `owner` (a minted key, or null for root and the open sandbox); registering it
- * again keeps the one registration and its secret (CONTRACT §5). A URL has one owner: another caller
+ * again keeps the one registration and its secret (docs/protocol.md §14.1). A URL has one owner: another caller
  * registering it is 409 invalid_state (its events are scoped to the owner, so sharing the row would
  * either widen or narrow what the URL receives behind the owner's back).
  * Returns the endpoint's Standard Webhooks secret (stored base64) when this call is the one that
@@ -104,7 +104,7 @@ export async function listDeadLetters(q: Queryable, after: bigint | null = null,
 }
 
 /**
- * Puts a dead letter's event back in the outbox for its URL with a fresh attempt count (CONTRACT §7);
+ * Puts a dead letter's event back in the outbox for its URL with a fresh attempt count (docs/protocol.md §14.3);
  * false when the id is unknown. The dead letter moves: it leaves the list, and a new one appears if
  * the redelivery fails again. Lock: the DELETE's row lock — two concurrent redeliveries of one id
  * serialise on it and only the first finds the row, so the event is queued once.

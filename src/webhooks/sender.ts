@@ -265,7 +265,7 @@ export class SenderEngine {
       }
       const failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
       // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
-      // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, SPEC part 8).
+      // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, docs/protocol.md §14.3).
       this.failed.push({ id: row.id, attempts: row.attempts, ...failure, waitMs: dead ? 0 : backoff[row.attempts - 1], deadLetterId: dead ? newDeadLetterId() : null });
       return dead ? 'dead' : 'retry';
     } catch (err) {

@@ -1,4 +1,4 @@
-// How a webhook POST leaves the process: the injected transport's shape and the Web-APIs default (CONTRACT §5).
+// How a webhook POST leaves the process: the injected transport's shape and the Web-APIs default (docs/protocol.md §14.3).
 import { isIp, isLocalhostName, isPrivateAddress } from './address.ts';
 
 export interface WebhookRequest {

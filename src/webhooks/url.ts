@@ -1,4 +1,4 @@
-// Which webhook URLs registration accepts: absolute http(s), ≤ 2048 chars, public hosts unless allowed (CONTRACT §5).
+// Which webhook URLs registration accepts: absolute http(s), ≤ 2048 chars, public hosts unless allowed (docs/protocol.md §14.4).
 import { badRequest } from '../errors.ts';
 import { isPrivateAddress, parseIp } from './address.ts';
 import { hostOf, literalRefusal, type ResolveHost } from './transport.ts';
@@ -27,7 +27,7 @@ export function parseWebhookUrl(raw: string): URL {
 
 /**
  * With WEBHOOK_ALLOW_PRIVATE off, refuses a URL whose host is, or resolves to, a non-public address
- * (CONTRACT §5 "Registration"). A name is refused if ANY of its addresses is private: the sender could
+ * (docs/protocol.md §14.4). A name is refused if ANY of its addresses is private: the sender could
  * connect to any of them. Delivery checks again at connect time; this check gives the early 400.
  */
 export async function checkDestination(url: URL, allowPrivate: boolean, resolveHost?: ResolveHost): Promise<void> {

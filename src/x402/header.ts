@@ -1,4 +1,4 @@
-// Reading an x402 payment from a request: which header, its version and shape, and every check against the offer that needs no database (CONTRACT §6, SPEC part 7).
+// Reading an x402 payment from a request: which header, its version and shape, and every check against the offer that needs no database (docs/protocol.md §15.2, §15.4).
 import { canonicalBytes, canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
@@ -34,7 +34,7 @@ export interface CheckedPayment {
   signed: ProofSandboxPayload;
 }
 
-/** Micro-units of a value that passed the VALUE pattern (DESIGN habit 13: BigInt inside). */
+/** Micro-units of a value that passed the VALUE pattern (docs/design.md §8: BigInt inside). */
 function micro(value: string): bigint {
   const [whole, frac = ''] = value.split('.');
   return BigInt(whole) * MICRO + BigInt(frac.padEnd(AMOUNT_DECIMALS, '0') || '0');

@@ -1,4 +1,4 @@
-// The x402 demo's offer: the price, the paid resource, the v1 and v2 requirements and the 402 refusal (SPEC part 4, CONTRACT §6).
+// The x402 demo's offer: the price, the paid resource, the v1 and v2 requirements and the 402 refusal (docs/protocol.md §15.1).
 import { AppError, type ErrorCode } from '../errors.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { AMOUNT_DECIMALS } from '../units/amounts.ts';
@@ -16,7 +16,7 @@ export const DESCRIPTION = 'x402 demo resource: paid through an escrow that is c
 
 /**
  * The paid resource. Constant, so the escrow's terms can name its hash before delivery: the hash
- * check is what the verdict verifies (SPEC part 2, TermCheck hash).
+ * check is what the verdict verifies (docs/protocol.md §3.3, the hash check).
  */
 export const DEMO_RESOURCE = Object.freeze({
   resource: 'x402-demo',
@@ -32,8 +32,8 @@ export interface Offer {
 }
 
 /**
- * The absolute URL of the paid resource: PUBLIC_URL + the route's path (CONTRACT §8). Never built
- * from the request's Host header, which the client controls (issue 17.10: a payment signed for
+ * The absolute URL of the paid resource: PUBLIC_URL + the route's path (docs/protocol.md §15). Never built
+ * from the request's Host header, which the client controls (docs/protocol.md §15.4: a payment signed for
  * evil.example would otherwise name "this" resource).
  */
 export function resourceUrl(publicUrl: string): string {
@@ -59,7 +59,7 @@ export function demoOffer(resource: string, payTo: string): Offer {
       accepts: [{
         scheme: X402_SCHEME,
         network: X402_NETWORK_V2,
-        // x402 v2 amounts are atomic units; this service's amounts have 6 decimals (CONTRACT §2).
+        // x402 v2 amounts are atomic units; this service's amounts have 6 decimals (docs/protocol.md §2.3).
         amount: toAtomicAmount(PRICE, AMOUNT_DECIMALS),
         asset: ASSET,
         payTo,
@@ -70,14 +70,14 @@ export function demoOffer(resource: string, payTo: string): Offer {
   };
 }
 
-/** x402 codes an offer refusal carries (SPEC part 7; all HTTP 402). */
+/** x402 codes an offer refusal carries (docs/protocol.md §15.4; all HTTP 402). */
 export type X402Code = Extract<ErrorCode,
   'payment_required' | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch' | 'wrong_resource' | 'wrong_payee' | 'wrong_asset' | 'bad_signature' | 'payment_invalid'>;
 
 /**
  * A 402 that restates the offer, so a client can pay (again) from any refusal. The body is x402
- * v1's {x402Version: 1, accepts, error} with the spec's error envelope as `error` (SPEC part 7
- * decides over x402's string); the PAYMENT-REQUIRED header is x402 v2's PaymentRequired, whose
+ * v1's {x402Version: 1, accepts, error} with the service's error envelope as `error` (docs/protocol.md §15.4:
+ * the envelope, not x402's string); the PAYMENT-REQUIRED header is x402 v2's PaymentRequired, whose
  * string `error` carries the code (as @x402/core's server puts its invalidReason there).
  */
 export function paymentRefusal(code: X402Code, message: string, offer: Offer): AppError {

@@ -1,4 +1,4 @@
-// Settling an x402 payment: the whole escrow lifecycle for one request in one transaction (SPEC part 4 "x402 demo", CONTRACT §6).
+// Settling an x402 payment: the whole escrow lifecycle for one request in one transaction (docs/protocol.md §15.3).
 import type { Services } from '../services.ts';
 import type { Db, Row, Stmt, Tx } from '../db/types.ts';
 import { AppError } from '../errors.ts';
@@ -16,7 +16,7 @@ import type { DemoPayee } from './payee.ts';
  * The services with a database that joins `tx`: every `db.tx(fn)` the domain commands open runs
  * `fn` inside `tx` (no savepoints), and their reads run there too; their commitWith is a plain batch. So createEscrow, fundEscrow and
  * submitDelivery (which closes through closeMatter) are reused unchanged, yet commit together with
- * the nonce or not at all: a throw anywhere rolls the whole lifecycle back (DESIGN, "Every command
+ * the nonce or not at all: a throw anywhere rolls the whole lifecycle back (docs/design.md §3.1, "Every command
  * is one database transaction"). The same shape as routes/admin.ts's `serialised`.
  */
 function joinTx(svc: Services, tx: Tx): Services {
@@ -50,14 +50,14 @@ export interface Settled {
  * One transaction: the nonce is taken; the escrow is created (payer = from, payee = the demo
  * payee, amount = value, terms = a hash check on the resource), funded, delivered by the demo
  * payee with its held key, verified, settled through custody, proven and logged, with trail
- * entries and outbox rows (SPEC part 4: "the full escrow lifecycle runs for the request").
+ * entries and outbox rows (docs/protocol.md §15.3: the full escrow lifecycle runs for the request).
  */
 export async function settlePayment(svc: Services, input: SettleInput): Promise<Settled> {
   const { signed, offer, payee } = input;
   const a = signed.authorization;
   const refuse = (message: string) => paymentRefusal('payment_invalid', message, offer);
   return svc.db.tx(async (tx) => {
-    // Database time, as every deadline (DESIGN): constant for the transaction, so the delivery's
+    // Database time, as every deadline (docs/protocol.md §2.5): constant for the transaction, so the delivery's
     // submittedAt below is exactly the time submitDelivery reads.
     const [{ now }] = await tx.query<{ now: Date }>('SELECT svc_now() AS now');
     if (Date.parse(a.validBefore) <= now.getTime()) {
@@ -80,10 +80,10 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
     });
     const escrowId = escrow.id as string;
     // The payer's authorization is the signature this matter rests on: kept for the offline bundle,
-    // bound to the escrow.created entry (its payer, payee, amount and asset) (issue 18.6).
+    // bound to the escrow.created entry (its payer, payee, amount and asset) (docs/protocol.md §11.4).
     await tx.batch([partySignatureWrite(escrowId, [{ kind: 'x402', trailIndex: 0, publicKey: a.from, signedBody: a, signature: signed.signature }])]);
     await fundEscrow(inTx, escrowId);
-    // The demo payee signs its delivery like any client-signed payee (SPEC part 2, Signed bodies).
+    // The demo payee signs its delivery like any client-signed payee (docs/protocol.md §2.7).
     const submittedAt = now.toISOString();
     const signature = signJson(deliverySigningBody(escrowId, hashJson(DEMO_RESOURCE), submittedAt), payee.secretKey);
     const result = await submitDelivery(inTx, escrowId, {

@@ -1,11 +1,11 @@
-// The shapes of x402 payment payloads, v1 and v2: the first way a decoded header is not one, named by its path (CONTRACT §2: unknown fields are refused).
+// The shapes of x402 payment payloads, v1 and v2: the first way a decoded header is not one, named by its path (docs/protocol.md §2.6: unknown fields are refused).
 import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 
 export type Problem = string | null;
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
-/** A decimal amount as the service writes them (CONTRACT §2 Amounts). */
+/** A decimal amount as the service writes them (docs/protocol.md §2.3). */
 export const VALUE = /^\d{1,18}(\.\d{1,6})?$/;
 
 /** Exactly `required` (and any of `optional`), no others. */

@@ -1,4 +1,4 @@
-// Every route in the route table, walked with no key, a wrong key, a minted key and the root key (SPEC part 5).
+// Every route in the route table, walked with no key, a wrong key, a minted key and the root key (docs/protocol.md §18.1).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, expectError } from '../harness.ts';

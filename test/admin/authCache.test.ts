@@ -1,4 +1,4 @@
-// Minted-key authentication without a round trip per request (issue 16 item 2): a verified key is
+// Minted-key authentication without a round trip per request (docs/design.md §5): a verified key is
 // cached per instance; a revocation on any instance still refuses the very next request everywhere.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Minted bearer keys: mint, use, list, revoke (SPEC part 4 "Admin", part 5; CONTRACT §4).
+// Minted bearer keys: mint, use, list, revoke (docs/protocol.md §18.2).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// GET /v1/admin/metrics: the exact CONTRACT §4 shape, and counts that follow what happens; the request-log hook.
+// GET /v1/admin/metrics: the exact shape of docs/protocol.md §22, and counts that follow what happens; the request-log hook.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApp, type RequestLogRecord } from '../../src/app.ts';

@@ -1,4 +1,4 @@
-// Rate limiting: per-key budgets, per-IP public and verify budgets, headers, counters, and the shared limiter (SPEC part 8).
+// Rate limiting: per-key budgets, per-IP public and verify budgets, headers, counters, and the shared limiter (docs/protocol.md §18.4).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config.ts';
@@ -80,7 +80,7 @@ describeStores('rate limits on a hosted deployment', (h) => {
     const refused = await h().req('GET', '/v1/escrows', undefined, ip(5));
     expect429(refused, 3);
     assert.match(refused.body.error.message, /authfail:198\.51\.100\.5/);
-    // The address's public log budget is untouched by those failures (issue 17 item 12).
+    // The address's public log budget is untouched by those failures (docs/protocol.md §18.4).
     const head = await h().req('GET', '/v1/log/head', undefined, ip(5));
     assert.equal(head.status, 200, head.text);
     rateHeaders(head, 4, 3);

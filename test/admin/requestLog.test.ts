@@ -1,4 +1,4 @@
-// The request log file: JSON lines, rotation to <path>.1, counters; and the real process writing it (CONTRACT §1).
+// The request log file: JSON lines, rotation to <path>.1, counters; and the real process writing it (README.md "Configuration", REQUEST_LOG).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';

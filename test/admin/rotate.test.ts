@@ -1,4 +1,4 @@
-// Issuer key rotation: new proofs use the new key, old proofs keep verifying by their era (SPEC part 4 "Admin", part 9).
+// Issuer key rotation: new proofs use the new key, old proofs keep verifying by their era (docs/protocol.md §18.6).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, expectError } from '../harness.ts';

@@ -1,4 +1,4 @@
-// Browser safety (issue 17 item 9, CONTRACT §8 Cross-site): foreign origins are refused before
+// Browser safety (docs/protocol.md §18.5): foreign origins are refused before
 // anything is done, CORS answers the origins the operator lists, and the open sandbox answers only
 // to host names a DNS-rebinding page cannot take.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// The sandbox clock (issue 17 item 4, CONTRACT §8): at most 10 years per call, never past the point
+// The sandbox clock (docs/protocol.md §9.4): at most 10 years per call, never past the point
 // where a deadline would leave four-digit years; GET tells {now, offsetSeconds}; signed routes say now.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -72,7 +72,7 @@ describeStores('foundation', (h) => {
     assert.ok(sent < 3 * 1024 * 1024, `read ${sent} bytes before refusing`);
   });
 
-  test('unknown routes are 404 not_found; a known path with another method is 405 (CONTRACT §8)', async () => {
+  test('unknown routes are 404 not_found; a known path with another method is 405 (docs/protocol.md §9.5)', async () => {
     expectError(await h().req('GET', '/v1/nothing-here'), 404, 'not_found');
     expectError(await h().req('DELETE', '/health'), 405, 'method_not_allowed');
     expectError(await h().req('PUT', '/v1/agents', {}), 405, 'method_not_allowed');

@@ -1,4 +1,4 @@
-// Input hardening (issue 17 item 1, CONTRACT §8 Input): NUL, lone surrogates and duplicate keys are
+// Input hardening (docs/protocol.md §2.6): NUL, lone surrogates and duplicate keys are
 // 400 naming where, on every route, and no generated input at all reaches a 5xx.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

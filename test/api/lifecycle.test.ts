@@ -52,7 +52,7 @@ describeStores('escrow lifecycle', (h) => {
     assert.deepEqual(v.body, { proofId: proof.id, signatureValid: true, trailIntact: true, trailHeadMatches: true, issuer });
   });
 
-  test('events come out in SPEC order with CONTRACT data, derived from a trail that verifies', async () => {
+  test('events come out in the order and with the data of docs/protocol.md §3.6, derived from a trail that verifies', async () => {
     const s = await settled(h());
     const ev = (await h().req('GET', `/v1/escrows/${s.id}/events`)).body.events;
     assert.deepEqual(ev.map((x: any) => x.event), ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);

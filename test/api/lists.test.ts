@@ -1,4 +1,4 @@
-// Every list route pages alike (CONTRACT §8 "Lists"): limit 1-1000, an opaque cursor, nextCursor while
+// Every list route pages alike (docs/protocol.md §9.2): limit 1-1000, an opaque cursor, nextCursor while
 // more exist, the whole list without limit; GET /v1/escrows filters by party agent and created range;
 // a 401 carries WWW-Authenticate.
 import { test } from 'node:test';
@@ -172,7 +172,7 @@ describeStores('escrow list filters', (h) => {
     const window = await ids(`createdAfter=${encodeURIComponent(new Date(Date.parse(t1) - 1).toISOString())}&createdBefore=${encodeURIComponent(new Date(Date.parse(t1) + 1).toISOString())}`);
     assert.ok(window.includes(first.id));
     assert.equal(window.includes(second.id), false);
-    // Any ISO 8601 zone is accepted (CONTRACT §2).
+    // Any ISO 8601 zone is accepted (docs/protocol.md §2.5).
     const plusTwo = new Date(Date.parse(t2) + 1).toISOString().replace('Z', '+00:00');
     assert.ok((await ids(`createdBefore=${encodeURIComponent(plusTwo)}&limit=1000`)).includes(second.id));
     for (const name of ['createdAfter', 'createdBefore']) {

@@ -1,4 +1,4 @@
-// Escrow metadata (CONTRACT §8): Stripe's limits, set at creation, echoed on every escrow and every
+// Escrow metadata (docs/protocol.md §3.5): Stripe's limits, set at creation, echoed on every escrow and every
 // webhook event, and never part of a proof, the trail or a bundle.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Methods (issue 17 item 2, CONTRACT §8): 405 with Allow for a known path, OPTIONS 204 with Allow,
+// Methods (docs/protocol.md §9.5): 405 with Allow for a known path, OPTIONS 204 with Allow,
 // HEAD as GET without a body, and methods the service never serves never a 500.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Replay (issue 17 item 8, CONTRACT §8): a client-signed dispute action is accepted once; the same
+// Replay (docs/protocol.md §6.4): a client-signed dispute action is accepted once; the same
 // signed action again is 409 `replayed` and adds nothing; Idempotency-Key retries replay the answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Tenancy in hosted mode (issue 17 item 11, CONTRACT §8): a minted key sees and acts on its own
+// Tenancy in hosted mode (docs/protocol.md §18.3): a minted key sees and acts on its own
 // agents and the escrows where it registered a party; everything else is 404; root sees all.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The published client package works for someone outside this repository (issue 18 item 2): the
+// The published client package works for someone outside this repository (README.md "The client package"): the
 // same steps as .ci/pack-check.sh (test/client/packCheck.ts), asserted one by one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

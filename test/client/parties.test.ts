@@ -1,4 +1,4 @@
-// Bundles carry the parties (issue 18.6): real matters closed through the front door, then checked offline.
+// Bundles carry the parties (docs/protocol.md §11.4): real matters closed through the front door, then checked offline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, type Harness } from '../harness.ts';

@@ -117,7 +117,7 @@ describe('verifyBundle', () => {
   }
 });
 
-describe('trust is explicit (issue 18 item 3)', () => {
+describe('trust is explicit (docs/protocol.md §11.5)', () => {
   test('a forged bundle carrying its own key fails without trusted keys: issuer.trust says what to give', () => {
     const r = verifyBundle(forged.bundle);
     assert.equal(r.ok, false);

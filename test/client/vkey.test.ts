@@ -1,4 +1,4 @@
-// C2SP verifier keys (issue 18 item 7): each issuer key in /.well-known/proof-issuer.json carries
+// C2SP verifier keys (docs/protocol.md §12.7): each issuer key in /.well-known/proof-issuer.json carries
 // `vkey`, and the log's checkpoint verifies with it. The vkey is parsed and the checkpoint checked
 // here with a small independent parser and node:crypto (not the service's note code), then with the
 // client's verifyCheckpoint, and the client's encoder is held to the vendored C2SP and Go vectors.

@@ -1,4 +1,4 @@
-// The layout shows the core's boundary (DESIGN "The shape"): only src/main.ts and src/node/ touch the
+// The layout shows the core's boundary (docs/design.md §1): only src/main.ts and src/node/ touch the
 // Node runtime, and custody/ never reaches up into domain/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -35,7 +35,7 @@ test('every operation has a success schema, an error envelope for each of its co
     const op = doc.paths[r.path.replace(/:(\w+)/g, '{$1}')][r.method.toLowerCase()];
     assert.deepEqual(op.security, r.access === 'public' ? [] : [{ bearer: [] }], r.path);
     for (const [status, resp] of Object.entries(op.responses) as Array<[string, any]>) {
-      // /health's 503 is its own body with ok false (CONTRACT §4), not the error envelope.
+      // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope.
       if (Number(status) >= 400 && !(r.path === '/health' && status === '503')) assert.equal(resp.content['application/json'].schema.$ref, '#/components/schemas/Error');
     }
     if (r.access !== 'public') assert.ok(op.responses['401'], `${r.path} documents 401`);

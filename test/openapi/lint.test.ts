@@ -1,5 +1,5 @@
 // The OpenAPI document passes a maintained linter (Redocly's recommended ruleset) with no error and no
-// warning, and documents every status the routes answer (SPEC part 9; issue 18 item 9).
+// warning, and documents every status the routes answer (docs/protocol.md §20, §23).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createConfig, lintFromString } from '@redocly/openapi-core';

@@ -1,4 +1,4 @@
-// One process per DATA_DIR (issue 17 item 5), with real started processes: a second process on a
+// One process per DATA_DIR (docs/design.md §7), with real started processes: a second process on a
 // directory in use exits at once with one line naming DATA_DIR and the holder's pid; the lock of a
 // process that died (SIGKILL) is taken over; a clean stop removes it.
 import { test } from 'node:test';

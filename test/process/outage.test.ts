@@ -1,4 +1,4 @@
-// A database outage (issue 17 item 6), played with a TCP proxy between a started service and
+// A database outage (docs/design.md §2.3), played with a TCP proxy between a started service and
 // Postgres: while the proxy is cut every route that needs the database answers 503 `unavailable`
 // with Retry-After (never 500 `internal`) and /health answers 503; once it is restored the same
 // process serves again by itself, with what it stored before the outage intact.

@@ -1,4 +1,4 @@
-// Requests Node's HTTP parser refuses before the app sees them (issue 17 item 3): each gets the JSON
+// Requests Node's HTTP parser refuses before the app sees them (docs/protocol.md §19.3): each gets the JSON
 // error envelope with an x-request-id, and the connection is closed after the answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

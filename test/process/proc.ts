@@ -84,7 +84,7 @@ export function buildBundle(): Promise<string> {
   return bundleBuilt;
 }
 
-/** How soon a start-up failure must be reported (issue 17 item 7). */
+/** How soon a start-up failure must be reported (docs/design.md §6). */
 export const START_FAILURE_BOUND_MS = 10_000;
 
 /**

@@ -1,5 +1,5 @@
 // Raw HTTP/1.1 over a socket, for what node:http and fetch refuse to send: the malformed requests
-// Node's parser refuses (issue 17 item 3), and what the service must answer to each.
+// Node's parser refuses (docs/protocol.md §19.3), and what the service must answer to each.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 

@@ -1,4 +1,4 @@
-// Start-up failures of the real process (issue 17 items 7 and 14): each is exactly one line on
+// Start-up failures of the real process (docs/design.md §6; docs/protocol.md §18.1): each is exactly one line on
 // stderr naming the variable to fix, exit code 1, no stack trace, within 10 s. Timings are printed;
 // they are noisy on a shared machine, the 10 s bound is what is asserted.
 import { test } from 'node:test';
@@ -121,7 +121,7 @@ test('the loopback and hosted cases need no SANDBOX_PUBLIC', () => {
   assert.throws(() => parseConfig({ HOST: 'my-laptop.lan' }), /HOST: my-laptop\.lan is not a loopback address/);
 });
 
-// The rule for empty variables (README, Configuration): an empty value is the same as no value.
+// The rule for empty variables (README.md "Configuration"): an empty value is the same as no value.
 const VARIABLES = ['PORT', 'HOST', 'DATABASE_URL', 'DATA_DIR', 'API_KEY', 'SWEEP_INTERVAL_MS', 'WEBHOOK_BACKOFF_MS', 'WEBHOOK_TIMEOUT_MS',
   'WEBHOOK_ALLOW_PRIVATE', 'RATE_LIMIT_WINDOW_MS', 'RATE_LIMIT_MAX', 'PUBLIC_RATE_LIMIT_MAX', 'VERIFY_RATE_LIMIT_MAX', 'REQUEST_LOG',
   'REQUEST_LOG_MAX_LINES', 'TRUST_PROXY', 'LOG_ORIGIN', 'CUSTODY', 'CHAIN_RPC_URL', 'CHAIN_ACCOUNT', 'CHAIN_CONFIRM_TIMEOUT_MS', 'SANDBOX_PUBLIC'];

@@ -1,5 +1,5 @@
-// With DATABASE_URL and no DATA_DIR, the service writes nothing to its working directory (issue 17
-// item 15): there is no data directory, so there is no request log file unless REQUEST_LOG names one.
+// With DATABASE_URL and no DATA_DIR, the service writes nothing to its working directory (README.md
+// "Configuration", REQUEST_LOG): there is no data directory, so there is no request log file unless REQUEST_LOG names one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Issue 17, the core request path, against the real started service over real sockets: hostile
+// Hardening of the core request path, against the real started service over real sockets: hostile
 // strings and duplicate keys, methods (TRACE and CONNECT included), cross-site and DNS-rebinding
 // requests, the clock's end, failed-auth budgets, tenancy and replayed signed actions; and an
 // Idempotency-Key whose owner is SIGKILLed mid-request, which must be free at once, never in 60 s.

@@ -1,4 +1,4 @@
-// The Node edge under stress (issue 17 items 3, 5, 6, 7, 14, 15). The single cases run in `npm test`
+// The Node edge under stress (docs/protocol.md §19.3; docs/design.md §2.3, §6, §7). The single cases run in `npm test`
 // (test/process/*, test/deploy/*) and are imported here so the reliability run keeps them too; this
 // file adds what those do not: processes racing for one DATA_DIR, and repeated database outages
 // under load with an audit afterwards.

@@ -29,7 +29,7 @@ export function naiveRoot(leafHashes: Uint8Array[]): Buffer {
   return sha256(new Uint8Array([1]), naiveRoot(leafHashes.slice(0, k)), naiveRoot(leafHashes.slice(k)));
 }
 
-/** Leaf hash computed independently of the service: SHA-256(0x00 || JCS(proof)) (SPEC part 2). */
+/** Leaf hash computed independently of the service: SHA-256(0x00 || JCS(proof)) (docs/protocol.md §12.1). */
 export const leafHashOf = (proof: unknown): string => hex(sha256(new Uint8Array([0]), canonicalize(proof)));
 
 /** Ed25519 verification by node:crypto, an implementation independent of the service's. */
@@ -48,7 +48,7 @@ export function outsideKey() {
   };
 }
 
-/** A hash chain of `n` entries (SPEC part 2, TrailEntry), computed with node:crypto. */
+/** A hash chain of `n` entries (docs/protocol.md §10), computed with node:crypto. */
 export function makeTrail(n: number, at: string): TrailEntry[] {
   const out: TrailEntry[] = [];
   let prevHash = '0'.repeat(64);

@@ -1,5 +1,5 @@
 // Round trips per lifecycle (create → fund → passing delivery), counted at the Db interface as
-// perf-anatomy.md §2 counted them: an autocommit query, each query or pipelined batch one each;
+// Postgres sees them: an autocommit query, each query or pipelined batch one each;
 // BEGIN rides with a transaction's first statement (src/db/pgTx.ts), and COMMIT with its last batch
 // when that is sent by commitWith, else it is one more. The integrator's batches are counted apart
 // (at c=1 one batch per closing; under load one batch serves many closings).

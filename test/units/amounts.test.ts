@@ -56,7 +56,7 @@ test('the format message shows an example amount', () => {
   });
 });
 
-test('AMOUNT_RE is the SPEC amount pattern', () => {
+test('AMOUNT_RE is the amount pattern of docs/protocol.md §2.3', () => {
   assert.equal(AMOUNT_RE.source, '^\\d+(\\.\\d{1,6})?$');
 });
 

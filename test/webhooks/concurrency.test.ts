@@ -1,5 +1,5 @@
 // Concurrent delivery: up to WEBHOOK_CONCURRENCY requests in flight per URL, many URLs at once, and a
-// slow URL's backlog never delaying another URL (issue 16 item 4). Counted at real receivers.
+// slow URL's backlog never delaying another URL (docs/protocol.md §14.3). Counted at real receivers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores } from '../harness.ts';

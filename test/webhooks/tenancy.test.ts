@@ -1,4 +1,4 @@
-// Webhook tenancy (issue 17 item 11): a URL registered by a minted key receives only the events of
+// Webhook tenancy (docs/protocol.md §14.4): a URL registered by a minted key receives only the events of
 // escrows that key sees; its registrations, dead letters and attempts are its own (another key's are
 // 404 or absent); the root key's registrations receive everything and root sees every row.
 import assert from 'node:assert/strict';

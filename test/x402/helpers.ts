@@ -18,7 +18,7 @@ export const pay = (h: Harness, header: string, name = 'X-PAYMENT', extra: Recor
   h.req('GET', DEMO, undefined, { [name]: header, ...extra });
 
 /**
- * Asserts an x402 refusal: 402, the code in the spec's envelope, the v1 offer restated in the body,
+ * Asserts an x402 refusal: 402, the code in the service's error envelope, the v1 offer restated in the body,
  * and PAYMENT-REQUIRED as x402 v2 (decoded and validated by @x402/core) stating the same offer with
  * the code as its `error`.
  */

@@ -18,7 +18,7 @@ const RESOURCE = `${PUBLIC_URL}${DEMO}`;
 
 /** The official v2 HTTP client with this service's scheme registered for its network. */
 function officialClient(secretKey: string) {
-  // As the README shows it. USDC on a network @x402/core does not know is not one of its default assets: allow it explicitly.
+  // As a payer using the official SDK writes it. USDC on a network @x402/core does not know is not one of its default assets: allow it explicitly.
   return new x402HTTPClient(new x402Client().register(X402_NETWORK_V2, proofSandboxScheme(secretKey)).setSpendControls(false));
 }
 
@@ -123,7 +123,7 @@ describeStores('x402 v1 official packages against the v1 402 body', (h) => {
     const parsed = x402ResponseSchema.safeParse(r.body);
     assert.equal(parsed.success, false);
     const paths = parsed.error!.issues.map((i) => i.path.join('.'));
-    assert.ok(paths.includes('error'), `the spec's envelope is refused: ${paths.join(', ')}`);
+    assert.ok(paths.includes('error'), `the service's error envelope is refused: ${paths.join(', ')}`);
     // Without the envelope the requirements are still refused: this scheme and network are not in its closed lists.
     const withoutError = x402ResponseSchema.safeParse({ ...r.body, error: undefined });
     assert.equal(withoutError.success, false);

@@ -1,4 +1,4 @@
-// PUBLIC_URL (CONTRACT §8, issue 17.10): parsed once, validated, and the only source of x402 resource URLs.
+// PUBLIC_URL (docs/protocol.md §15, §15.4): parsed once, validated, and the only source of x402 resource URLs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, parseConfig } from '../../src/config.ts';

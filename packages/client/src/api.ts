@@ -1,4 +1,4 @@
-// The typed API client: one method per route of the service, over any fetch (SPEC part 4). Web APIs only.
+// The typed API client: one method per route of the service, over any fetch (docs/protocol.md §20). Web APIs only.
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
@@ -67,7 +67,7 @@ export const API_ROUTES = {
 
 type MethodName = keyof typeof API_ROUTES;
 
-/** Idempotency-Key on create and fund (CONTRACT §3): a retry with the same key replays the first answer. */
+/** Idempotency-Key on create and fund (docs/protocol.md §9.1): a retry with the same key replays the first answer. */
 export interface IdempotencyOption {
   idempotencyKey?: string;
 }
@@ -155,7 +155,7 @@ export function createClient(opts: ClientOptions) {
     proofs: {
       get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
       verify: (proofId: string) => call<ProofVerification>('proofs.verify', { params: id(proofId) }),
-      /** Everything to verify one matter offline with verifyBundle (CONTRACT §7). */
+      /** Everything to verify one matter offline with verifyBundle (docs/protocol.md §11.3). */
       bundle: (proofId: string) => call<Bundle>('proofs.bundle', { params: id(proofId) }),
     },
     /** POST /v1/verify: the service checks a proof document against its published key eras. */

@@ -1,7 +1,7 @@
 // Migration 001: the whole initial schema. Plain SQL in a string so the bundle needs no files.
 export default /* sql */ `
 -- Keys the service holds: the issuer key (rotates; eras stay), the webhook signing key, and the
--- x402 demo payee key (SPEC part 4, x402 demo: the payee that delivers the paid resource).
+-- x402 demo payee key (docs/protocol.md §15.3: the payee that delivers the paid resource).
 CREATE TABLE service_keys (
   key_id      text PRIMARY KEY,
   purpose     text NOT NULL CHECK (purpose IN ('issuer', 'webhook', 'x402-payee')),
@@ -14,7 +14,7 @@ CREATE TABLE service_keys (
 -- At most one active key per purpose: two instances generating at first start cannot both win.
 CREATE UNIQUE INDEX service_keys_one_active ON service_keys (purpose) WHERE valid_until IS NULL;
 
--- The sandbox clock (CONTRACT §7): an offset added to the database clock. Deadlines compare
+-- The sandbox clock (docs/protocol.md §9.4): an offset added to the database clock. Deadlines compare
 -- with svc_now(), never with Node's clock.
 CREATE TABLE clock (
   id        int PRIMARY KEY CHECK (id = 1),
@@ -231,7 +231,7 @@ CREATE TABLE api_keys (
   revoked_at     timestamptz
 );
 
--- Shared fixed-window rate counters (SPEC part 8): one row per budget unit per window, so every
+-- Shared fixed-window rate counters (docs/protocol.md §18.4): one row per budget unit per window, so every
 -- instance counts against the same budget. Keyed window first: the upsert, the per-window read of
 -- GET /v1/admin/rate and the deletion of past windows all use the primary key.
 CREATE UNLOGGED TABLE rate_counters (
@@ -241,7 +241,7 @@ CREATE UNLOGGED TABLE rate_counters (
   PRIMARY KEY (window_idx, unit)
 );
 
--- x402 nonces that settled (SPEC part 4): the primary key makes a nonce settle once, even under
+-- x402 nonces that settled (docs/protocol.md §15.3): the primary key makes a nonce settle once, even under
 -- concurrent replays; the row commits with the escrow it paid for.
 CREATE TABLE x402_nonces (
   nonce      text PRIMARY KEY,

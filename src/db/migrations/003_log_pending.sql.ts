@@ -1,4 +1,4 @@
-// Migration 003: sequence → integrate (issue 16). A closing no longer takes the log's size row: it
+// Migration 003: sequence → integrate (docs/design.md §4). A closing no longer takes the log's size row: it
 // commits its proof with a pending leaf, and one integrator at a time (any instance) gives pending
 // leaves their dense indices in batches. Plain SQL in a string so the bundle needs no files.
 export default /* sql */ `

@@ -1,8 +1,8 @@
 // Migration 004: tenancy of minted keys, replay of client-signed actions, and the revocation
-// generation that lets authentication be cached (issue 17). Plain SQL in a string (no files at run time).
+// generation that lets authentication be cached (docs/protocol.md §18.3, §6.4; docs/design.md §5). Plain SQL in a string (no files at run time).
 export default /* sql */ `
 -- Which minted key registered an agent (NULL: the root key or the open sandbox). A minted key acts
--- only on its own agents (CONTRACT §8, Tenancy).
+-- only on its own agents (docs/protocol.md §18.3).
 ALTER TABLE agents ADD COLUMN owner_key text;
 
 -- The minted keys that may see an escrow: its creator, and the owner of any agent that is one of its
@@ -24,7 +24,7 @@ CREATE TABLE mandate_tenants (
 );
 
 -- Client-signed dispute actions already accepted, by sha256 of (signer, signed bytes): a signed
--- action counts once (issue 17 item 8). Written in the action's own transaction.
+-- action counts once (docs/protocol.md §6.4). Written in the action's own transaction.
 CREATE TABLE signed_actions (
   action_hash text PRIMARY KEY,
   escrow_id   text NOT NULL REFERENCES escrows (id),

@@ -17,7 +17,7 @@ CREATE INDEX outbox_leased ON outbox (url, lease_owner) WHERE lease_until IS NOT
 -- as whsec_<base64>). secret_revealed: whether a registration answer has shown it. Endpoints that
 -- existed before this migration get a secret here, from gen_random_uuid() (the server's strong random
 -- source, 2 x 122 bits hashed to 32 bytes), not yet revealed: the next POST /v1/webhooks of the URL
--- shows it once (README "Webhooks").
+-- shows it once (docs/protocol.md §14.1).
 ALTER TABLE webhooks ADD COLUMN secret text;
 ALTER TABLE webhooks ADD COLUMN secret_revealed boolean NOT NULL DEFAULT false;
 UPDATE webhooks SET secret = encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'base64');

@@ -1,4 +1,4 @@
-// Migration 007: the parties' signatures a closing relied on that no other row keeps (issue 18.6):
+// Migration 007: the parties' signatures a closing relied on that no other row keeps (docs/protocol.md §11.4):
 // dispute openings, evidence, ruling signatures and x402 authorizations, for the offline bundle.
 export default /* sql */ `
 CREATE TABLE party_signatures (
