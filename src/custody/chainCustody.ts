@@ -33,7 +33,7 @@ export interface ChainCustodyOptions {
   confirmTimeoutMs?: number;
   /** Receipt polling interval (default 200 ms). */
   pollMs?: number;
-  /** Spends a pending sandbox fault (domain/custody.ts takeSandboxFault), passed in by the edge. */
+  /** Spends a pending sandbox fault (src/custody/simulated.ts takeSandboxFault), passed in by the edge. */
   sandboxFault: SandboxFault;
 }
 

@@ -88,7 +88,7 @@ export async function ensureContract(db: Db, probe: ChainProbe, wait: { confirmT
 
 /**
  * Everything CUSTODY=chain needs at start: the local-chain check, the account, the contract, the
- * adapter. `sandboxFault` spends a pending sandbox fault (domain/custody.ts takeSandboxFault).
+ * adapter. `sandboxFault` spends a pending sandbox fault (src/custody/simulated.ts takeSandboxFault).
  */
 export async function connectChainCustody(db: Db, opts: ChainOptions & { sandboxFault: SandboxFault }, probed?: ChainProbe): Promise<ChainCustody> {
   const probe = probed ?? await probeChain(opts);

@@ -1,5 +1,5 @@
 // Simulated custody rails and the sandbox fault counter (POST /v1/sandbox/custody/fail-next). The
-// adapter interface lives in src/custody/types.ts, so custody/ never reaches up into domain/.
+// adapter interface lives in src/custody/types.ts; the escrow commands reach custody, never the other way.
 import type { Queryable } from '../db/types.ts';
 import type { CustodyAdapter } from './types.ts';
 

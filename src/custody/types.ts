@@ -1,5 +1,5 @@
 // Custody adapters: where funding locks and a closing actually moves value (simulated rails in
-// domain/custody.ts, or the chain adapter here). The journal lives in SQL; an adapter only locks,
+// src/custody/simulated.ts, or the chain adapter here). The journal lives in SQL; an adapter only locks,
 // settles or fails.
 import type { Queryable } from '../db/types.ts';
 import type { Proof } from '@escrow-settlement/protocol/types';
@@ -29,7 +29,7 @@ export interface SettleRequest {
   asset: string;
   /**
    * Whether a sandbox fault was pending when the closing read its locked escrow (the same statement,
-   * domain/escrowRow.ts). false: none is taken and the fault counter is not asked (no round trip);
+   * src/escrow/escrowRow.ts). false: none is taken and the fault counter is not asked (no round trip);
    * absent: it is asked.
    */
   faultPending?: boolean;
@@ -50,7 +50,7 @@ export interface CustodyAdapter {
 
 /**
  * Spends one pending sandbox fault (POST /v1/sandbox/custody/fail-next) in the caller's transaction;
- * true when there was one. The domain owns the counter (domain/custody.ts takeSandboxFault); an
- * adapter that honours it is handed this function, so custody/ imports nothing from domain/.
+ * true when there was one. The simulated rails own the counter (src/custody/simulated.ts takeSandboxFault); an
+ * adapter that honours it is handed this function, so custody/ imports nothing from the domain.
  */
 export type SandboxFault = (tx: Queryable, pending?: boolean) => Promise<boolean>;

@@ -1,7 +1,7 @@
 // Closing a matter: the one function every path uses (release, refund, ruling, timeout, retry).
 // In the caller's transaction it settles through custody, journals it, and on confirmation writes
 // the terminal state, the proof, its pending log leaf, the trail entries and the outbox rows
-// together. The leaf gets its index from the log's integrator after the commit (src/log/): the
+// together. The leaf gets its index from the log's integrator after the commit (src/tlog/): the
 // closing takes no shared lock, and its command returns once the leaf is integrated (bounded).
 import type { Queryable, Stmt, Tx } from '../db/types.ts';
 import { sequenceLeaf } from '../tlog/sequence.ts';

@@ -14,7 +14,7 @@ export interface EscrowFilter {
   /** Strict bounds on createdAt. */
   createdAfter?: Date;
   createdBefore?: Date;
-  /** A minted key's list holds only the escrows it sees (tenancy, src/domain/tenancy.ts); absent: every escrow. */
+  /** A minted key's list holds only the escrows it sees (tenancy, src/access/tenancy.ts); absent: every escrow. */
   tenant?: string;
 }
 

@@ -56,7 +56,7 @@ export interface Locked extends EscrowRow {
   /**
    * Whether a sandbox custody fault (POST /v1/sandbox/custody/fail-next) was pending when the lock
    * was read. Read here, in the lock's own statement, so that a closing with none pending sends no
-   * statement to custody's fault counter (domain/custody.ts takeSandboxFault).
+   * statement to custody's fault counter (src/custody/simulated.ts takeSandboxFault).
    */
   faultPending: boolean;
 }

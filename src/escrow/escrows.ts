@@ -24,7 +24,7 @@ export interface CreateInput {
   arbiter?: PartyInput;
   mandateId?: string;
   timeouts: Timeouts;
-  /** The minted key the creator is confined to (tenancy, src/domain/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
+  /** The minted key the creator is confined to (tenancy, src/access/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
   scope?: string | null;
   metadata?: Metadata;
 }

@@ -43,7 +43,7 @@ export interface RouteDef {
   rate?: RateUnit;
   /**
    * Tenancy (docs/protocol.md §18.3): `:id` names an escrow (or a proof of one) that a minted key must have a
-   * party in; checked centrally before the handler runs (src/domain/tenancy.ts).
+   * party in; checked centrally before the handler runs (src/access/tenancy.ts).
    */
   tenant?: 'escrow' | 'proof' | 'mandate';
   /** The route takes client-signed actions with a time window: the response tells `x-service-now`. */

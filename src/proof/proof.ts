@@ -12,7 +12,7 @@ export type Shares = NonNullable<Proof['shares']>;
 
 export type UnsignedProof = Omit<Proof, 'signature'>;
 
-/** Signs with a cached issuer signer (domain/keys.ts issuerSigner): the public half is derived once per key. */
+/** Signs with a cached issuer signer (src/proof/keys.ts issuerSigner): the public half is derived once per key. */
 export function signProof(body: UnsignedProof, key: { publicKey: string; sign(message: Uint8Array): Uint8Array }): Proof {
   return { ...body, signature: { signer: key.publicKey, signature: toHex(key.sign(canonicalBytes(body))) } };
 }

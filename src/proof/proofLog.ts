@@ -1,4 +1,4 @@
-// The settlement proofs' transparency log: the generic log (src/log/) run with the issuer key as
+// The settlement proofs' transparency log: the generic log (src/tlog/) run with the issuer key as
 // its head signer and proofs.leaf_index as the place its indices are recorded.
 import type { Db, Stmt } from '../db/types.ts';
 import { createIntegrator, type LogIntegrator } from '../tlog/integrator.ts';

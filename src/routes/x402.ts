@@ -8,7 +8,7 @@ import { demoPayee } from '../x402/payee.ts';
 import { settlePayment } from '../x402/settle.ts';
 
 /*
- * x402 v1 and v2, as the official SDKs speak them (see client/src/x402.ts X402_HEADERS):
+ * x402 v1 and v2, as the official SDKs speak them (see packages/client/src/x402.ts X402_HEADERS):
  *   request    X-PAYMENT (x402Version 1)          PAYMENT-SIGNATURE (x402Version 2, with `accepted`)
  *   402        JSON body {x402Version: 1, accepts, error: envelope}   PAYMENT-REQUIRED: base64 PaymentRequired v2
  *   200        X-PAYMENT-RESPONSE and PAYMENT-RESPONSE, both always: base64 {success, transaction, network, payer, escrowId, proofId, outcome}

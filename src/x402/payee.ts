@@ -16,7 +16,7 @@ const read = (q: Queryable) =>
 
 /**
  * The demo payee's key, generated the first time any instance needs it and kept in the database
- * like the issuer key (src/domain/keys.ts ensureKeys), so every instance offers the same payTo.
+ * like the issuer key (src/proof/keys.ts ensureKeys), so every instance offers the same payTo.
  */
 export async function demoPayee(q: Queryable): Promise<DemoPayee> {
   let rows = await read(q);

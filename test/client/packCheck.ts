@@ -1,4 +1,4 @@
-// The client package as an outsider gets it (README.md "The client package"): `npm pack` in client/, the tarball
+// The client package as an outsider gets it (README.md "The client package"): `npm pack` in packages/protocol and packages/client, the tarball
 // installed into an empty directory, its `escrow-settlement` CLI run on a bundle the service issued,
 // and a TypeScript consumer compiled with `tsc --strict` against the installed declarations.
 // Shared by test/client/pack.test.ts and .ci/pack-check.sh (through test/client/packCheckRun.ts).

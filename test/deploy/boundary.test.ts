@@ -1,5 +1,5 @@
 // The layout shows the core's boundary (docs/design.md §1): only src/main.ts and src/node/ touch the
-// Node runtime, and custody/ never reaches up into domain/.
+// Node runtime (the layer rule for the rest is test/deploy/layers.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -29,10 +29,4 @@ test('the Node edge is gathered under src/node/', () => {
   for (const f of ['src/node/adapter.ts', 'src/node/requestLog.ts', 'src/node/start.ts', 'src/node/webhookTransport.ts']) assert.ok(nodeFiles.includes(f), f);
   const main = files.find((f) => f.path === 'src/main.ts')!;
   assert.deepEqual(importsOf(main.text), ['./node/start.ts'], 'src/main.ts is only the entry point');
-});
-
-test('custody/ imports nothing from domain/', () => {
-  const reaching = files.filter((f) => f.path.startsWith('src/custody/'))
-    .flatMap((f) => importsOf(f.text).filter((s) => s.includes('/domain/')).map((s) => `${f.path} → ${s}`));
-  assert.deepEqual(reaching, []);
 });

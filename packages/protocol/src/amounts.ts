@@ -1,6 +1,6 @@
 // Amounts on the wire (docs/protocol.md §2.3): integer micro-units (BigInt, 6 decimals), the amount
 // string's form, its shortest formatting, and the split arithmetic (docs/protocol.md §6.3). The service parses
-// request amounts with its own error envelope (src/domain/amounts.ts) on top of these.
+// request amounts with its own error envelope (src/units/amounts.ts) on top of these.
 
 /** Fraction digits of an amount (docs/protocol.md §2.3). */
 export const AMOUNT_DECIMALS = 6;

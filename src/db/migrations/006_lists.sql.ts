@@ -1,7 +1,7 @@
 // Migration 006: keyset pagination for every list, escrow filters, escrow metadata (docs/protocol.md §9.2, §9.3, §3.5).
 export default /* sql */ `
 -- Escrow metadata (Stripe-style: at most 50 keys, key <= 40 chars, value <= 500 chars; checked in
--- src/domain/metadata.ts). JSON text; NULL when the escrow has none. Not part of proofs or the trail.
+-- src/escrow/metadata.ts). JSON text; NULL when the escrow has none. Not part of proofs or the trail.
 ALTER TABLE escrows ADD COLUMN metadata text;
 
 -- GET /v1/escrows?agentId=: the party filter pages by seq within one key.

@@ -1,4 +1,4 @@
-// The escrow state machine (src/domain/states.ts) drawn as SVG: every state and transition, the path
+// The escrow state machine (src/escrow/states.ts) drawn as SVG: every state and transition, the path
 // this escrow took (from its trail) highlighted, and its current state marked.
 import { h, s } from '../dom.ts';
 
