@@ -2,7 +2,7 @@
 // Postgres (each harness in a schema of its own, dropped afterwards).
 import { after, before, describe } from 'node:test';
 import { parseConfig, type Config } from '../src/config.ts';
-import { createApp, type App } from '../src/app.ts';
+import { createApp, type App, type AppDeps } from '../src/app.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -58,33 +58,52 @@ export async function openStore(kind: StoreKind, opts: { schema?: string; max?: 
   };
 }
 
-export async function makeHarness(kind: StoreKind, env: Record<string, string> = {}, shared?: { db: Db }): Promise<Harness> {
+/** Sees every answer a requester reads (a reliability case counts and logs them). */
+export type Observe = (method: string, path: string, res: Response, text: string) => void;
+
+/**
+ * The one request helper of the suite: a Request through `app.fetch` as a user's would arrive, the
+ * answer read as text and, when it is JSON, parsed. `x-test-ip` sets the client address.
+ */
+export function requester(app: App, observe?: Observe): Harness['req'] {
+  return async (method, path, body, headers = {}) => {
+    const init: RequestInit = { method, headers: { ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+    }
+    const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: headers['x-test-ip'] ?? '127.0.0.1' });
+    const text = await res.text();
+    observe?.(method, path, res, text);
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, body: parsed, text, headers: res.headers };
+  };
+}
+
+/** A harness on a fresh store (or a shared one), its app built with `deps` beside the store and config. */
+export async function makeHarness(kind: StoreKind, env: Record<string, string> = {}, shared?: { db: Db }, deps: Partial<AppDeps> = {}): Promise<Harness> {
   const store = shared ? { db: shared.db, drop: async () => {} } : await openStore(kind);
   const config = parseConfig({ DATA_DIR: ':memory:', ...env });
-  const app = createApp({ db: store.db, config });
-  return {
-    kind,
-    app,
-    db: store.db,
-    config,
-    async req(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
-      if (body !== undefined) {
-        init.body = typeof body === 'string' ? body : JSON.stringify(body);
-        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-      }
-      const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: headers['x-test-ip'] ?? '127.0.0.1' });
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers };
-    },
-    close: store.drop,
-  };
+  const app = createApp({ db: store.db, config, ...deps });
+  return { kind, app, db: store.db, config, req: requester(app), close: store.drop };
+}
+
+/**
+ * Two app instances on two pools over one Postgres schema, as two processes would be: `db` is the
+ * first instance's pool (for assertions), `close` drops the schema.
+ */
+export async function twoInstances(tag: string, env: Record<string, string> = {}) {
+  const schema = `t_${tag}_${process.pid}_${Date.now().toString(36)}_${schemaSeq++}`;
+  const s1 = await openStore('postgres', { schema });
+  const s2 = await openStore('postgres', { schema });
+  const a = await makeHarness('postgres', env, { db: s1.db });
+  const b = await makeHarness('postgres', env, { db: s2.db });
+  return { a, b, db: s1.db, close: async () => { await s1.db.close(); await s2.drop(); } };
 }
 
 /**

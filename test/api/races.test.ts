@@ -1,15 +1,11 @@
 // Concurrency properties on real Postgres: two app instances on two pools, as two processes would be.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeHarness, openStore, PG_URL } from '../harness.ts';
+import { PG_URL, twoInstances } from '../harness.ts';
 import { agent, clientKey, PASSING_TERMS } from '../fixtures.ts';
 
 test('twenty concurrent creations against a cumulative cap that fits ten give exactly ten escrows (two instances)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
-  const schema = `t_race_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', {}, { db: s1.db });
-  const b = await makeHarness('postgres', {}, { db: s2.db });
+  const { a, b, close } = await twoInstances('race');
   try {
     const principal = clientKey();
     const payer = await agent(a);
@@ -23,17 +19,12 @@ test('twenty concurrent creations against a cumulative cap that fits ten give ex
     assert.equal(codes.filter((c) => c === 403).length, 10);
     assert.deepEqual((await b.req('GET', `/v1/mandates/${m.id}`)).body.usage, { spent: '10', remaining: '0' });
   } finally {
-    await s1.db.close();
-    await s2.drop();
+    await close();
   }
 });
 
 test('ten concurrent creates with one Idempotency-Key across two instances create one escrow', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
-  const schema = `t_idem_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', {}, { db: s1.db });
-  const b = await makeHarness('postgres', {}, { db: s2.db });
+  const { a, b, db, close } = await twoInstances('idem');
   try {
     const payer = await agent(a);
     const payee = await agent(a);
@@ -42,20 +33,15 @@ test('ten concurrent creates with one Idempotency-Key across two instances creat
     for (const r of results) assert.equal(r.status, 201, r.text);
     assert.equal(new Set(results.map((r) => r.body.id)).size, 1);
     assert.equal(results.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 9);
-    const [{ n }] = await s1.db.query(`SELECT count(*)::int AS n FROM escrows WHERE payer_key = $1`, [payer.publicKey]);
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM escrows WHERE payer_key = $1`, [payer.publicKey]);
     assert.equal(n, 1);
   } finally {
-    await s1.db.close();
-    await s2.drop();
+    await close();
   }
 });
 
 test('concurrent deliveries and refunds on one escrow have exactly one effect (two instances)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
-  const schema = `t_once_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', {}, { db: s1.db });
-  const b = await makeHarness('postgres', {}, { db: s2.db });
+  const { a, b, db, close } = await twoInstances('once');
   try {
     const payer = await agent(a);
     const payee = await agent(a);
@@ -66,13 +52,12 @@ test('concurrent deliveries and refunds on one escrow have exactly one effect (t
     const winners = results.filter((r) => r.status === 200 || r.status === 201);
     assert.equal(winners.length, 1, results.map((r) => r.status).join(','));
     for (const r of results) if (r !== winners[0]) assert.equal(r.status, 409);
-    const [{ n }] = await s1.db.query('SELECT count(*)::int AS n FROM proofs WHERE escrow_id = $1', [e.id]);
+    const [{ n }] = await db.query('SELECT count(*)::int AS n FROM proofs WHERE escrow_id = $1', [e.id]);
     assert.equal(n, 1);
-    const [{ size }] = await s1.db.query('SELECT size::int AS size FROM log_state');
-    const [{ proofs }] = await s1.db.query('SELECT count(*)::int AS proofs FROM proofs');
+    const [{ size }] = await db.query('SELECT size::int AS size FROM log_state');
+    const [{ proofs }] = await db.query('SELECT count(*)::int AS proofs FROM proofs');
     assert.equal(size, proofs);
   } finally {
-    await s1.db.close();
-    await s2.drop();
+    await close();
   }
 });

@@ -9,7 +9,7 @@ import { takeSandboxFault, type CustodyAdapter } from '../../src/custody/simulat
 import { connectChainCustody, type ChainOptions } from '../../src/custody/connect.ts';
 import type { ChainCustody } from '../../src/custody/chainCustody.ts';
 import { createRpc, type Rpc } from '@escrow-settlement/protocol/chain/rpc';
-import { openStore, STORES, type Harness, type Res, type StoreKind } from '../harness.ts';
+import { openStore, requester, STORES, type Harness, type StoreKind } from '../harness.ts';
 
 export interface Chain {
   url: string;
@@ -51,22 +51,7 @@ export async function chainHarness(
   const app = createApp({ db: store.db, config, custody: opts.wrap ? opts.wrap(custody) : custody });
   return {
     kind, app, db: store.db, config, custody,
-    async req(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
-      if (body !== undefined) {
-        init.body = JSON.stringify(body);
-        (init.headers as Record<string, string>)['content-type'] = 'application/json';
-      }
-      const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: '127.0.0.1' });
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers } as Res;
-    },
+    req: requester(app),
     close: store.drop,
   };
 }

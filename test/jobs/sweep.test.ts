@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeStores, makeHarness, openStore, PG_URL, type Harness } from '../harness.ts';
+import { describeStores, PG_URL, twoInstances, type Harness } from '../harness.ts';
 import { agent, failedDelivery, funded, PASSING_TERMS } from '../fixtures.ts';
 import { sweepOnce, SWEEP_BATCH } from '../../src/jobs/sweep.ts';
 import type { CustodyAdapter } from '../../src/custody/simulated.ts';
@@ -185,11 +185,7 @@ describeStores('sweep pass: proofs signed ahead', (h) => {
 });
 
 test('two instances sweeping one Postgres close each escrow exactly once (20 rounds)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
-  const schema = `t_sweep_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', {}, { db: s1.db });
-  const b = await makeHarness('postgres', {}, { db: s2.db });
+  const { a, b, db, close } = await twoInstances('sweep');
   try {
     const payer = await agent(a);
     const payee = await agent(a);
@@ -219,19 +215,18 @@ test('two instances sweeping one Postgres close each escrow exactly once (20 rou
       }));
       assert.ok(runs[0] > 0 && runs[1] > 0, `both instances ran passes: ${runs}`);
       total += ids.length;
-      const rows = await s1.db.query(`SELECT e.state, count(p.id)::int AS proofs FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = ANY($1::text[]) GROUP BY e.id, e.state`, [ids]);
+      const rows = await db.query(`SELECT e.state, count(p.id)::int AS proofs FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = ANY($1::text[]) GROUP BY e.id, e.state`, [ids]);
       assert.equal(rows.length, ids.length);
       for (const r of rows) {
         assert.equal(r.state, 'refunded', `round ${round}: an escrow left ${r.state}`);
         assert.equal(r.proofs, 1, `round ${round}: ${r.proofs} proofs for one escrow`);
       }
     }
-    const [{ n }] = await s1.db.query(`SELECT count(*)::int AS n FROM trail_entries WHERE event = 'escrow.timeout'`);
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM trail_entries WHERE event = 'escrow.timeout'`);
     assert.equal(n, total);
-    const [{ size }] = await s1.db.query('SELECT size::int AS size FROM log_state');
+    const [{ size }] = await db.query('SELECT size::int AS size FROM log_state');
     assert.equal(size, total);
   } finally {
-    await s1.db.close();
-    await s2.drop();
+    await close();
   }
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LookupAddress } from 'node:dns';
-import { openStore, STORES, type Harness, type StoreKind } from '../harness.ts';
+import { openStore, requester, STORES, type Harness, type StoreKind } from '../harness.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
 import { fillPath } from '../admin/helpers.ts';
 import { receiver } from '../webhooks/helpers.ts';
@@ -33,24 +33,10 @@ function harness(kind: StoreKind, db: Db, env: Record<string, string>, deps: Par
   const app = createApp({ db, config, ...deps });
   return {
     kind, app, db, config,
-    async req(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
-      if (body !== undefined) {
-        init.body = typeof body === 'string' ? body : JSON.stringify(body);
-        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-      }
-      const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: '127.0.0.1' });
-      const text = await res.text();
+    req: requester(app, (method, path, res, text) => {
       counts.requests++;
       if (!(method === 'POST' && path === '/v1/admin/keys' && res.status === 201)) seen.push(`${method} ${path} ${res.status} ${JSON.stringify([...res.headers])} ${text}`);
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers };
-    },
+    }),
     close: async () => {},
   };
 }

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { makeHarness, openStore, STORES, type Harness, type StoreKind } from '../harness.ts';
+import { makeHarness, STORES, twoInstances, type Harness, type StoreKind } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
 import { createPaymentHeader, decodePaymentResponse, generateKeys } from '@escrow-settlement/client';
 import { counts as x402Counts, offer, pay } from '../x402/helpers.ts';
@@ -21,12 +21,7 @@ async function pair(kind: StoreKind): Promise<{ a: Harness; b: Harness; close: (
     const a = await makeHarness('pglite');
     return { a, b: a, close: () => a.close() };
   }
-  const schema = `rel_race_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', {}, { db: s1.db });
-  const b = await makeHarness('postgres', {}, { db: s2.db });
-  return { a, b, close: async () => { await s1.db.close(); await s2.drop(); } };
+  return twoInstances('rel_race');
 }
 
 for (const kind of STORES) {

@@ -1,9 +1,8 @@
 // Test receivers (real node:http servers on 127.0.0.1) and helpers that drive the webhook sender directly.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openStore, type Harness, type StoreKind } from '../harness.ts';
-import { parseConfig } from '../../src/config.ts';
-import { createApp, type AppDeps } from '../../src/app.ts';
+import { makeHarness, type Harness, type StoreKind } from '../harness.ts';
+import type { AppDeps } from '../../src/app.ts';
 import { sendDueOnce } from '../../src/jobs/webhooks.ts';
 import { webhookMetrics } from '../../src/webhooks/metrics.ts';
 import type { Services } from '../../src/services.ts';
@@ -107,35 +106,9 @@ export async function eventsOf(h: Harness, escrowId: string): Promise<any[]> {
   return (await h.req('GET', `/v1/escrows/${escrowId}/events`)).body.events;
 }
 
-/** A harness whose app gets extra dependencies (makeHarness builds its app with db and config only). */
-export async function harnessWith(kind: StoreKind, env: Record<string, string>, deps: Partial<AppDeps>): Promise<Harness> {
-  const store = await openStore(kind);
-  const config = parseConfig({ DATA_DIR: ':memory:', ...env });
-  const app = createApp({ db: store.db, config, ...deps });
-  return {
-    kind,
-    app,
-    db: store.db,
-    config,
-    async req(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
-      if (body !== undefined) {
-        init.body = typeof body === 'string' ? body : JSON.stringify(body);
-        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-      }
-      const res = await app.fetch(new Request(`http://test.local${path}`, init), { ip: '127.0.0.1' });
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers };
-    },
-    close: store.drop,
-  };
-}
+/** A harness whose app gets extra dependencies (a transport, a resolver). */
+export const harnessWith = (kind: StoreKind, env: Record<string, string>, deps: Partial<AppDeps>): Promise<Harness> =>
+  makeHarness(kind, env, undefined, deps);
 
 /** How a receiver orders one escrow's events: the webhook-id is `<escrowId>_<n>`, n its trail position. */
 export const position = (g: { headers: Record<string, string> }) => {

@@ -1,7 +1,7 @@
 // Several sender instances on one real Postgres schema, as several processes would be.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeHarness, openStore, PG_URL } from '../harness.ts';
+import { PG_URL, twoInstances, type Harness } from '../harness.ts';
 import { failedDelivery, settled } from '../fixtures.ts';
 import { sendDueOnce, startWebhookSender } from '../../src/jobs/webhooks.ts';
 import { webhookMetrics } from '../../src/webhooks/metrics.ts';
@@ -17,17 +17,10 @@ const jittery = () => receiver(async () => {
   return 200;
 });
 
-async function twoInstances(tag: string, env: Record<string, string> = ENV) {
-  const schema = `t_wh_${tag}_${process.pid}_${Date.now().toString(36)}`;
-  const s1 = await openStore('postgres', { schema });
-  const s2 = await openStore('postgres', { schema });
-  const a = await makeHarness('postgres', env, { db: s1.db });
-  const b = await makeHarness('postgres', env, { db: s2.db });
-  return { a, b, close: async () => { await s1.db.close(); await s2.drop(); } };
-}
+const pairOf = (tag: string, env: Record<string, string> = ENV) => twoInstances(`wh_${tag}`, env);
 
 /** Every receiver got each event of each escrow exactly once (no attempt sent twice). */
-async function assertExactlyOnce(h: Awaited<ReturnType<typeof twoInstances>>['a'], receivers: Receiver[], ids: string[]) {
+async function assertExactlyOnce(h: Harness, receivers: Receiver[], ids: string[]) {
   for (const rx of receivers) {
     const webhookIds = rx.got.map((g) => g.headers['webhook-id']);
     assert.equal(new Set(webhookIds).size, webhookIds.length, `no duplicate deliveries to ${rx.url}`);
@@ -38,13 +31,13 @@ async function assertExactlyOnce(h: Awaited<ReturnType<typeof twoInstances>>['a'
   }
 }
 
-async function lifecycles(a: Awaited<ReturnType<typeof twoInstances>>['a'], b: typeof a, n: number): Promise<string[]> {
+async function lifecycles(a: Harness, b: typeof a, n: number): Promise<string[]> {
   const made = await Promise.all(Array.from({ length: n }, (_, i) => (i % 3 === 2 ? failedDelivery : settled)(i % 2 ? a : b)));
   return made.map((m) => m.id);
 }
 
 test('two instances racing sendDueOnce deliver each (event, url) exactly once when nothing fails', { skip }, async () => {
-  const { a, b, close } = await twoInstances('once');
+  const { a, b, close } = await pairOf('once');
   const receivers = await Promise.all([jittery(), jittery(), jittery(), jittery()]);
   try {
     await register(a, ...receivers.map((r) => r.url));
@@ -65,7 +58,7 @@ test('two instances racing sendDueOnce deliver each (event, url) exactly once wh
 });
 
 test('two running senders share the outbox of events written on both instances: exactly once', { skip }, async () => {
-  const { a, b, close } = await twoInstances('run');
+  const { a, b, close } = await pairOf('run');
   const receivers = await Promise.all([jittery(), jittery(), jittery()]);
   const senders = [a, b].map((h) => startWebhookSender(h.app.svc, { log: () => {}, pollMs: 5, concurrency: 2 }));
   try {
@@ -81,7 +74,7 @@ test('two running senders share the outbox of events written on both instances: 
 });
 
 test('two running senders keep a URL at WEBHOOK_CONCURRENCY requests in flight in total, not per instance', { skip }, async () => {
-  const { a, b, close } = await twoInstances('cap', { ...ENV, WEBHOOK_CONCURRENCY: '3' });
+  const { a, b, close } = await pairOf('cap', { ...ENV, WEBHOOK_CONCURRENCY: '3' });
   const receivers = await Promise.all([0, 1].map(() => receiver(async () => {
     await sleep(15);
     return 200;
