@@ -92,6 +92,7 @@ export function createApp(deps: AppDeps): App {
   const routes = allRoutes();
   const router = IttyRouter();
   for (const def of routes) {
+    // biome-ignore lint/suspicious/noExplicitAny: itty-router's method table is keyed by the lower-case method name.
     (router as any)[def.method.toLowerCase()](def.path, (req: Request & { params: Record<string, string> }, ctx: AppCtx) => {
       ctx.params = decodeParams(req.params);
       return run(def, ctx);

@@ -3,6 +3,7 @@
 import { esc } from './headers.ts';
 import { docsShell } from './pages.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: walks the OpenAPI document this service generated, whose shape is known.
 type Json = Record<string, any>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 

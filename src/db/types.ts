@@ -1,5 +1,6 @@
 // The one small query interface that both postgres.js and PGlite sit behind, so both run the same SQL.
 
+// biome-ignore lint/suspicious/noExplicitAny: a row is whatever its SELECT names; each reader types the columns it reads.
 export type Row = Record<string, any>;
 
 export interface Stmt {

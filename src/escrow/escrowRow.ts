@@ -65,7 +65,7 @@ export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount
   e.terms_hash, e.timeouts, e.deadline_at, e.mandate_id, e.mandate_hash, e.custody_status, e.verdict,
   e.trail_length, e.trail_head, e.created_at, e.updated_at, e.metadata`;
 
-export function fromRow(r: Record<string, any>): EscrowRow {
+export function fromRow(r: Row): EscrowRow {
   return {
     id: r.id,
     state: r.state,
