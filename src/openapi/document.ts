@@ -17,7 +17,7 @@ const PAGE: QueryParam[] = [
 const ts = { type: 'string', format: 'date-time' };
 
 /** Query parameters of the routes that take them. */
-const QUERY: Record<string, QueryParam[]> = {
+export const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/escrows': [
     { name: 'state', schema: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] }, description: 'only escrows in this state' },
     { name: 'agentId', schema: { type: 'string', pattern: '^agt_', maxLength: 64 }, description: 'only escrows where this sandbox agent\'s key is the payer or the payee (404 for an unknown agent)' },
@@ -138,6 +138,7 @@ const TAGS: Record<string, string> = {
   admin: 'Root-key operations: issuer rotation, bearer keys, metrics, rate counters.',
   webhooks: 'Signed event deliveries, dead letters and redelivery.',
   x402: 'The x402 payment demo.',
+  mcp: 'The Model Context Protocol endpoint: the escrow routes as tools for LLM agents.',
 };
 
 export interface DocumentOptions {

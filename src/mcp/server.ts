@@ -1,0 +1,38 @@
+// The MCP server of one /mcp request (docs/mcp.md). The SDK's low-level Server, not McpServer:
+// McpServer takes zod schemas, while the tools' schemas are JSON Schema generated from the structs the
+// REST routes validate with (src/mcp/schemas.ts), which the low-level Server lists as they are.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Ctx } from '../http/route.ts';
+import { VERSION } from '../services.ts';
+import { toolListings } from './tools.ts';
+import { callTool, isTool } from './dispatch.ts';
+
+export const SERVER_NAME = 'escrow-settlement';
+
+const INSTRUCTIONS = 'Escrows between software agents: create_escrow, fund_escrow, then submit_delivery; a delivery that passes the terms settles and returns a signed settlement proof. '
+  + 'Disputes: open_dispute, submit_evidence, resolve_dispute (a ruling signed by both parties or the arbiter). '
+  + 'get_bundle returns everything needed to check a settlement; verify_bundle checks it offline. Amounts are decimal strings.';
+
+/**
+ * One Ajv for every request's Server: the Server validates elicitation answers with it (this server
+ * elicits nothing), and building one per request would cost each request a schema compiler.
+ */
+let validator: AjvJsonSchemaValidator | undefined;
+
+export function createMcpServer(ctx: Ctx): Server {
+  const server = new Server(
+    { name: SERVER_NAME, title: 'Escrow settlement', version: VERSION },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
+  );
+  const sandbox = ctx.svc.config.apiKey === undefined;
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolListings(ctx.routes, sandbox) }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    const { name, arguments: args } = req.params;
+    // An unknown tool is a protocol error (MCP "Tools", error handling), not a tool result.
+    if (!isTool(name)) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+    return callTool(ctx, name, args);
+  });
+  return server;
+}
