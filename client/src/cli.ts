@@ -80,6 +80,8 @@ function parseArgs(argv: string[]): Args | string {
 
 /** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
+  // The MCP server loads the MCP SDK (an optional peer dependency) only when asked for (docs/mcp.md).
+  if (argv[0] === 'mcp') return (await import('./mcp/cli.ts')).mcpMain(argv.slice(1), io);
   if (argv.includes('--help') || argv.includes('-h')) {
     io.out(USAGE);
     return 0;

@@ -40,11 +40,15 @@ async function readMessage(request: Request): Promise<unknown | Response> {
   } catch {
     return rpcError(400, -32700, 'Parse error: the body is not valid UTF-8');
   }
+  let message: unknown;
   try {
-    return parseStrictJson(text);
+    message = parseStrictJson(text);
   } catch (err) {
     return rpcError(400, -32700, `Parse error: ${err instanceof AppError ? err.message : 'invalid JSON'}`);
   }
+  // JSON-RPC 2.0 §6: an empty batch is an invalid request (the transport would take it for notifications).
+  if (Array.isArray(message) && message.length === 0) return rpcError(400, -32600, 'Invalid Request: an empty batch');
+  return message;
 }
 
 async function handle(ctx: Ctx): Promise<Response> {

@@ -3,7 +3,7 @@
 // REST routes validate with (src/mcp/schemas.ts), which the low-level Server lists as they are.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, RequestSchema, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Ctx } from '../http/route.ts';
 import { VERSION } from '../services.ts';
 import { toolListings } from './tools.ts';
@@ -21,15 +21,21 @@ const INSTRUCTIONS = 'Escrows between software agents: create_escrow, fund_escro
  */
 let validator: AjvJsonSchemaValidator | undefined;
 
+/**
+ * tools/call registered under the bare request shape: the Server then checks the params itself and
+ * answers a malformed call (arguments that are not an object) with -32602 Invalid params, where the
+ * full schema at registration would make it -32603 Internal error.
+ */
+export const LENIENT_TOOLS_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
+
 export function createMcpServer(ctx: Ctx): Server {
   const server = new Server(
     { name: SERVER_NAME, title: 'Escrow settlement', version: VERSION },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
   );
-  const sandbox = ctx.svc.config.apiKey === undefined;
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolListings(ctx.routes, sandbox) }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const { name, arguments: args } = req.params;
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolListings(ctx.routes) }));
+  server.setRequestHandler(LENIENT_TOOLS_CALL, async (req) => {
+    const { name, arguments: args } = (req as CallToolRequest).params;
     // An unknown tool is a protocol error (MCP "Tools", error handling), not a tool result.
     if (!isTool(name)) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
     return callTool(ctx, name, args);

@@ -24,6 +24,8 @@ export interface RouteTool {
   pathArg?: PathArg;
   /** Arguments sent as the query string (GET routes), in this order. */
   query?: string[];
+  /** Fields every body form needs that the route checks by hand (its struct takes any value, absent too). */
+  alsoRequired?: string[];
   /** The REST answer is text (the checkpoint note): the result wraps it as {[textAs]: text}. */
   textAs?: string;
   annotations: ToolAnnotations;
@@ -55,12 +57,12 @@ const SIGNED = 'Sandbox form: give agentId (a sandbox agent whose key the servic
 
 export const ROUTE_TOOLS: RouteTool[] = [
   { name: 'create_agent', route: 'POST /v1/agents', annotations: write('Create a sandbox agent', false),
-    description: 'Open sandbox only: create an agent, an Ed25519 key pair the service holds, to act as payer, payee or arbiter by agentId. Returns {id, label, publicKey}.' },
+    description: 'Create a sandbox agent: an Ed25519 key pair the service holds and signs with, to act as payer, payee or arbiter by agentId (for trying things out; a production party holds its own key and signs client-side). Returns {id, label, publicKey}.' },
   { name: 'create_escrow', route: 'POST /v1/escrows', annotations: write('Create an escrow', false),
     description: 'Create an escrow: amount (decimal string, up to 6 places) of asset held for the payee until a delivery passes the terms\' checks, a ruling or a timeout. Give payer and payee as agent ids (payerAgentId, payeeAgentId) or KeyRefs ({publicKey}); optional arbiter, mandateId, timeouts, metadata. Returns the escrow in state created.' },
   { name: 'fund_escrow', route: 'POST /v1/escrows/:id/fund', pathArg: escrowId, annotations: write('Fund an escrow', true),
     description: 'Fund a created escrow: the amount is locked and the delivery deadline starts. Returns the escrow in state funded.' },
-  { name: 'submit_delivery', route: 'POST /v1/escrows/:id/delivery', pathArg: escrowId, annotations: write('Submit a delivery', true),
+  { name: 'submit_delivery', route: 'POST /v1/escrows/:id/delivery', pathArg: escrowId, alsoRequired: ['payload'], annotations: write('Submit a delivery', true),
     description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt}.` },
   { name: 'refund_escrow', route: 'POST /v1/escrows/:id/refund', pathArg: escrowId, annotations: write('Refund an escrow', true),
     description: 'Refund a funded escrow, or a delivered one whose verdict failed, to the payer. Returns the settlement proof (outcome refunded).' },
@@ -88,24 +90,21 @@ export const VERIFY_BUNDLE_TOOL = {
   description: 'Verify a proof bundle (from get_bundle) offline, with no network: the proof\'s signature, the trail\'s hash chain, the log inclusion and signed head, the party signatures. Pin the issuer with trustedKeys (hex public keys); without them the bundle\'s own keys are trusted and the issuer.trust check says so. Returns {valid, checks: [{name, ok, detail}]}.',
 };
 
-const listingCache = new WeakMap<ReadonlyArray<RouteDef>, Map<boolean, ToolListing[]>>();
+const listingCache = new WeakMap<ReadonlyArray<RouteDef>, ToolListing[]>();
 
-/** The tools a deployment offers: the sandbox-only ones only when it is an open sandbox. */
-export function toolListings(routes: ReadonlyArray<RouteDef>, sandbox: boolean): ToolListing[] {
-  let byMode = listingCache.get(routes);
-  if (!byMode) listingCache.set(routes, (byMode = new Map()));
-  const hit = byMode.get(sandbox);
+/** The tools, as tools/list gives them; built once per route table. */
+export function toolListings(routes: ReadonlyArray<RouteDef>): ToolListing[] {
+  const hit = listingCache.get(routes);
   if (hit) return hit;
   const out: ToolListing[] = [];
   for (const t of ROUTE_TOOLS) {
     const def = routeOf(routes, t.route);
-    if (def.sandboxOnly && !sandbox) continue;
     const query = Object.fromEntries((QUERY[t.route] ?? []).map((q) => [q.name, { ...q.schema, description: q.description }]));
     out.push({
       name: t.name,
       title: t.annotations.title,
       description: t.description,
-      inputSchema: inputSchema(def, t.pathArg, query),
+      inputSchema: inputSchema(def, t.pathArg, query, t.alsoRequired),
       outputSchema: outputSchema(t.textAs ? { type: 'object', properties: { [t.textAs]: responseOf(t.route) }, required: [t.textAs] } : responseOf(t.route)),
       annotations: t.annotations,
     });
@@ -118,7 +117,7 @@ export function toolListings(routes: ReadonlyArray<RouteDef>, sandbox: boolean):
     outputSchema: outputSchema(VERIFY_BUNDLE_OUTPUT),
     annotations: VERIFY_BUNDLE_TOOL.annotations,
   });
-  byMode.set(sandbox, out);
+  listingCache.set(routes, out);
   return out;
 }
 
