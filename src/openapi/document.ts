@@ -4,6 +4,7 @@ import type { Struct } from 'superstruct';
 import type { RouteDef } from '../http/route.ts';
 import { toJsonSchema } from './jsonSchema.ts';
 import { codeInfo, RESPONSES, SCHEMAS } from './components.ts';
+import { MCP_TRANSPORT_RESPONSES } from '../mcp/openapi.ts';
 
 export const API_VERSION = '0.3.0';
 
@@ -174,6 +175,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
           }),
         },
         ...responsesOf(def),
+        ...(key === 'POST /mcp' ? MCP_TRANSPORT_RESPONSES : {}),
         // The open sandbox leads / to the console (CONTRACT §8 "Console").
         ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
         // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (CONTRACT §4).

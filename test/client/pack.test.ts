@@ -19,7 +19,10 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
   const r = await packCheck();
   assert.ok(r.files.includes('dist/index.js') && r.files.includes('dist/index.d.ts') && r.files.includes('dist/bin.js'), r.files.join(' '));
   assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$)/.test(f)), [], 'nothing but dist/, package.json and README.md');
-  assert.deepEqual(foreignImports(), [], 'the built package imports only itself, @noble/* and node: builtins');
+  assert.deepEqual(foreignImports(), [], 'the built package imports only itself, @noble/* and node: builtins (and the optional MCP SDK from dist/mcp/)');
+  // The MCP SDK is an optional peer dependency: not installed with the package, and its absence explained.
+  assert.equal(r.mcpWithoutSdk.code, 2, r.mcpWithoutSdk.err);
+  assert.match(r.mcpWithoutSdk.err, /npm install @modelcontextprotocol\/sdk/);
 
   assert.equal(r.trusted.code, 0, r.trusted.out + r.trusted.err);
   assert.match(r.trusted.out, /^PASS proof.issuer.trusted: /m);

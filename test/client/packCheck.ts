@@ -87,6 +87,8 @@ export interface PackReport {
   bundleKeys: Run;
   tsc: Run;
   runtimeImport: Run;
+  /** `escrow-settlement mcp` where the optional MCP SDK is not installed. */
+  mcpWithoutSdk: Run;
 }
 
 /** Every step; throws when packing or installing fails, returns what each check printed. */
@@ -114,6 +116,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
     const issuerDocRun = run(bin, ['verify', 'bundle.json', '--issuer-doc', 'issuer.json'], dir);
     const untrusted = run(bin, ['verify', 'bundle.json'], dir);
     const bundleKeys = run(bin, ['verify', 'bundle.json', '--trust-bundle-keys'], dir);
+    const mcpWithoutSdk = run(bin, ['mcp', '--url', 'http://127.0.0.1:1'], dir);
 
     writeFileSync(join(dir, 'consumer.ts'), CONSUMER_TS);
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
@@ -123,7 +126,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
       "const m = await import('@escrow-settlement/client'); const b = JSON.parse((await import('node:fs')).readFileSync('bundle.json', 'utf8'));" +
       " const d = JSON.parse((await import('node:fs')).readFileSync('issuer.json', 'utf8'));" +
       ' const r = m.verifyBundle(b, { trustedKeys: d.keys }); console.log(r.ok ? "ok" : JSON.stringify(r.checks));'], dir);
-    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport };
+    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport, mcpWithoutSdk };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
@@ -131,7 +134,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
 
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
- * only be @noble/* or node:* builtins. Returns the offending "file: specifier" lines.
+ * only be @noble/* or node:* builtins, and the MCP SDK (an optional peer dependency) in dist/mcp/ only. Returns the offending "file: specifier" lines.
  */
 export function foreignImports(distDir = join(CLIENT, 'dist')): string[] {
   const bad: string[] = [];
@@ -143,7 +146,7 @@ export function foreignImports(distDir = join(CLIENT, 'dist')): string[] {
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !spec.startsWith('node:')) {
+      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !spec.startsWith('node:') && !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/'))) {
         bad.push(`${f}: ${spec}`);
       }
     }
