@@ -2,12 +2,10 @@
 // transport answering in JSON (docs/mcp.md). The request has passed the front door's cross-site, Host
 // and key checks like any route; each tool call then goes through it again as its REST request.
 // GET and DELETE (the SSE stream and session end of stateful servers) are 405 like any unserved method.
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { MAX_BODY, readBytes } from '../http/body.ts';
 import { parseStrictJson } from '../http/strictJson.ts';
 import { AppError } from '../errors.ts';
-import { createMcpServer } from './server.ts';
 
 /**
  * The cap of one MCP message: above the REST body cap, so a tool call whose arguments are over the
@@ -54,15 +52,10 @@ async function readMessage(request: Request): Promise<unknown | Response> {
 async function handle(ctx: Ctx): Promise<Response> {
   const message = await readMessage(ctx.request);
   if (message instanceof Response) return message;
-  // Stateless: a transport and a server per request, as the SDK requires when no session is kept.
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  const server = createMcpServer(ctx);
-  await server.connect(transport);
-  try {
-    return await transport.handleRequest(ctx.request, { parsedBody: message });
-  } finally {
-    await server.close();
-  }
+  // The SDK is loaded at the first MCP request, so a service nobody asks for MCP keeps its start-up
+  // time and idle memory (the bundle initialises a module when it is first imported).
+  const { answerMcp } = await import('./server.ts');
+  return answerMcp(ctx, message);
 }
 
 export const mcpRoutes = () => defineRoutes([

@@ -1,8 +1,9 @@
-// The MCP server of one /mcp request (docs/mcp.md). The SDK's low-level Server, not McpServer:
+// The MCP server of one /mcp request and its answer (docs/mcp.md). The SDK's low-level Server, not McpServer:
 // McpServer takes zod schemas, while the tools' schemas are JSON Schema generated from the structs the
 // REST routes validate with (src/mcp/schemas.ts), which the low-level Server lists as they are.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, RequestSchema, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Ctx } from '../http/route.ts';
 import { VERSION } from '../services.ts';
@@ -41,4 +42,17 @@ export function createMcpServer(ctx: Ctx): Server {
     return callTool(ctx, name, args);
   });
   return server;
+}
+
+/** Answers one POST /mcp whose JSON message has been read. */
+export async function answerMcp(ctx: Ctx, message: unknown): Promise<Response> {
+  // Stateless: a transport and a server per request, as the SDK requires when no session is kept.
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const server = createMcpServer(ctx);
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(ctx.request, { parsedBody: message });
+  } finally {
+    await server.close();
+  }
 }
