@@ -202,3 +202,15 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     assert.ok(same.body.result.tools.length > 0);
   });
 });
+
+describeStores('MCP from a web page of an allowed origin (CORS)', (h) => {
+  test('the preflight allows the MCP headers and the answer carries the CORS headers', async () => {
+    const pre = await h().req('OPTIONS', '/mcp', undefined, { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-protocol-version' });
+    assert.equal(pre.status, 204);
+    const allowed = pre.headers.get('access-control-allow-headers')!.split(', ');
+    for (const hd of ['content-type', 'mcp-protocol-version', 'authorization']) assert.ok(allowed.includes(hd), hd);
+    const r = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { origin: 'https://app.example', 'mcp-protocol-version': '2025-06-18' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example');
+  });
+}, { CORS_ORIGINS: 'https://app.example' });
