@@ -36,7 +36,9 @@ async function serve(app: App): Promise<{ url: string; bodies: string[]; server:
 
 async function connectStdio(args: string[], env: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'escrow-settlement-tests', version: '0.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', ...args], cwd: ROOT, env: { ...getDefaultEnvironment(), ...env }, stderr: 'ignore' }));
+  // The SDK passes the child a minimal environment; coverage runs (c8) also need their directory.
+  const coverage: Record<string, string> = process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {};
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', ...args], cwd: ROOT, env: { ...getDefaultEnvironment(), ...coverage, ...env }, stderr: 'ignore' }));
   await client.listTools();
   return client;
 }
