@@ -165,6 +165,7 @@ export function createApp(deps: AppDeps): App {
       caller: { keyId: null, ip: info.ip ?? 'unknown' },
       requestId,
       routes,
+      refetch: (sub) => fetch(sub, info),
     };
     let response: Response;
     let corsOrigin: string | null = null;

@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 
 /** Request headers a CORS client may send (the preflight's Access-Control-Allow-Headers). */
-const ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-payment, payment-signature';
+const ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-payment, payment-signature, mcp-protocol-version';
 /** Response headers a CORS client may read besides the CORS-safelisted ones. */
 const EXPOSE_HEADERS = 'x-request-id, idempotent-replayed, allow, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, x-payment-response, x-service-now';
 

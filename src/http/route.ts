@@ -32,6 +32,11 @@ export interface Ctx {
    * cost a round trip of its own on the hot path. Errors always carry it.
    */
   serviceSigned?: boolean;
+  /**
+   * Sends another request through the whole front door (cross-site checks, auth, rate limits, tenancy,
+   * the route) as the same client address: the MCP endpoint runs each tool call this way (docs/mcp.md).
+   */
+  refetch?: (request: Request) => Promise<Response>;
 }
 
 export interface RouteDef {

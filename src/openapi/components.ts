@@ -166,5 +166,6 @@ export const RESPONSES: Record<string, unknown> = {
     version: str,
   }),
   'GET /v1/admin/rate': obj({ windowMs: int, windowStartedAt: ts, units: { type: 'object', additionalProperties: int } }),
+  'POST /mcp': { type: 'object', description: 'a JSON-RPC 2.0 response (MCP Streamable HTTP, JSON response mode); a tools/call result carries the REST route\'s body as structuredContent' },
   'GET /v1/x402/demo': { ...obj({ resource: str, title: str, content: str }), description: 'the paid resource (its sha256 over JCS is the escrow\'s hash check)' },
 };

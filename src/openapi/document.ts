@@ -5,6 +5,7 @@ import type { RouteDef } from '../http/route.ts';
 import { toJsonSchema } from './jsonSchema.ts';
 import { codeInfo, RESPONSES, SCHEMAS } from './components.ts';
 import { VERSION as API_VERSION } from '../version.ts';
+import { MCP_TRANSPORT_RESPONSES } from '../mcp/openapi.ts';
 
 export { API_VERSION };
 
@@ -18,7 +19,7 @@ const PAGE: QueryParam[] = [
 const ts = { type: 'string', format: 'date-time' };
 
 /** Query parameters of the routes that take them. */
-const QUERY: Record<string, QueryParam[]> = {
+export const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/escrows': [
     { name: 'state', schema: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] }, description: 'only escrows in this state' },
     { name: 'agentId', schema: { type: 'string', pattern: '^agt_', maxLength: 64 }, description: 'only escrows where this sandbox agent\'s key is the payer or the payee (404 for an unknown agent)' },
@@ -139,6 +140,7 @@ const TAGS: Record<string, string> = {
   admin: 'Root-key operations: issuer rotation, bearer keys, metrics, rate counters.',
   webhooks: 'Signed event deliveries, dead letters and redelivery.',
   x402: 'The x402 payment demo.',
+  mcp: 'The Model Context Protocol endpoint: the escrow routes as tools for LLM agents.',
 };
 
 export interface DocumentOptions {
@@ -175,6 +177,8 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
         },
         ...responsesOf(def),
         // The open sandbox leads / to the console (README.md "Console").
+        ...(key === 'POST /mcp' ? MCP_TRANSPORT_RESPONSES : {}),
+        // The open sandbox leads / to the console (CONTRACT §8 "Console").
         ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
         // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (docs/protocol.md §22).
         ...(key === 'GET /health' ? { 503: { description: 'The database is unreachable: ok is false.', content: { 'application/json': { schema: RESPONSES[key] } } } } : {}),

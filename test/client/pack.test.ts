@@ -20,8 +20,11 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
   const r = await packCheck();
   assert.ok(r.files.includes('dist/index.js') && r.files.includes('dist/index.d.ts') && r.files.includes('dist/bin.js'), r.files.join(' '));
   assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(f)), [], 'nothing but dist/, package.json, README.md and LICENSE');
-  assert.deepEqual(foreignImports(), [], 'the built client imports only itself, the protocol package, @noble/* and node: builtins');
+  assert.deepEqual(foreignImports(), [], 'the built client imports only itself, the protocol package, @noble/* and node: builtins (and the optional MCP SDK from dist/mcp/)');
   assert.deepEqual(foreignImports(fileURLToPath(new URL('../../packages/protocol/dist', import.meta.url)), /^$/), [], 'the protocol package imports only itself and @noble/*');
+  // The MCP SDK is an optional peer dependency: not installed with the package, and its absence explained.
+  assert.equal(r.mcpWithoutSdk.code, 2, r.mcpWithoutSdk.err);
+  assert.match(r.mcpWithoutSdk.err, /npm install @modelcontextprotocol\/sdk/);
 
   assert.equal(r.trusted.code, 0, r.trusted.out + r.trusted.err);
   assert.match(r.trusted.out, /^PASS proof.issuer.trusted: /m);

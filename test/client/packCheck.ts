@@ -88,6 +88,8 @@ export interface PackReport {
   bundleKeys: Run;
   tsc: Run;
   runtimeImport: Run;
+  /** `escrow-settlement mcp` where the optional MCP SDK is not installed. */
+  mcpWithoutSdk: Run;
 }
 
 /** Every step; throws when packing or installing fails, returns what each check printed. */
@@ -117,6 +119,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
     const issuerDocRun = run(bin, ['verify', 'bundle.json', '--issuer-doc', 'issuer.json'], dir);
     const untrusted = run(bin, ['verify', 'bundle.json'], dir);
     const bundleKeys = run(bin, ['verify', 'bundle.json', '--trust-bundle-keys'], dir);
+    const mcpWithoutSdk = run(bin, ['mcp', '--url', 'http://127.0.0.1:1'], dir);
 
     writeFileSync(join(dir, 'consumer.ts'), CONSUMER_TS);
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
@@ -126,7 +129,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
       "const m = await import('@escrow-settlement/client'); const b = JSON.parse((await import('node:fs')).readFileSync('bundle.json', 'utf8'));" +
       " const d = JSON.parse((await import('node:fs')).readFileSync('issuer.json', 'utf8'));" +
       ' const r = m.verifyBundle(b, { trustedKeys: d.keys }); console.log(r.ok ? "ok" : JSON.stringify(r.checks));'], dir);
-    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport };
+    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport, mcpWithoutSdk };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
@@ -134,7 +137,8 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
 
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
- * only be @noble/*, node:* builtins or (from the client) the protocol package. Returns the offending "file: specifier" lines.
+ * only be @noble/*, node:* builtins, (from the client) the protocol package, and the MCP SDK (an optional peer
+ * dependency) in dist/mcp/ only. Returns the offending "file: specifier" lines.
  */
 export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escrow-settlement\/protocol(\/|$)/): string[] {
   const bad: string[] = [];
@@ -146,7 +150,7 @@ export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escr
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:')) {
+      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:') && !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/'))) {
         bad.push(`${f}: ${spec}`);
       }
     }

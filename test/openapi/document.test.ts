@@ -9,6 +9,7 @@ import { toJsonSchema } from '../../src/openapi/jsonSchema.ts';
 import { validate as ssValidate } from 'superstruct';
 import { CreateEscrowBody } from '../../src/routes/escrows.ts';
 import { ResolveBody } from '../../src/routes/disputes.ts';
+import { MCP_TRANSPORT_RESPONSES } from '../../src/mcp/openapi.ts';
 
 const h = await makeHarness('pglite');
 const doc = (await h.req('GET', '/v1/openapi.json')).body;
@@ -35,7 +36,9 @@ test('every operation has a success schema, an error envelope for each of its co
     const op = doc.paths[r.path.replace(/:(\w+)/g, '{$1}')][r.method.toLowerCase()];
     assert.deepEqual(op.security, r.access === 'public' ? [] : [{ bearer: [] }], r.path);
     for (const [status, resp] of Object.entries(op.responses) as Array<[string, any]>) {
-      // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope.
+      // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope; /mcp's
+      // transport refusals are JSON-RPC errors (src/mcp/openapi.ts).
+      if (r.path === '/mcp' && status in MCP_TRANSPORT_RESPONSES) continue;
       if (Number(status) >= 400 && !(r.path === '/health' && status === '503')) assert.equal(resp.content['application/json'].schema.$ref, '#/components/schemas/Error');
     }
     if (r.access !== 'public') assert.ok(op.responses['401'], `${r.path} documents 401`);

@@ -80,6 +80,18 @@ function parseArgs(argv: string[]): Args | string {
 
 /** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
+  // The MCP server loads the MCP SDK (an optional peer dependency) only when asked for (docs/mcp.md).
+  if (argv[0] === 'mcp') {
+    let mcp: typeof import('./mcp/cli.ts');
+    try {
+      mcp = await import('./mcp/cli.ts');
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String(e).includes('@modelcontextprotocol/sdk')) throw e;
+      io.err('escrow-settlement mcp: the MCP server needs @modelcontextprotocol/sdk, an optional peer dependency of this package: npm install @modelcontextprotocol/sdk');
+      return 2;
+    }
+    return mcp.mcpMain(argv.slice(1), io);
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     io.out(USAGE);
     return 0;

@@ -1,0 +1,90 @@
+// The local MCP server's signer (docs/mcp.md): with a party's key file, a delivery, a dispute action
+// or a ruling the model asks for is signed here, with the package's signing helpers, and sent in the
+// route's client-signed form, so the secret key never leaves the machine. No MCP SDK import here.
+import { readFileSync } from 'node:fs';
+import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
+import { publicKeyFromSecret } from '@escrow-settlement/protocol/keys';
+import { signDelivery, signDisputeAction, signRuling } from '../sign.ts';
+import type { RulingOutcome, Shares } from '@escrow-settlement/protocol/resources';
+import type { Signature } from '@escrow-settlement/protocol/types';
+
+export interface LocalKey {
+  secretKey: string;
+  publicKey: string;
+}
+
+/**
+ * A key file: JSON {secretKey, publicKey?} as generateKeys() writes it, or the 64-hex secret key alone.
+ * A publicKey that is not the secret key's is refused: the file is not what its owner thinks it is.
+ */
+export function readKeyFile(path: string): LocalKey {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (e) {
+    throw new Error(`--key-file ${path}: ${(e as Error).message}`);
+  }
+  let secretKey: unknown = text;
+  let publicKey: unknown;
+  if (text.startsWith('{')) {
+    try {
+      ({ secretKey, publicKey } = JSON.parse(text) as { secretKey?: unknown; publicKey?: unknown });
+    } catch (e) {
+      throw new Error(`--key-file ${path}: not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  if (typeof secretKey !== 'string' || !isHex64(secretKey)) throw new Error(`--key-file ${path}: secretKey must be 64 lowercase hex characters (an Ed25519 secret seed)`);
+  const derived = publicKeyFromSecret(secretKey);
+  if (publicKey !== undefined && publicKey !== derived) throw new Error(`--key-file ${path}: publicKey is not the public key of secretKey (${derived})`);
+  return { secretKey, publicKey: derived };
+}
+
+/** The tools this signer completes, and what the model leaves out for it. */
+export const SIGNING_TOOLS: Record<string, string> = {
+  submit_delivery: 'leave out agentId, submittedAt and signature',
+  open_dispute: 'leave out agentId, party, signedAt and signature',
+  submit_evidence: 'leave out agentId, party, signedAt and signature',
+  resolve_dispute: 'the local key\'s signature is added to signatures',
+};
+
+type Args = Record<string, unknown>;
+
+/** True when the model chose a form of its own: a sandbox agent, or a signature it brought. */
+const formChosen = (a: Args) => a.agentId !== undefined || a.signature !== undefined || a.party !== undefined;
+
+/**
+ * The arguments with the local key's signature, or unchanged when the call needs none (another tool,
+ * a sandbox agent, a body the model signed itself, or arguments the route will refuse anyway, which
+ * it then names). `disputeIdOf` reads the escrow's dispute id, which a ruling's signed body includes.
+ */
+export async function signArguments(tool: string, args: Args, key: LocalKey, disputeIdOf: (escrowId: string) => Promise<string>): Promise<Args> {
+  const escrowId = args.escrowId;
+  if (typeof escrowId !== 'string' || !(tool in SIGNING_TOOLS)) return args;
+  switch (tool) {
+    case 'submit_delivery':
+      if (formChosen(args) || !('payload' in args)) return args;
+      return { escrowId, ...signDelivery(key.secretKey, { escrowId, payload: args.payload }) };
+    case 'open_dispute': {
+      if (formChosen(args) || (args.reason !== undefined && typeof args.reason !== 'string')) return args;
+      const { escrowId: _e, ...rest } = args;
+      return { escrowId, ...rest, ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.open', reason: args.reason as string | undefined }) };
+    }
+    case 'submit_evidence': {
+      if (formChosen(args) || (args.note !== undefined && typeof args.note !== 'string')) return args;
+      const { escrowId: _e, ...rest } = args;
+      return { escrowId, ...rest, ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.evidence', note: args.note as string | undefined, ...('payload' in args ? { payload: args.payload } : {}) }) };
+    }
+    default: {
+      const given = args.signatures;
+      if (given !== undefined && !Array.isArray(given)) return args;
+      const signatures = (given ?? []) as Signature[];
+      if (signatures.some((s) => s?.signer === key.publicKey)) return args;
+      const signature = signRuling(key.secretKey, {
+        escrowId, disputeId: await disputeIdOf(escrowId), outcome: args.outcome as RulingOutcome,
+        ...(args.rationale !== undefined ? { rationale: args.rationale as string } : {}),
+        ...(args.shares !== undefined ? { shares: args.shares as Shares } : {}),
+      });
+      return { ...args, signatures: [...signatures, signature] };
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// The verify_bundle MCP tool's arguments, answer and work, shared by the service's /mcp endpoint and
+// the local stdio server: a bundle verified offline with verifyBundle, no network (docs/mcp.md).
+// No MCP SDK import here: the service bundles it without the client's optional dependency.
+import { verifyBundle } from '@escrow-settlement/protocol/verify';
+import type { Bundle, Check } from '@escrow-settlement/protocol/types';
+
+const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
+
+/** Arguments (JSON Schema): the bundle as GET /v1/proofs/{id}/bundle returns it, and the issuer keys to pin. */
+export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    bundle: { type: 'object', description: 'the bundle as get_bundle returns it: {proof, trail, inclusion, issuerKeys, parties}' },
+    trustedKeys: { type: 'array', items: hex64, minItems: 1, maxItems: 100, description: 'issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them the bundle\'s own keys are trusted, with a warning in the issuer.trust check' },
+  },
+  required: ['bundle'],
+  additionalProperties: false,
+};
+
+/** Answer (JSON Schema): valid when every check passed. */
+export const VERIFY_BUNDLE_OUTPUT: Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean' },
+    checks: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, ok: { type: 'boolean' }, detail: { type: 'string' } }, required: ['name', 'ok', 'detail'] } },
+  },
+  required: ['valid', 'checks'],
+};
+
+export interface VerifyBundleAnswer {
+  valid: boolean;
+  checks: Check[];
+}
+
+/** A caller's mistake in the arguments (not a failed check): the message names the argument. */
+export class ToolArgumentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolArgumentError';
+  }
+}
+
+/**
+ * Runs the tool. A bundle that is not well formed is a failing `bundle.format` check, as the CLI
+ * reports it; arguments that are not the tool's (an unknown name, trustedKeys not hex keys) throw
+ * ToolArgumentError naming the argument.
+ */
+export function runVerifyBundle(args: Record<string, unknown> | undefined): VerifyBundleAnswer {
+  const a = args ?? {};
+  for (const k of Object.keys(a)) if (k !== 'bundle' && k !== 'trustedKeys') throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle and trustedKeys`);
+  if (!('bundle' in a)) throw new ToolArgumentError('bundle: required (the bundle as get_bundle returns it)');
+  const keys = a.trustedKeys;
+  if (keys !== undefined) {
+    if (!Array.isArray(keys) || keys.length === 0 || keys.length > 100) throw new ToolArgumentError('trustedKeys: must be an array of 1 to 100 hex public keys');
+    keys.forEach((k, i) => {
+      if (typeof k !== 'string' || !/^[0-9a-f]{64}$/.test(k)) throw new ToolArgumentError(`trustedKeys/${i}: must be 64 lowercase hex characters (an Ed25519 public key)`);
+    });
+  }
+  const r = verifyBundle(a.bundle as Bundle, keys ? { trustedKeys: keys as string[] } : { trustBundleKeys: true });
+  return { valid: r.ok, checks: r.checks };
+}

@@ -1,0 +1,99 @@
+// A tool call as the REST request it stands for, sent through the service's own front door
+// (ctx.refetch): cross-site and Host checks, the caller's key, tenancy, rate limits, body caps and the
+// route's validation all apply exactly as to the REST call. The answer is the route's: its body is the
+// result's structuredContent, its error envelope an isError result's (docs/mcp.md).
+import type { Ctx } from '../http/route.ts';
+import { badRequest } from '../errors.ts';
+import { errorResponse } from '../http/respond.ts';
+import { spend } from '../http/rateLimit.ts';
+import { ROUTE_TOOLS, VERIFY_BUNDLE_TOOL, type RouteTool } from './tools.ts';
+import { runVerifyBundle, ToolArgumentError } from '@escrow-settlement/client/mcp/verifyBundleTool';
+
+export interface ToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/** Request headers a tool call's request carries over from the MCP request (the rest are the tool's). */
+const CARRIED = ['authorization', 'host', 'origin', 'sec-fetch-site', 'sec-fetch-mode', 'user-agent'];
+
+const BY_NAME = new Map(ROUTE_TOOLS.map((t) => [t.name, t]));
+
+export const isTool = (name: string) => BY_NAME.has(name) || name === VERIFY_BUNDLE_TOOL.name;
+
+export async function callTool(ctx: Ctx, name: string, args: Record<string, unknown> | undefined): Promise<ToolResult> {
+  try {
+    if (name === VERIFY_BUNDLE_TOOL.name) return await verifyTool(ctx, args);
+    const tool = BY_NAME.get(name);
+    if (!tool) throw new Error(`unknown tool ${name}`);
+    return await fromResponse(tool, await ctx.refetch!(toRequest(ctx, tool, args ?? {})));
+  } catch (err) {
+    return fromResponse(undefined, errorResponse(err));
+  }
+}
+
+/** The REST request of a tool call: the path argument in the path, the others in the query or the body. */
+function toRequest(ctx: Ctx, tool: RouteTool, args: Record<string, unknown>): Request {
+  const [method, pattern] = tool.route.split(' ');
+  const rest = { ...args };
+  let path = pattern;
+  if (tool.pathArg) {
+    const v = rest[tool.pathArg.name];
+    if (v === undefined) throw badRequest(`${tool.pathArg.name} is required`);
+    if (typeof v !== 'string') throw badRequest(`${tool.pathArg.name}: must be a string id (${tool.pathArg.description})`);
+    delete rest[tool.pathArg.name];
+    path = pattern.replace(':id', encodeURIComponent(v));
+  }
+  const url = new URL(path, ctx.request.url);
+  if (method === 'GET') {
+    for (const [k, v] of Object.entries(rest)) {
+      if (!tool.query?.includes(k)) throw badRequest(`${k}: unknown argument; ${tool.name} takes ${[tool.pathArg?.name, ...(tool.query ?? [])].filter(Boolean).join(', ') || 'no arguments'}`);
+      if (typeof v !== 'string' && typeof v !== 'number') throw badRequest(`${k}: must be a string${k === 'limit' ? ' or an integer' : ''}`);
+      url.searchParams.set(k, String(v));
+    }
+  }
+  const headers = new Headers({ accept: 'application/json' });
+  for (const h of CARRIED) {
+    const v = ctx.request.headers.get(h);
+    if (v !== null) headers.set(h, v);
+  }
+  let body: string | undefined;
+  if (method !== 'GET' && Object.keys(rest).length > 0) {
+    body = JSON.stringify(rest);
+    headers.set('content-type', 'application/json');
+  }
+  return new Request(url, { method, headers, body });
+}
+
+/** The route's answer as a tool result: JSON as is, a text answer wrapped, an error envelope as isError. */
+async function fromResponse(tool: RouteTool | undefined, res: Response): Promise<ToolResult> {
+  const text = await res.text();
+  const isJson = (res.headers.get('content-type') ?? '').startsWith('application/json');
+  let structured: Record<string, unknown>;
+  if (res.ok && tool?.textAs && !isJson) structured = { [tool.textAs]: text };
+  else structured = isJson ? JSON.parse(text) : { error: { code: 'internal', message: `the route answered ${res.status} with ${res.headers.get('content-type') ?? 'no content type'}` } };
+  return {
+    content: [{ type: 'text', text: tool?.textAs && res.ok ? text : JSON.stringify(structured) }],
+    structuredContent: structured,
+    ...(res.ok ? {} : { isError: true }),
+  };
+}
+
+/**
+ * verify_bundle runs here, on the bundle given, with no request to anything. It is the work
+ * POST /v1/verify does, so it spends the same per-address verify budget.
+ */
+async function verifyTool(ctx: Ctx, args: Record<string, unknown> | undefined): Promise<ToolResult> {
+  const { svc, caller } = ctx;
+  await spend(svc.rateLimiter, { unit: `verify:${caller.ip}`, limit: svc.config.verifyRateLimitMax });
+  let answer;
+  try {
+    answer = runVerifyBundle(args);
+  } catch (err) {
+    if (err instanceof ToolArgumentError || err instanceof TypeError) throw badRequest(err.message);
+    throw err;
+  }
+  return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer as unknown as Record<string, unknown> };
+}
