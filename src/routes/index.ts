@@ -15,7 +15,8 @@ import { webhookRoutes } from './webhooks.ts';
 import { x402Routes } from './x402.ts';
 import { consoleRoutes } from './console.ts';
 import { webhookAttemptRoutes } from './webhookAttempts.ts';
+import { facilitatorRoutes } from './facilitator.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...facilitatorRoutes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
 }
