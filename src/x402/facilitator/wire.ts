@@ -2,9 +2,9 @@
 // auth-capture requirements, and the three settle payloads (collect, capture, void). The body's
 // outer shape is checked with the service's usual 400; everything inside it is an x402 matter, so
 // a failure there is a refusal (malformed_header naming the field) answered with status 200.
-import { any, literal, number, object, optional, record, string, type, union, unknown } from 'superstruct';
+import { any, define, literal, number, object, optional, record, string, type, union, unknown } from 'superstruct';
 import { AppError } from '../../errors.ts';
-import { check, hex64, idOf, sigHex, timestamp } from '../../http/validate.ts';
+import { annotate, check, hex64, idOf, sigHex, timestamp } from '../../http/validate.ts';
 import { SignatureS, TimeoutsS } from '../../routes/schemas.ts';
 import { refuse } from './refusal.ts';
 
@@ -15,10 +15,13 @@ export const DECIMALS = 6;
 export const ASSETS = ['USDC'] as const;
 
 /** POST /verify and /settle: x402's VerifyRequest / SettleRequest. Anything else is a 400. */
+const jsonObject = (schema: string) => annotate(
+  define<Record<string, unknown>>(schema, (v) => (typeof v === 'object' && v !== null && !Array.isArray(v)) || 'must be a JSON object'),
+  { $ref: `#/components/schemas/${schema}` });
 export const FacilitatorBody = object({
   x402Version: number(),
-  paymentPayload: record(string(), unknown()),
-  paymentRequirements: record(string(), unknown()),
+  paymentPayload: jsonObject('X402PaymentPayload'),
+  paymentRequirements: jsonObject('AuthCaptureRequirements'),
 });
 
 /** x402 v2 PaymentRequirements for auth-capture; unknown keys are tolerated, as x402 adds them. */
