@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { describeStores, expectError, makeHarness, type Harness } from '../harness.ts';
 import { generateKeys, signMandate, type Terms } from '@escrow-settlement/client';
 import { signCapture, signCollect, signVoid } from '@escrow-settlement/client/x402/authCapture';
+import { createEscrow } from '../../src/domain/escrows.ts';
+import { checkRequest } from '../../src/x402/facilitator/requirements.ts';
+import { collectHash } from '../../src/x402/facilitator/collect.ts';
 
 const TERMS: Terms = { description: 'a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] };
 const RESOURCE = 'https://shop.example/report';
@@ -124,6 +127,33 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     assert.deepEqual(await counts(h()), mid);
   });
 
+  test('concurrent identical collects make one escrow; a collect that died between create and fund is funded by its retry', async () => {
+    const body = collect(payer.secretKey, payee.publicKey);
+    const before = await counts(h());
+    const answers = await Promise.all(Array.from({ length: 6 }, () => h().req('POST', S, body)));
+    for (const a of answers) assert.deepEqual(a.body, answers[0].body, a.text);
+    assert.equal(answers[0].body.success, true);
+    const mid = await counts(h());
+    assert.equal(mid.escrows, before.escrows + 1);
+    assert.equal(mid.payments, before.payments + 1);
+
+    // The first collect's escrow and payment record committed, then the process died before fund.
+    const late = collect(payer.secretKey, payee.publicKey);
+    const checked = checkRequest(late as any, 'escrow:sandbox');
+    const a = (late.paymentPayload.payload as any).authorization;
+    await createEscrow(h().app.svc, {
+      amount: checked.amount, asset: 'USDC', terms: checked.terms, payer: { keyRef: { publicKey: a.from } }, payee: { keyRef: { publicKey: payee.publicKey } }, timeouts: checked.timeouts,
+      alsoWrite: (escrowId, now) => [{ text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        params: [payee.publicKey, a.nonce, collectHash(checked, late.paymentPayload.payload as any), escrowId, a.from, 'escrow:sandbox', '10000', now] }],
+    });
+    const [orphan] = await h().db.query('SELECT escrow_id FROM x402_payments WHERE nonce = $1', [a.nonce]);
+    assert.equal((await h().req('GET', `/v1/escrows/${orphan.escrow_id}`)).body.state, 'created');
+    const retried = await h().req('POST', S, late);
+    assert.equal(retried.body.transaction, orphan.escrow_id, retried.text);
+    assert.equal((await h().req('GET', `/v1/escrows/${orphan.escrow_id}`)).body.state, 'funded');
+    assert.equal((await counts(h())).escrows, mid.escrows + 1);
+  });
+
   test('capture and void: someone else\'s escrow, bad signatures, replays answer as the first', async () => {
     const body = collect(payer.secretKey, payee.publicKey);
     const collected = (await h().req('POST', S, body)).body;
@@ -197,6 +227,9 @@ test('hosted: the facilitator needs a bearer key, and a key sees only its own pa
     assert.equal((await h.req('GET', `/v1/escrows/${escrowId}`, undefined, { authorization: b })).status, 404);
     const capture = { x402Version: 2, paymentPayload: { ...body.paymentPayload, payload: signCapture(payee.secretKey, { escrowId, payload: { title: 'x' } }) }, paymentRequirements: body.paymentRequirements };
     refusal(await h.req('POST', S, capture, { authorization: b }), 'errorReason', 'payment_invalid');
+    const replayed = await h.req('POST', S, body, { authorization: b });
+    refusal(replayed, 'errorReason', 'payment_invalid');
+    assert.ok(!replayed.text.includes(escrowId), 'another key\'s replay does not learn the escrow');
     assert.equal((await h.req('POST', S, capture, { authorization: a })).body.success, true);
   } finally {
     await h.close();

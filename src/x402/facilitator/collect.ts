@@ -129,6 +129,11 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
     if (!row) throw new Error('x402 collect: the payment record is missing after its escrow committed');
   }
   if (row.payload_hash !== hash) throw refuse('payment_invalid', 'authorization.nonce was already used by another payment: a payment settles once');
+  // Hosted: a key that cannot see the escrow learns nothing of it, not even its id.
+  const scope = scopeOf(caller);
+  if (scope !== null && (await svc.db.query('SELECT 1 FROM escrow_tenants WHERE escrow_id = $1 AND key_id = $2', [row.escrow_id, scope])).length === 0) {
+    throw refuse('payment_invalid', 'authorization.nonce was already used: a payment settles once');
+  }
   await ensureFunded(svc, row.escrow_id);
   return { success: true, transaction: row.escrow_id, network: row.network, payer: row.payer, amount: row.amount, extra: { escrowId: row.escrow_id } };
 }
