@@ -129,6 +129,9 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
   }
 }
 
+/** Only the x402/authCapture subpath may use the optional @x402/core peer (types only); the core index never loads it. */
+const OPTIONAL_PEER_FILES = /^x402[\/]authCapture/;
+
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
  * only be @noble/* or node:* builtins. Returns the offending "file: specifier" lines.
@@ -143,7 +146,7 @@ export function foreignImports(distDir = join(CLIENT, 'dist')): string[] {
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !spec.startsWith('node:')) {
+      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !spec.startsWith('node:') && !(OPTIONAL_PEER_FILES.test(f) && /^@x402\/core(\/|$)/.test(spec))) {
         bad.push(`${f}: ${spec}`);
       }
     }

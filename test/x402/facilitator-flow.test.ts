@@ -30,7 +30,7 @@ for (const kind of STORES) {
     let rs: ResourceServer;
     const payee = generateKeys();
     const payer = generateKeys();
-    const paying = () => wrapFetchWithPayment(fetch, new x402Client().register('escrow:sandbox', new AuthCaptureClient(payer.secretKey)));
+    const paying = () => wrapFetchWithPayment(fetch, new x402Client().register('escrow:*', new AuthCaptureClient(payer.secretKey)));
 
     before(async () => {
       svc = await startService(kind);
