@@ -179,6 +179,11 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     assert.deepEqual(captured.body.extra, { escrowId, state: 'settled' });
     const replay = await settle(signCapture(payee.secretKey, { escrowId, payload: { title: 'ok' } }));
     assert.deepEqual(replay.body, captured.body, 'a repeated capture answers what the first did');
+    // The same commands as the REST API: the same trail and events, and a proof that verifies.
+    const events = (await h().req('GET', `/v1/escrows/${escrowId}/events`)).body.events.map((e: any) => e.type ?? e.event);
+    assert.deepEqual(events, ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);
+    const checked = (await h().req('GET', `/v1/proofs/${captured.body.transaction}/verify`)).body;
+    assert.deepEqual([checked.signatureValid, checked.trailIntact, checked.trailHeadMatches], [true, true, true]);
     refusal(await settle(signVoid(payee.secretKey, { escrowId })), 'errorReason', 'payment_invalid');
 
     // A void on a funded escrow refunds it; a repeated void answers the same proof.

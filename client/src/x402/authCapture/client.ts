@@ -6,7 +6,7 @@ import { publicKeyFromSecret } from '../../keys.ts';
 import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, signCollect } from './wire.ts';
 
 export interface AuthCaptureClientOptions {
-  /** Sign only these terms hashes (sha256 of JCS(terms)); default: any terms the offer carries. */
+  /** Sign only offers whose terms this accepts (compare termsHash(terms) with ones you trust); default: any terms. */
   acceptTerms?: (terms: unknown) => boolean;
 }
 
