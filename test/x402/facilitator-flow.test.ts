@@ -132,7 +132,7 @@ for (const kind of STORES) {
       }) as typeof fetch;
       const scheme = new AuthCaptureServer({ payeeSecretKey: payee.secretKey, terms: TERMS });
       const slow = await startResourceServer({
-        facilitator: new HTTPFacilitatorClient({ url: `${svc.url}/v1/x402/facilitator`, timeoutMs: 3000 }),
+        facilitator: new HTTPFacilitatorClient({ url: `${svc.url}/v1/x402/facilitator`, timeoutMs: 5000 }),
         scheme,
         routes: { 'GET /report': { accepts: scheme.option({ price: '0.02' }) } },
         handlers: { '/report': async () => ({ title: 'retried' }) },

@@ -27,7 +27,7 @@ const closeServer = (s: Server) => new Promise<void>((r) => { s.closeAllConnecti
 
 export async function startService(kind: StoreKind, env: Record<string, string> = {}): Promise<Service> {
   const store = await openStore(kind);
-  const app = createApp({ db: store.db, config: parseConfig({ DATA_DIR: ':memory:', LOG_INTEGRATE_WAIT_MS: '2000', ...env }) });
+  const app = createApp({ db: store.db, config: parseConfig({ DATA_DIR: ':memory:', ...env }) });
   const server = createServer(nodeListener(app, { trustProxy: false }));
   const url = await listen(server);
   return { app, db: store.db, url, close: async () => { await closeServer(server); await store.drop(); } };
