@@ -43,6 +43,8 @@ export interface Config {
    * resolves `auto` (the core has no notion of cores) and forks the workers (src/node/cluster.ts).
    */
   workers: number | 'auto';
+  /** X402_NETWORK: the CAIP-2 network the x402 facilitator settles on (default escrow:sandbox, docs/x402.md). */
+  x402Network: string;
 }
 
 export class ConfigError extends Error {
@@ -178,6 +180,13 @@ function exposure(env: Env, host: string, apiKey: string | undefined): boolean {
   return sandboxPublic;
 }
 
+/** A CAIP-2 chain id in the escrow namespace: `escrow:` and a reference of 1-32 of [-_a-zA-Z0-9]. */
+function x402Network(env: Env): string {
+  const raw = env.X402_NETWORK || 'escrow:sandbox';
+  if (!/^escrow:[-_a-zA-Z0-9]{1,32}$/.test(raw)) throw new ConfigError('X402_NETWORK', `must be a CAIP-2 network in the escrow namespace, e.g. escrow:sandbox, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 /**
  * Every variable is read once. An empty variable (`PORT=`) counts as unset, the same for all of
  * them, so `KEY=` lines in env files and compose files fall back to the default instead of failing.
@@ -225,5 +234,6 @@ export function parseConfig(env: Env): Config {
     sandboxPublic: exposure(env, host, apiKey),
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
     workers: workers(env, databaseUrl),
+    x402Network: x402Network(env),
   });
 }

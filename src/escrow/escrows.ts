@@ -27,6 +27,8 @@ export interface CreateInput {
   /** The minted key the creator is confined to (tenancy, src/access/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
   scope?: string | null;
   metadata?: Metadata;
+  /** Statements that commit with the new escrow (an x402 collect's payment record, src/x402/facilitator/collect.ts). */
+  alsoWrite?: (escrowId: string, now: Date) => Stmt[];
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
@@ -136,6 +138,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       ...writes,
       ...tenantRows(escrow.id, tenants),
       trailWrite(escrow.id, entries),
+      ...(input.alsoWrite?.(escrow.id, now) ?? []),
       ...idemStore(idem, 201, json),
     ]);
     return json;

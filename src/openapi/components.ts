@@ -2,6 +2,7 @@
 import { annotationOf } from '../validate.ts';
 import { MetadataS } from '../escrow/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
+import { FACILITATOR_RESPONSES, FACILITATOR_SCHEMAS } from './facilitator.ts';
 
 /** Codes the edge answers before a route runs (docs/protocol.md §19.3); ERROR_CODES gains them as they land. */
 const EDGE_CODES: Record<string, { status: number; cause: string }> = {
@@ -31,6 +32,7 @@ const check = (kind: string, props: Record<string, unknown>, required: string[])
   ({ type: 'object', properties: { kind: { const: kind }, ...props }, required: ['kind', ...required], additionalProperties: false });
 
 export const SCHEMAS: Record<string, unknown> = {
+  ...FACILITATOR_SCHEMAS,
   // A 402 from GET /v1/x402/demo also carries x402Version and accepts (docs/protocol.md §15.4).
   Error: obj({ error: obj({ code: { type: 'string', enum: ALL_ERROR_CODES }, message: str, docsUrl: str }, ['code', 'message']), x402Version: int, accepts: arr(ref('PaymentRequirements')) }, ['error']),
   PaymentRequirements: obj({
@@ -97,6 +99,7 @@ export const SCHEMAS: Record<string, unknown> = {
 
 /** The success body of each operation, keyed `METHOD path`. A test checks every route has one. */
 export const RESPONSES: Record<string, unknown> = {
+  ...FACILITATOR_RESPONSES,
   'GET /health': obj({ ok: bool, service: str, issuer: { type: ['string', 'null'] }, version: str, uptimeSeconds: int }),
   'GET /.well-known/proof-issuer.json': obj({ keys: arr(ref('IssuerKey')) }),
   'GET /v1/openapi.json': { type: 'object', description: 'this document' },

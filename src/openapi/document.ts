@@ -139,7 +139,7 @@ const TAGS: Record<string, string> = {
   verify: 'Public verification of a proof document.',
   admin: 'Root-key operations: issuer rotation, bearer keys, metrics, rate counters.',
   webhooks: 'Signed event deliveries, dead letters and redelivery.',
-  x402: 'The x402 payment demo.',
+  x402: 'The x402 payment demo, and the x402 v2 facilitator (auth-capture payments held in escrow, docs/x402.md).',
   mcp: 'The Model Context Protocol endpoint: the escrow routes as tools for LLM agents.',
 };
 

@@ -16,7 +16,8 @@ import { x402Routes } from './x402.ts';
 import { consoleRoutes } from './console.ts';
 import { webhookAttemptRoutes } from './webhookAttempts.ts';
 import { mcpRoutes } from '../mcp/route.ts';
+import { facilitatorRoutes } from './facilitator.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...mcpRoutes(), ...consoleRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...facilitatorRoutes(), ...webhookAttemptRoutes(), ...mcpRoutes(), ...consoleRoutes()];
 }

@@ -135,6 +135,9 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
   }
 }
 
+/** Only the x402/authCapture subpath may use the optional @x402/core peer (types only); the core index never loads it. */
+const OPTIONAL_PEER_FILES = /^x402[\/]authCapture/;
+
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
  * only be @noble/*, node:* builtins, (from the client) the protocol package, and the MCP SDK (an optional peer
@@ -150,7 +153,7 @@ export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escr
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:') && !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/'))) {
+      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:') && !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/')) && !(OPTIONAL_PEER_FILES.test(f) && /^@x402\/core(\/|$)/.test(spec))) {
         bad.push(`${f}: ${spec}`);
       }
     }

@@ -5,6 +5,7 @@ import type {
   Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
   SignedDelivery, SignedMandate, WebhookAttempt,
 } from '@escrow-settlement/protocol/resources';
+import type { FacilitatorRequest, FacilitatorSettleResponse, FacilitatorSupported, FacilitatorVerifyResponse } from './x402/authCapture/wire.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
 import { createPaymentHeader, createPaymentHeaderV2, decodePaymentRequired, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequiredV2, type PaymentRequirements, type PaymentResponse } from './x402.ts';
 
@@ -63,6 +64,9 @@ export const API_ROUTES = {
   'x402.offer': ['GET /v1/x402/demo'],
   'x402.demo': ['GET /v1/x402/demo'],
   'x402.pay': ['GET /v1/x402/demo'],
+  'x402.facilitator.supported': ['GET /v1/x402/facilitator/supported'],
+  'x402.facilitator.verify': ['POST /v1/x402/facilitator/verify'],
+  'x402.facilitator.settle': ['POST /v1/x402/facilitator/settle'],
 } as const satisfies Record<string, readonly string[]>;
 
 type MethodName = keyof typeof API_ROUTES;
@@ -207,6 +211,12 @@ export function createClient(opts: ClientOptions) {
         const header = o.v2 ? createPaymentHeaderV2(v2, secretKey, o) : createPaymentHeader(requirements, secretKey, o);
         const paid = await demo<T>({ header, v2: o.v2 });
         return { ...paid, requirements };
+      },
+      /** The x402 facilitator (docs/x402.md); @x402/core's HTTPFacilitatorClient speaks the same routes. */
+      facilitator: {
+        supported: () => call<FacilitatorSupported>('x402.facilitator.supported'),
+        verify: (body: FacilitatorRequest) => call<FacilitatorVerifyResponse>('x402.facilitator.verify', { body }),
+        settle: (body: FacilitatorRequest) => call<FacilitatorSettleResponse>('x402.facilitator.settle', { body }),
       },
     },
   };

@@ -1,0 +1,134 @@
+// The resource server's side of auth-capture for @x402/core's x402ResourceServer (the service's
+// docs/x402.md): requirements from a price and the terms, then the escrow flow core runs: collect
+// before the handler, capture after it with the handler's response as the payee-signed delivery,
+// and void when the handler fails.
+import type {
+  AssetAmount, Network, PaymentRequirements, Price, SchemeNetworkServer, SchemeServerHooks, SettleContext, SupportedKind, VerifiedPaymentCanceledContext,
+} from '@x402/core/types';
+import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
+import { toAtomicAmount } from '../../x402.ts';
+import type { Terms } from '@escrow-settlement/protocol/resources';
+import type { Timeouts } from './types.ts';
+import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, ESCROW_SANDBOX, signCapture } from './wire.ts';
+
+export interface AuthCaptureServerOptions {
+  /** The payee's secret key (hex): it signs captures and voids; its public key is `payTo`. */
+  payeeSecretKey: string;
+  /** Terms for routes whose payment option carries none in extra.terms. */
+  terms?: Terms;
+  timeouts?: Timeouts;
+  arbiter?: string;
+  asset?: string;
+}
+
+export interface AuthCaptureOption {
+  price: Price;
+  terms?: Terms;
+  network?: Network;
+  maxTimeoutSeconds?: number;
+  timeouts?: Timeouts;
+}
+
+type Authorization = { nonce?: unknown; to?: unknown };
+
+export class AuthCaptureServer implements SchemeNetworkServer {
+  readonly scheme = AUTH_CAPTURE_SCHEME;
+  readonly defaultAssetTransferMethod = 'default';
+  readonly paymentFlows = { default: { supported: ['escrow'] as const, default: 'escrow' as const } };
+  /** The payee's public key: every option's payTo. */
+  readonly payTo: string;
+  /** Escrow ids of collected payments by payTo and nonce, until their capture or void. */
+  private readonly collected = new Map<string, string>();
+
+  readonly schemeHooks: SchemeServerHooks = {
+    onAfterSettle: async (ctx) => {
+      const key = this.keyOf(ctx);
+      if (key === undefined) return;
+      const escrowId = (ctx.result.extra as { escrowId?: unknown } | undefined)?.escrowId;
+      if (ctx.phase === 'before-handler' && typeof escrowId === 'string') this.collected.set(key, escrowId);
+      else if (ctx.phase !== 'before-handler') this.collected.delete(key);
+    },
+    onSettleFailure: async (ctx) => {
+      const key = this.keyOf(ctx);
+      if (key !== undefined && ctx.phase !== 'before-handler') this.collected.delete(key);
+    },
+  };
+
+  constructor(private readonly opts: AuthCaptureServerOptions) {
+    this.payTo = publicKeyFromSecret(opts.payeeSecretKey, 'payeeSecretKey');
+  }
+
+  /** A route's payment option (x402HTTPResourceServer's `accepts`) paying this payee. */
+  option(o: AuthCaptureOption) {
+    const terms = o.terms ?? this.opts.terms;
+    if (terms === undefined) throw new TypeError('auth-capture needs terms: pass them here or to the AuthCaptureServer');
+    const timeouts = o.timeouts ?? this.opts.timeouts;
+    return {
+      scheme: AUTH_CAPTURE_SCHEME,
+      network: o.network ?? ESCROW_SANDBOX,
+      payTo: this.payTo,
+      price: o.price,
+      maxTimeoutSeconds: o.maxTimeoutSeconds ?? 300,
+      extra: { terms, ...(timeouts ? { timeouts } : {}) },
+    };
+  }
+
+  /** "$0.01", "0.01" or 0.01 → atomic units of the asset (6 decimals); an AssetAmount as given. */
+  async parsePrice(price: Price, _network: Network): Promise<AssetAmount> {
+    if (typeof price === 'object' && price !== null) return price;
+    const text = typeof price === 'number' ? price.toFixed(ESCROW_DECIMALS).replace(/\.?0+$/, '') : price.trim().replace(/^\$/, '');
+    return { amount: toAtomicAmount(text, ESCROW_DECIMALS), asset: this.opts.asset ?? 'USDC' };
+  }
+
+  getAssetDecimals(): number {
+    return ESCROW_DECIMALS;
+  }
+
+  async enhancePaymentRequirements(requirements: PaymentRequirements, _kind: SupportedKind, _extensions: string[]): Promise<PaymentRequirements> {
+    const extra = { ...(requirements.extra ?? {}) };
+    extra.terms ??= this.opts.terms;
+    if (extra.terms === undefined) throw new TypeError('auth-capture needs terms: give the payment option extra.terms, or the AuthCaptureServer terms');
+    if (extra.timeouts === undefined && this.opts.timeouts) extra.timeouts = this.opts.timeouts;
+    if (this.opts.arbiter !== undefined) extra.arbiter ??= this.opts.arbiter;
+    return { ...requirements, extra };
+  }
+
+  /**
+   * What core adds to the payer's payload for each settle (it only adds, never replaces): nothing
+   * for the collect; the handler's response as the signed delivery for the capture; the signed
+   * void on cancel (its signature as payeeSignature, `signature` being the payer's).
+   */
+  enrichSettlementPayload = async (ctx: SettleContext): Promise<Record<string, unknown> | void> => {
+    if (ctx.phase === 'before-handler') return;
+    const key = this.keyOf(ctx);
+    const escrowId = key === undefined ? undefined : this.collected.get(key);
+    if (escrowId === undefined) throw new Error('auth-capture: no collected escrow for this payment (its collect did not succeed here)');
+    if (ctx.phase === 'after-handler') {
+      const body = (ctx.transportContext as { responseBody?: Uint8Array } | undefined)?.responseBody;
+      return { ...signCapture(this.opts.payeeSecretKey, { escrowId, payload: deliveryPayload(body) }) };
+    }
+    const signedAt = new Date().toISOString();
+    return { type: 'void', paymentId: escrowId, signedAt, payeeSignature: signBody(this.opts.payeeSecretKey, { escrowId, action: 'void', signedAt }, 'payeeSecretKey') };
+  };
+
+  /** Void a collected payment whose handler failed: settle once more, on the same requirements. */
+  settleOnCancel(ctx: VerifiedPaymentCanceledContext): PaymentRequirements | void {
+    const key = this.keyOf(ctx);
+    if (key !== undefined && this.collected.has(key)) return ctx.requirements as PaymentRequirements;
+  }
+
+  private keyOf(ctx: SettleContext): string | undefined {
+    const a = (ctx.paymentPayload.payload as { authorization?: Authorization }).authorization;
+    return a && typeof a.nonce === 'string' ? `${ctx.requirements.payTo}:${a.nonce}` : undefined;
+  }
+}
+
+/** The handler's response body as the delivery: its JSON value, or its text when it is not JSON. */
+function deliveryPayload(body: Uint8Array | undefined): unknown {
+  const text = body === undefined ? '' : new TextDecoder().decode(body);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

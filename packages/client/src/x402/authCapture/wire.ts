@@ -1,0 +1,121 @@
+// The auth-capture binding's wire shapes and signatures (the service's docs/x402.md): what a payer
+// signs to collect, what a payee signs to capture or void, and the facilitator's answers. Web APIs
+// only, no dependency on @x402/core.
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
+import { signDelivery } from '../../sign.ts';
+import type { Terms } from '@escrow-settlement/protocol/resources';
+import type { Signature } from '@escrow-settlement/protocol/types';
+
+export const AUTH_CAPTURE_SCHEME = 'auth-capture';
+/** The facilitator's default network (X402_NETWORK), a CAIP-2 id in the escrow namespace. */
+export const ESCROW_SANDBOX = 'escrow:sandbox';
+export const ESCROW_DECIMALS = 6;
+
+export interface CollectAuthorization {
+  from: string;
+  to: string;
+  /** Atomic units (6 decimals): the requirements' `amount`. */
+  value: string;
+  asset: string;
+  /** paymentPayload.resource.url: the resource paid for. */
+  resource: string;
+  /** sha256 hex of JCS(requirements.extra.terms): the terms the payer agreed to. */
+  termsHash: string;
+  /** 64 hex: one payment per (payTo, nonce). */
+  nonce: string;
+  validBefore: string;
+}
+
+export interface CollectPayload {
+  authorization: CollectAuthorization;
+  /** Hex Ed25519 by `from` over JCS(authorization). */
+  signature: string;
+}
+
+export interface CapturePayload {
+  type: 'capture';
+  paymentId: string;
+  delivery: { payload: unknown; submittedAt: string; signature: Signature };
+}
+
+export interface VoidPayload {
+  type: 'void';
+  paymentId: string;
+  signedAt: string;
+  signature: Signature;
+}
+
+export interface FacilitatorRequest {
+  x402Version: number;
+  paymentPayload: Record<string, unknown>;
+  paymentRequirements: Record<string, unknown>;
+}
+
+export interface FacilitatorSupported {
+  kinds: Array<{ x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }>;
+  extensions: string[];
+  signers: Record<string, string[]>;
+}
+
+export interface FacilitatorVerifyResponse {
+  isValid: boolean;
+  invalidReason?: string;
+  invalidMessage?: string;
+  payer?: string;
+}
+
+export interface FacilitatorSettleResponse {
+  success: boolean;
+  errorReason?: string;
+  errorMessage?: string;
+  /** collect: the escrow id; capture and void: the proof id; a refusal: "". */
+  transaction: string;
+  network: string;
+  payer?: string;
+  amount?: string;
+  extra?: { escrowId?: string; state?: string; verdict?: Record<string, unknown> } & Record<string, unknown>;
+}
+
+/** sha256 hex of JCS(terms), the termsHash a collect authorization binds. */
+export const termsHash = (terms: unknown): string => sha256Hex(canonicalize(terms));
+
+export interface CollectToSign {
+  to: string;
+  value: string;
+  asset: string;
+  resource: string;
+  terms: Terms | unknown;
+  maxTimeoutSeconds: number;
+  nonce?: string;
+  validBefore?: string;
+}
+
+/** The payer's collect payload: the authorization and its signature by the payer's key. */
+export function signCollect(payerSecretKey: string, c: CollectToSign): CollectPayload {
+  const authorization: CollectAuthorization = {
+    from: publicKeyFromSecret(payerSecretKey, 'payerSecretKey'),
+    to: c.to,
+    value: c.value,
+    asset: c.asset,
+    resource: c.resource,
+    termsHash: termsHash(c.terms),
+    nonce: c.nonce ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
+    validBefore: c.validBefore ?? new Date(Date.now() + c.maxTimeoutSeconds * 1000).toISOString(),
+  };
+  return { authorization, signature: signBody(payerSecretKey, authorization, 'payerSecretKey').signature };
+}
+
+/** The payee's capture: the response as the delivery, signed as the REST API's client-signed delivery. */
+export function signCapture(payeeSecretKey: string, c: { escrowId: string; payload: unknown; submittedAt?: string }): CapturePayload {
+  const d = signDelivery(payeeSecretKey, { escrowId: c.escrowId, payload: c.payload, submittedAt: c.submittedAt });
+  return { type: 'capture', paymentId: c.escrowId, delivery: { payload: d.payload, submittedAt: d.submittedAt, signature: d.signature } };
+}
+
+/** The payee's void: JCS {escrowId, action: "void", signedAt} signed with the payee key. */
+export function signVoid(payeeSecretKey: string, v: { escrowId: string; signedAt?: string }): VoidPayload {
+  const signedAt = v.signedAt ?? new Date().toISOString();
+  return { type: 'void', paymentId: v.escrowId, signedAt, signature: signBody(payeeSecretKey, { escrowId: v.escrowId, action: 'void', signedAt }, 'payeeSecretKey') };
+}

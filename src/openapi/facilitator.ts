@@ -1,0 +1,68 @@
+// The x402 facilitator's part of the OpenAPI document (docs/x402.md): its request shapes and the
+// answers of /supported, /verify and /settle, merged into the named schemas and responses.
+const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
+const hexSig = { type: 'string', pattern: '^[0-9a-f]{128}$' };
+const ts = { type: 'string', format: 'date-time' };
+const str = { type: 'string' };
+const int = { type: 'integer' };
+const bool = { type: 'boolean' };
+const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
+const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'object', properties, required });
+const REFUSALS = ['malformed_header', 'version_mismatch', 'scheme_mismatch', 'wrong_resource', 'wrong_payee', 'wrong_asset', 'bad_signature', 'payment_invalid', 'terms_mismatch'];
+
+export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
+  AuthCaptureRequirements: {
+    ...obj({
+      scheme: { const: 'auth-capture' },
+      network: { ...str, description: 'X402_NETWORK, a CAIP-2 id (default escrow:sandbox)' },
+      asset: str,
+      amount: { type: 'string', pattern: '^[1-9]\\d{0,23}$', description: 'atomic units, 6 decimals' },
+      payTo: hex64,
+      maxTimeoutSeconds: int,
+      extra: obj({ paymentFlow: { const: 'escrow' }, terms: ref('Terms'), timeouts: { type: 'object', properties: { deliverWithinSeconds: int, resolveWithinSeconds: int, decideWithinSeconds: int, timeoutRuling: { type: 'string', enum: ['release', 'refund', 'split'] } }, additionalProperties: false }, arbiter: hex64 }, ['paymentFlow', 'terms']),
+    }),
+    description: 'x402 v2 PaymentRequirements of the auth-capture scheme; unknown keys are tolerated',
+  },
+  AuthCaptureCollect: obj({
+    authorization: obj({ from: hex64, to: hex64, value: str, asset: str, resource: str, termsHash: hex64, nonce: hex64, validBefore: ts }),
+    signature: { ...hexSig, description: 'Ed25519 by authorization.from over JCS(authorization)' },
+  }),
+  AuthCaptureCapture: obj({
+    type: { const: 'capture' },
+    paymentId: { type: 'string', pattern: '^esc_' },
+    delivery: obj({ payload: { description: 'any JSON value' }, submittedAt: ts, signature: ref('Signature') }),
+  }),
+  AuthCaptureVoid: obj({
+    type: { const: 'void' },
+    paymentId: { type: 'string', pattern: '^esc_' },
+    signedAt: ts,
+    signature: { oneOf: [ref('Signature'), hexSig], description: 'by payTo over JCS {escrowId, action: "void", signedAt}; payeeSignature instead when the collect\'s authorization rides along' },
+  }),
+  X402PaymentPayload: obj({
+    x402Version: { const: 2 },
+    resource: obj({ url: str }, ['url']),
+    accepted: ref('AuthCaptureRequirements'),
+    payload: { oneOf: [ref('AuthCaptureCollect'), ref('AuthCaptureCapture'), ref('AuthCaptureVoid')] },
+  }, ['x402Version', 'accepted', 'payload']),
+};
+
+const settleAnswer = obj({
+  success: bool,
+  errorReason: { type: 'string', enum: [...REFUSALS, 'verdict_failed', 'custody_failed'] },
+  errorMessage: str,
+  transaction: { ...str, description: 'collect: the escrow id; capture and void: the proof id; a refusal: ""' },
+  network: str,
+  payer: hex64,
+  amount: str,
+  extra: { type: 'object', properties: { escrowId: str, state: { type: 'string', enum: ['settled', 'refunded'] }, verdict: { type: 'object' } } },
+}, ['success', 'transaction', 'network']);
+
+export const FACILITATOR_RESPONSES: Record<string, unknown> = {
+  'GET /v1/x402/facilitator/supported': obj({
+    kinds: { type: 'array', items: obj({ x402Version: int, scheme: str, network: str, extra: obj({ paymentFlow: str, decimals: int, assets: { type: 'array', items: str } }) }) },
+    extensions: { type: 'array', items: str },
+    signers: { type: 'object', additionalProperties: { type: 'array', items: hex64 } },
+  }),
+  'POST /v1/x402/facilitator/verify': obj({ isValid: bool, invalidReason: { type: 'string', enum: REFUSALS }, invalidMessage: str, payer: hex64 }, ['isValid']),
+  'POST /v1/x402/facilitator/settle': settleAnswer,
+};

@@ -1,0 +1,39 @@
+// x402-level refusals of the facilitator (docs/x402.md "Refusals"): a well-formed facilitator
+// request whose payment cannot proceed is answered with status 200 and `isValid: false` /
+// `success: false`, never with the service's error envelope (that is for bodies that are not
+// facilitator requests at all).
+import { AppError } from '../../errors.ts';
+
+/** The x402 demo's refusal codes plus terms_mismatch and verdict_failed (docs/x402.md). */
+export type RefusalCode =
+  | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch' | 'wrong_resource' | 'wrong_payee' | 'wrong_asset'
+  | 'bad_signature' | 'payment_invalid' | 'terms_mismatch' | 'verdict_failed' | 'custody_failed';
+
+export class Refusal extends Error {
+  constructor(readonly code: RefusalCode, message: string, readonly extra?: Record<string, unknown>) {
+    super(message);
+    this.name = 'Refusal';
+  }
+}
+
+export const refuse = (code: RefusalCode, message: string) => new Refusal(code, message);
+
+/**
+ * A domain command's AppError met while settling, as the refusal an x402 caller reads: the
+ * command's own message, under payment_invalid (or custody_failed). Anything else is rethrown.
+ */
+export function asRefusal(err: unknown): Refusal {
+  if (err instanceof Refusal) return err;
+  if (err instanceof AppError && err.status < 500) return new Refusal('payment_invalid', err.message);
+  if (err instanceof AppError && err.code === 'custody_failed') return new Refusal('custody_failed', err.message);
+  throw err;
+}
+
+/** Runs `fn`, turning the client-side failures it throws into refusals. */
+export async function refusing<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw asRefusal(err);
+  }
+}
