@@ -46,6 +46,7 @@ export const API_ROUTES = {
   'log.consistency': ['GET /v1/log/consistency/:firstSize', 'GET /v1/log/consistency/:firstSize/:secondSize'],
   'log.entries': ['GET /v1/log/entries'],
   'log.checkpoint': ['GET /v1/log/checkpoint'],
+  'log.tile': ['GET /v1/log/tile/:tile+'],
   'webhooks.register': ['POST /v1/webhooks'],
   'webhooks.list': ['GET /v1/webhooks'],
   'webhooks.unregister': ['DELETE /v1/webhooks'],
@@ -171,6 +172,8 @@ export function createClient(opts: ClientOptions) {
       entries: (q: { start?: number; end?: number } = {}) => call<{ entries: Array<{ leafIndex: number; proof: Proof }> }>('log.entries', { query: q }),
       /** C2SP tlog-checkpoint signed note (text). */
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
+      /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
+      tile: (path: string) => call<Uint8Array>('log.tile', { params: { tile: path }, as: 'bytes' }),
     },
     webhooks: {
       register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),

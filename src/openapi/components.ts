@@ -135,6 +135,7 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /v1/log/consistency/:firstSize/:secondSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
   'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })), nextCursor }, ['entries']),
   'GET /v1/log/checkpoint': { type: 'string', description: 'C2SP tlog-checkpoint signed note (text/plain)' },
+  'GET /v1/log/tile/:tile+': { type: 'string', format: 'binary', description: 'C2SP tlog-tiles hash tile (W x 32 bytes) or entry bundle (uint16 length + entry, repeated)' },
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64, standardWebhooks: obj({ secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$' }, publicKey: { type: 'string', pattern: '^whpk_[A-Za-z0-9+/]{43}=$' } }, ['publicKey']) }),
   'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64, nextCursor }, ['webhooks', 'signingKey']),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),

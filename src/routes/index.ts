@@ -9,6 +9,7 @@ import { disputeRoutes } from './disputes.ts';
 import { custodyRoutes } from './custody.ts';
 import { sandboxRoutes } from './sandbox.ts';
 import { logRoutes } from './log.ts';
+import { tileRoutes } from './tiles.ts';
 import { verifyRoutes } from './verify.ts';
 import { adminRoutes } from './admin.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -17,5 +18,5 @@ import { consoleRoutes } from './console.ts';
 import { webhookAttemptRoutes } from './webhookAttempts.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...tileRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
 }
