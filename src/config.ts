@@ -1,6 +1,7 @@
 // Configuration: parseConfig(env) turns the environment into one frozen Config (CONTRACT §1). Pure.
+import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
 
-export interface Config {
+export interface Config extends WitnessSettings {
   port: number;
   host: string;
   databaseUrl?: string;
@@ -225,5 +226,6 @@ export function parseConfig(env: Env): Config {
     sandboxPublic: exposure(env, host, apiKey),
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
     workers: workers(env, databaseUrl),
+    ...parseWitnessSettings(env, (variable, message) => new ConfigError(variable, message)),
   });
 }

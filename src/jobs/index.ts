@@ -5,6 +5,7 @@ import { startTicker, type Ticker } from './ticker.ts';
 import { SWEEP_BATCH, sweepOnce } from './sweep.ts';
 import { pruneIdempotency } from '../http/idempotency.ts';
 import { startWebhookSender } from './webhooks.ts';
+import { submitOnce } from '../witness/submitter.ts';
 
 export interface Jobs {
   stop(): Promise<void>;
@@ -34,6 +35,10 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   }, (err) => opts.log('sweep failed', { error: String(err) })));
   // The webhook sender: outbox rows claimed with SKIP LOCKED, so every instance can run it.
   tickers.push(startWebhookSender(svc, { log: opts.log }));
+  // The witness submitter (docs/witnessing.md): at most one submission per witness per interval.
+  if (svc.config.witnesses.length > 0) {
+    tickers.push(startTicker(svc.config.witnessIntervalMs, () => submitOnce(svc, { log: opts.log }), (err) => opts.log('witness submission failed', { error: String(err) })));
+  }
   return {
     async stop() {
       await Promise.all(tickers.map((t) => t.stop()));

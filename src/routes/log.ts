@@ -9,8 +9,9 @@ import { issuerHeadKeys, issuerKeys } from '../domain/keys.ts';
 import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../domain/proofs.ts';
 import { readTrail } from '../domain/escrowRow.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
-import { checkpointNote, signedHead } from '../log/heads.ts';
+import { signedHead } from '../log/heads.ts';
 import type { Inclusion } from '@escrow-settlement/client/types';
+import { servedCheckpoint } from '../witness/served.ts';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;
@@ -115,12 +116,13 @@ export const logRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/log/checkpoint', access: 'public', rate: 'public', tag: 'log',
-    summary: 'The current head as a C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name).',
-    success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line' },
-    errors: ['rate_limited'],
+    summary: 'A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses\' cosignature/v1 lines (503 until one has); without: the current head.',
+    success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines' },
+    errors: ['rate_limited', 'unavailable'],
     async handler({ svc }) {
-      const { note } = await checkpointNote(svc.db, issuerHeadKeys, svc.config.logOrigin);
-      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      const { note } = await servedCheckpoint(svc);
+      // Mutable: tlog-tiles asks that it not be cached beyond a few seconds.
+      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' } });
     },
   },
   {

@@ -24,12 +24,14 @@ export interface TestWitness {
   fetch(req: Request): Promise<Response>;
   /** Seconds since the epoch for the cosignature timestamp (tests may pin it). */
   now: () => number;
+  /** Follows one more log (its Ed25519 verifier key, name = origin). */
+  trust(logVkey: string): void;
 }
 
 const text = (status: number, body: string, type = 'text/plain; charset=utf-8') => new Response(body, { status, headers: { 'content-type': type } });
 
 /** `logs`: verifier keys (Ed25519, name = origin) of the logs this witness follows. */
-export function createTestWitness(name: string, logs: string[]): TestWitness {
+export function createTestWitness(name: string, logs: string[] = []): TestWitness {
   const keys = generateKeyPair();
   const other = generateKeyPair();
   const logKeys = logs.map((v) => parseVerifierKey(v));
@@ -40,6 +42,7 @@ export function createTestWitness(name: string, logs: string[]): TestWitness {
     seen: [],
     misbehave: null,
     now: () => Math.floor(Date.now() / 1000),
+    trust: (v) => void logKeys.push(parseVerifierKey(v)),
     async fetch(req) {
       const body = await req.text();
       const res = await answer(req, body);
@@ -97,8 +100,9 @@ export function createTestWitness(name: string, logs: string[]): TestWitness {
     } else if (old === 0 && proof.length !== 0) {
       return text(422, 'a proof from size 0 must be empty\n');
     }
-    w.state.set(cp.origin, { size: cp.size, root: cp.rootHash });
     const t = w.now();
+    // A misbehaving witness records nothing, so each retry meets the same fault.
+    if (w.misbehave === null) w.state.set(cp.origin, { size: cp.size, root: cp.rootHash });
     if (w.misbehave === 'garbage') return text(200, 'this is not a signature line\n');
     if (w.misbehave === 'other-key') return text(200, cosign(cpText, { name, publicKey: other.publicKey, secretKey: other.secretKey }, t));
     if (w.misbehave === 'other-checkpoint') return text(200, cosign(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
