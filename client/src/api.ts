@@ -1,5 +1,5 @@
 // The typed API client: one method per route of the service, over any fetch (SPEC part 4). Web APIs only.
-import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from './types.ts';
+import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry, WitnessState } from './types.ts';
 import type { EngineEvent } from './webhook.ts';
 import type {
   Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,
@@ -47,6 +47,8 @@ export const API_ROUTES = {
   'log.entries': ['GET /v1/log/entries'],
   'log.checkpoint': ['GET /v1/log/checkpoint'],
   'log.tile': ['GET /v1/log/tile/:tile+'],
+  'log.witnesses': ['GET /v1/log/witnesses'],
+  'log.policy': ['GET /.well-known/tlog-policy'],
   'webhooks.register': ['POST /v1/webhooks'],
   'webhooks.list': ['GET /v1/webhooks'],
   'webhooks.unregister': ['DELETE /v1/webhooks'],
@@ -174,6 +176,10 @@ export function createClient(opts: ClientOptions) {
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
       /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
       tile: (path: string) => call<Uint8Array>('log.tile', { params: { tile: path }, as: 'bytes' }),
+      /** Each configured witness with the last size it cosigned (docs/witnessing.md). */
+      witnesses: () => call<{ quorum: number; witnesses: WitnessState[] }>('log.witnesses'),
+      /** The C2SP tlog-policy file: log keys, witnesses, quorum (text). */
+      policy: () => call<string>('log.policy', { as: 'text' }),
     },
     webhooks: {
       register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),

@@ -10,6 +10,7 @@ import { custodyRoutes } from './custody.ts';
 import { sandboxRoutes } from './sandbox.ts';
 import { logRoutes } from './log.ts';
 import { tileRoutes } from './tiles.ts';
+import { witnessRoutes } from './witness.ts';
 import { verifyRoutes } from './verify.ts';
 import { adminRoutes } from './admin.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -18,5 +19,5 @@ import { consoleRoutes } from './console.ts';
 import { webhookAttemptRoutes } from './webhookAttempts.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...tileRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...tileRoutes(), ...witnessRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...webhookAttemptRoutes(), ...consoleRoutes()];
 }

@@ -12,6 +12,7 @@ import { consistencyBetween, inclusionAt, logSize } from '../log/store.ts';
 import { signedHead } from '../log/heads.ts';
 import type { Inclusion } from '@escrow-settlement/client/types';
 import { servedCheckpoint } from '../witness/served.ts';
+import { bundleLogProof } from '../witness/logProof.ts';
 
 /** At most this many entries per GET /v1/log/entries call (CONTRACT §7). */
 export const MAX_ENTRIES = 1000;
@@ -128,17 +129,19 @@ export const logRoutes = () => defineRoutes([
   {
     method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tenant: 'proof', tag: 'proofs',
     summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
-    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}}' },
+    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}' },
     errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
       const leaf = await proofLeaf(svc.db, params.id);
-      const [trail, inclusion, keys] = await Promise.all([
+      const [trail, inclusion, keys, logProof] = await Promise.all([
         // The proof covers the trail before its own proof.issued entry (CONTRACT §3 "Proof fields").
         readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
         inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),
+        // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
+        bundleLogProof(svc, leaf.leafIndex),
       ]);
-      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys, parties: await bundleParties(svc.db, leaf.proof, trail) });
+      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys, parties: await bundleParties(svc.db, leaf.proof, trail), logProof });
     },
   },
 ]);
