@@ -4,6 +4,7 @@ import { isHex64 } from './crypto/bytes.ts';
 import { issuerDocumentKeys } from './issuer.ts';
 import { verifyBundle } from './verify.ts';
 import { parseWitnessKey } from './tlog/cosignature.ts';
+import { runMonitor } from './monitorCli.ts';
 
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys) [--witness VKEY ... [--quorum K]]
        escrow-settlement monitor <base URL> --issuer-doc FILE [--state FILE] [--once] [--interval-ms N]
@@ -116,6 +117,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     io.out(USAGE);
     return 0;
   }
+  if (argv[0] === 'monitor') return runMonitor(argv.slice(1), io);
   const args = parseArgs(argv);
   if (typeof args === 'string') {
     io.err(`escrow-settlement: ${args}\n${USAGE}`);
