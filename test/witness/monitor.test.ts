@@ -38,7 +38,7 @@ for (const kind of STORES) {
       // The fork: the same operator, the same issuer key, another tree.
       const [key] = await a.db.query("SELECT row_to_json(k)::text AS j FROM service_keys k WHERE purpose = 'issuer'");
       await b.db.query("DELETE FROM service_keys WHERE purpose = 'issuer'");
-      await b.db.query('INSERT INTO service_keys SELECT * FROM json_populate_record(NULL::service_keys, $1::json)', [key.j]);
+      await b.db.query('INSERT INTO service_keys SELECT * FROM json_populate_record(NULL::service_keys, $1::text::json)', [key.j]);
       writeFileSync(doc, JSON.stringify((await a.req('GET', '/.well-known/proof-issuer.json')).body));
     });
     after(async () => {
