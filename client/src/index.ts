@@ -11,3 +11,6 @@ export * from './x402.ts';
 export * from './resources.ts';
 export * from './api.ts';
 export { ApiError, type ApiErrorCode, type ClientOptions, type FetchLike } from './http.ts';
+export { formatLogProof, parseLogProof, witnessChecks, type LogProof, type WitnessOptions } from './witnessed.ts';
+export { cosign, cosignatureTime, countCosignatures, parseWitnessKey, type WitnessCount } from './tlog/cosignature.ts';
+export { monitorStep, type MonitorOptions, type MonitorState, type MonitorStep } from './monitor.ts';
