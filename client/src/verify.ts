@@ -219,7 +219,8 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own (issue 18.6).
   checks.push(...partyChecks(bundle));
   // The witnessed checkpoint: required with pinned witnesses, checked whenever present.
-  const logKeys = trusted ? [...trusted] : opts.trustBundleKeys ? issuerKeys.map((k) => k.publicKey) : [];
+  // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.
+  const logKeys = trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey);
   checks.push(...witnessChecks(bundle, () => proofLeafHash(proof), logKeys, opts));
   return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
 }
