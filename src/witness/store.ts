@@ -63,6 +63,11 @@ export async function witnessAt(q: Queryable, vkey: string, size: number): Promi
   await q.query('UPDATE witness_state SET witness_size = $2, next_at = now() WHERE vkey = $1', [vkey, size]);
 }
 
+/** Gives a claimed witness back without a result (the service is stopping). */
+export async function releaseClaim(q: Queryable, vkey: string): Promise<void> {
+  await q.query('UPDATE witness_state SET next_at = now() WHERE vkey = $1', [vkey]);
+}
+
 /** A failure: nothing kept, the reason recorded, the next attempt after `backoffMs`. */
 export async function failed(q: Queryable, vkey: string, reason: string, backoffMs: number): Promise<void> {
   await q.query(

@@ -7,7 +7,7 @@ import { consistencyBetween } from '../log/store.ts';
 import { fromHex } from '../crypto/bytes.ts';
 import { issuerNoteAt } from './note.ts';
 import { addCheckpointBody, interpretAnswer, MAX_ANSWER_BYTES, type Answer } from './protocol.ts';
-import { claimDue, failed, keepCheckpoint, keepCosignature, storedCheckpoint, witnessAt } from './store.ts';
+import { claimDue, failed, keepCheckpoint, keepCosignature, releaseClaim, storedCheckpoint, witnessAt } from './store.ts';
 import type { WitnessConfig } from './config.ts';
 
 type Log = (msg: string, fields?: Record<string, unknown>) => void;
@@ -18,6 +18,8 @@ export interface SubmitOptions {
   fetch?: typeof fetch;
   /** Bound on one request, connect to last byte (default 10 s). */
   timeoutMs?: number;
+  /** Aborted when the service stops: requests in flight end at once and nothing is recorded for them. */
+  signal?: AbortSignal;
 }
 
 export interface Submitted {
@@ -61,19 +63,20 @@ async function boundedText(res: Response): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-async function exchange(w: WitnessConfig, body: string, doFetch: typeof fetch, timeoutMs: number): Promise<{ status: number; contentType: string; body: string } | { error: string }> {
+async function exchange(w: WitnessConfig, body: string, doFetch: typeof fetch, timeoutMs: number, stop?: AbortSignal): Promise<{ status: number; contentType: string; body: string } | { error: string }> {
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
     const res = await doFetch(`${w.url}/add-checkpoint`, {
       method: 'POST',
       headers: { 'content-type': 'text/plain; charset=utf-8' },
       body,
       redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
     });
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: await boundedText(res) };
   } catch (err) {
     const e = err as { name?: string; message?: string; cause?: { code?: string } };
-    if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return { error: `no answer within ${timeoutMs} ms` };
+    if (timeout.aborted || e?.name === 'TimeoutError') return { error: `no answer within ${timeoutMs} ms` };
     return { error: `no answer: ${String(e?.cause?.code ?? e?.message ?? err).slice(0, 300)}` };
   }
 }
@@ -105,7 +108,12 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
       const old = c.witnessSize;
       if (old > head.size) return await fail(`the witness is recorded at size ${old}, beyond the log's ${head.size}`);
       const proof = old > 0 && old < head.size ? (await consistencyBetween(svc.db, old, head.size)).path.map((h) => fromHex(h)) : [];
-      const answer = await exchange(w, addCheckpointBody(old, proof, note), doFetch, timeoutMs);
+      const answer = await exchange(w, addCheckpointBody(old, proof, note), doFetch, timeoutMs, opts.signal);
+      if (opts.signal?.aborted) {
+        // Stopping, not a witness fault: the claim is released for the next instance or start.
+        await releaseClaim(svc.db, w.vkey);
+        return { witness: w.name, size: head.size, outcome: 'failed', reason: 'the service is stopping' };
+      }
       if ('error' in answer) return await fail(answer.error);
       const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
       if (meaning.kind === 'failed') return await fail(meaning.reason);

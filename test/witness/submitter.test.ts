@@ -135,6 +135,28 @@ for (const kind of STORES) {
       });
     }
 
+    test('stopping ends a submission in flight at once, recording no failure', async () => {
+      w1.misbehave = 'silent';
+      try {
+        await issueSynthetic(h.db);
+        await makeDue();
+        const stop = new AbortController();
+        const before = lines.length;
+        const pending = submitOnce(h.app.svc, { log, fetch: fetchW, timeoutMs: 10_000, signal: stop.signal });
+        await sleep(100);
+        const t = performance.now();
+        stop.abort();
+        const r = await pending;
+        assert.ok(performance.now() - t < 1000, 'ended at once');
+        assert.equal(of(r, w1)?.reason, 'the service is stopping');
+        assert.equal(lines.slice(before).length, 0, 'no failure logged');
+        const [state] = await h.db.query('SELECT failures, next_at <= now() AS due FROM witness_state WHERE vkey = $1', [w1.vkey]);
+        assert.deepEqual([state.failures, state.due], [0, true]);
+      } finally {
+        w1.misbehave = null;
+      }
+    });
+
     test('a closing does not wait for a witness that never answers', async () => {
       w1.misbehave = 'silent';
       try {
