@@ -9,6 +9,7 @@ import { consistencyBetween, inclusionAt, rootAt } from '../src/tlog/store.ts';
 import { nodeListener } from '../src/node/adapter.ts';
 import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { leafHash } from '@escrow-settlement/protocol/tlog/hash';
+import { formatTileIndex } from '@escrow-settlement/protocol/tlog/tiles';
 import { verifyConsistency, verifyInclusion } from '@escrow-settlement/protocol/tlog/verify';
 import { client, dist, expectStatus, inProcessApp, log, type Dist, type Store } from './lib.ts';
 
@@ -20,6 +21,8 @@ export interface LogSizeRun {
   consistency: Dist;
   httpHeadUncached: Dist;
   httpHeadCached: Dist;
+  /** GET /v1/log/tile/0/<N> of a random full tile (256 hashes by one index range scan of log_nodes). */
+  httpTile: Dist;
   pointRead: Dist;
 }
 
@@ -81,7 +84,8 @@ export async function logBench(store: Store, sizes: number[], samples: number): 
       const m = 1 + rand(size);
       const con = await consistencyBetween(db, m, size);
       if (!verifyConsistency(m, size, fromHex(con.firstRoot), fromHex(con.secondRoot), con.path.map((h) => fromHex(h)))) throw new Error(`log fill ${size}: consistency proof does not verify`);
-      const s = { root: [] as number[], inclusion: [] as number[], consistency: [] as number[], uncached: [] as number[], cached: [] as number[], point: [] as number[] };
+      const s = { root: [] as number[], inclusion: [] as number[], consistency: [] as number[], uncached: [] as number[], cached: [] as number[], tile: [] as number[], point: [] as number[] };
+      const fullTiles = Math.floor(size / 256);
       const warm = Math.min(out.length === 0 ? 60 : 20, samples);
       for (let i = 0; i < warm + samples; i++) {
         const keep = i >= warm;
@@ -96,10 +100,16 @@ export async function logBench(store: Store, sizes: number[], samples: number): 
         expectStatus(head, 200, 'GET /v1/log/head');
         if (head.json.logSize !== size) throw new Error(`GET /v1/log/head says ${head.json.logSize}, expected ${size}`);
         expectStatus(await timed(sink(s.cached), () => c.req('GET', '/v1/log/head')), 200, 'GET /v1/log/head');
+        // A full tile needs no head: it is served once the log covers it (c2sp.org/tlog-tiles).
+        if (fullTiles > 0) {
+          const tile = await timed(sink(s.tile), () => c.req('GET', `/v1/log/tile/0/${formatTileIndex(rand(fullTiles))}`));
+          expectStatus(tile, 200, 'GET /v1/log/tile/0/<N>');
+          if (tile.text.length === 0) throw new Error('GET /v1/log/tile/0/<N> answered an empty body');
+        }
       }
       out.push({
         size, fillMs, root: dist(s.root), inclusion: dist(s.inclusion), consistency: dist(s.consistency),
-        httpHeadUncached: dist(s.uncached), httpHeadCached: dist(s.cached), pointRead: dist(s.point),
+        httpHeadUncached: dist(s.uncached), httpHeadCached: dist(s.cached), httpTile: dist(s.tile), pointRead: dist(s.point),
       });
     }
   } finally {

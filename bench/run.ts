@@ -272,6 +272,7 @@ async function logRun(): Promise<void> {
     ['inclusion', 'inclusion (inclusionAt)'],
     ['consistency', 'consistency (consistencyBetween)'],
     ['httpHeadUncached', 'GET /v1/log/head, uncached (root+sign+store)'],
+    ['httpTile', 'GET /v1/log/tile/0/<N> (a full tile)'],
   ] as const;
   for (const r of runs) {
     for (const [k, label] of kinds) {

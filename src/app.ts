@@ -32,6 +32,8 @@ export interface AppDeps {
   webhookTransport?: WebhookTransport;
   /** DNS for the registration-time webhook SSRF check (the Node edge injects dns.lookup). */
   resolveHost?: ResolveHost;
+  /** Witness submissions (c2sp.org/tlog-witness add-checkpoint; default: global fetch). */
+  witnessFetch?: typeof fetch;
 }
 
 /** One request, as the request log records it: never a secret, an Authorization header or a body. */
@@ -88,6 +90,7 @@ export function createApp(deps: AppDeps): App {
     requestLogStats: () => deps.requestLog?.stats() ?? { lines: 0, rotations: 0 },
     webhookTransport: deps.webhookTransport,
     resolveHost: deps.resolveHost,
+    witnessFetch: deps.witnessFetch,
   };
   const routes = allRoutes();
   const router = IttyRouter();

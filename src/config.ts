@@ -1,6 +1,7 @@
 // Configuration: parseConfig(env) turns the environment into one frozen Config (README.md "Configuration"; docs/design.md §6). Pure.
+import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
 
-export interface Config {
+export interface Config extends WitnessSettings {
   port: number;
   host: string;
   databaseUrl?: string;
@@ -235,5 +236,6 @@ export function parseConfig(env: Env): Config {
     logIntegrateWaitMs: int(env, 'LOG_INTEGRATE_WAIT_MS', 5_000, 0, 600_000),
     workers: workers(env, databaseUrl),
     x402Network: x402Network(env),
+    ...parseWitnessSettings(env, (variable, message) => new ConfigError(variable, message)),
   });
 }

@@ -33,6 +33,8 @@ export interface Services {
   webhookTransport?: WebhookTransport;
   /** Registration-time DNS for the webhook SSRF check; absent: only literal IPs and localhost are judged. */
   resolveHost?: ResolveHost;
+  /** How witness submissions leave the process (default: global fetch; tests route them to in-process witnesses). */
+  witnessFetch?: typeof fetch;
 }
 
 export { VERSION } from './version.ts';

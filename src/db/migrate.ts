@@ -9,6 +9,7 @@ import m006 from './migrations/006_lists.sql.ts';
 import m007 from './migrations/007_party_signatures.sql.ts';
 import m008 from './migrations/008_webhook_attempts.sql.ts';
 import m009 from './migrations/009_webhook_tenancy.sql.ts';
+import m010 from './migrations/010_witness.sql.ts';
 import m011 from './migrations/011_x402_facilitator.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
@@ -22,6 +23,7 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 7, name: '007_party_signatures', sql: m007 },
   { version: 8, name: '008_webhook_attempts', sql: m008 },
   { version: 9, name: '009_webhook_tenancy', sql: m009 },
+  { version: 10, name: '010_witness', sql: m010 },
   { version: 11, name: '011_x402_facilitator', sql: m011 },
 ];
 

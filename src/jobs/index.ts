@@ -5,6 +5,7 @@ import { startTicker, type Ticker } from './ticker.ts';
 import { SWEEP_BATCH, sweepOnce } from './sweep.ts';
 import { pruneIdempotency } from '../db/idempotency.ts';
 import { startWebhookSender } from './webhooks.ts';
+import { submitOnce } from '../witness/submitter.ts';
 
 export interface Jobs {
   stop(): Promise<void>;
@@ -34,8 +35,15 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   }, (err) => opts.log('sweep failed', { error: String(err) })));
   // The webhook sender: outbox rows claimed with SKIP LOCKED, so every instance can run it.
   tickers.push(startWebhookSender(svc, { log: opts.log }));
+  // The witness submitter (docs/witnessing.md): at most one submission per witness per interval;
+  // stopping aborts its requests in flight, so a slow witness never delays shutdown.
+  const stopping = new AbortController();
+  if (svc.config.witnesses.length > 0) {
+    tickers.push(startTicker(svc.config.witnessIntervalMs, () => submitOnce(svc, { log: opts.log, signal: stopping.signal }), (err) => opts.log('witness submission failed', { error: String(err) })));
+  }
   return {
     async stop() {
+      stopping.abort();
       await Promise.all(tickers.map((t) => t.stop()));
       await svc.log.stop();
     },

@@ -130,6 +130,7 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /v1/proofs/:id/bundle': obj({
     proof: ref('Proof'), trail: arr(ref('TrailEntry')), inclusion: { type: 'object' }, issuerKeys: arr(ref('IssuerKey')),
     parties: obj({ signatures: arr(obj({ kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'] }, trailIndex: int, publicKey: hex64, signedBody: {}, signature: str })) }),
+    logProof: { type: 'string', description: 'C2SP tlog-proof: the leaf index and inclusion path in the served checkpoint, then that checkpoint with its witness cosignatures' },
   }),
   'POST /v1/verify': obj({ valid: bool, signatureValid: bool, issuerKnown: bool, issuer: hex64, keyId: str, validFrom: ts, validUntil: ts, issuedWithinEra: bool, anchor: ref('Anchor') }, ['valid', 'signatureValid', 'issuerKnown', 'issuer']),
   'GET /v1/log/head': ref('SignedHead'),
@@ -138,6 +139,9 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /v1/log/consistency/:firstSize/:secondSize': obj({ firstSize: int, secondSize: int, firstRoot: hex64, secondRoot: hex64, path: arr(hex64) }),
   'GET /v1/log/entries': obj({ entries: arr(obj({ leafIndex: int, proof: ref('Proof') })), nextCursor }, ['entries']),
   'GET /v1/log/checkpoint': { type: 'string', description: 'C2SP tlog-checkpoint signed note (text/plain)' },
+  'GET /.well-known/tlog-policy': { type: 'string', description: 'C2SP tlog-policy file (text/plain)' },
+  'GET /v1/log/witnesses': obj({ quorum: int, witnesses: arr(obj({ name: str, vkey: str, url: str, cosignedSize: { type: ['integer', 'null'] }, cosignedAt: { type: ['string', 'null'] }, failures: int, lastError: { type: ['string', 'null'] }, lastErrorAt: { type: ['string', 'null'] } })) }, ['quorum', 'witnesses']),
+  'GET /v1/log/tile/:tile+': { type: 'string', format: 'binary', description: 'C2SP tlog-tiles hash tile (W x 32 bytes) or entry bundle (uint16 length + entry, repeated)' },
   'POST /v1/webhooks': obj({ ok: bool, url: str, signingKey: hex64, standardWebhooks: obj({ secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$' }, publicKey: { type: 'string', pattern: '^whpk_[A-Za-z0-9+/]{43}=$' } }, ['publicKey']) }),
   'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64, nextCursor }, ['webhooks', 'signingKey']),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),

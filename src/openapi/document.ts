@@ -65,7 +65,8 @@ const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> 
   },
 };
 
-const oasPath = (p: string) => p.replace(/:(\w+)/g, '{$1}');
+// A greedy `:name+` (a tile path spanning segments) is one templated segment in the document.
+const oasPath = (p: string) => p.replace(/:(\w+)\+?/g, '{$1}');
 const opId = (def: RouteDef) =>
   def.method.toLowerCase() + oasPath(def.path).replace(/[{}]/g, '').split(/[/._-]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
 

@@ -9,6 +9,8 @@ import { disputeRoutes } from './disputes.ts';
 import { custodyRoutes } from './custody.ts';
 import { sandboxRoutes } from './sandbox.ts';
 import { logRoutes } from './log.ts';
+import { tileRoutes } from './tiles.ts';
+import { witnessRoutes } from './witness.ts';
 import { verifyRoutes } from './verify.ts';
 import { adminRoutes } from './admin.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -19,5 +21,5 @@ import { mcpRoutes } from '../mcp/route.ts';
 import { facilitatorRoutes } from './facilitator.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...facilitatorRoutes(), ...webhookAttemptRoutes(), ...mcpRoutes(), ...consoleRoutes()];
+  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...tileRoutes(), ...witnessRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...facilitatorRoutes(), ...webhookAttemptRoutes(), ...mcpRoutes(), ...consoleRoutes()];
 }

@@ -9,8 +9,10 @@ import { issuerHeadKeys, issuerKeys } from '../proof/keys.ts';
 import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../proof/proofs.ts';
 import { readTrail } from '../escrow/escrowRow.ts';
 import { consistencyBetween, inclusionAt, logSize } from '../tlog/store.ts';
-import { checkpointNote, signedHead } from '../tlog/heads.ts';
+import { signedHead } from '../tlog/heads.ts';
 import type { Inclusion } from '@escrow-settlement/protocol/types';
+import { servedCheckpoint } from '../witness/served.ts';
+import { bundleLogProof } from '../witness/logProof.ts';
 
 /** At most this many entries per GET /v1/log/entries call (docs/protocol.md §12.6). */
 export const MAX_ENTRIES = 1000;
@@ -115,28 +117,31 @@ export const logRoutes = () => defineRoutes([
   },
   {
     method: 'GET', path: '/v1/log/checkpoint', access: 'public', rate: 'public', tag: 'log',
-    summary: 'The current head as a C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name).',
-    success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line' },
-    errors: ['rate_limited'],
+    summary: 'A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses\' cosignature/v1 lines (503 until one has); without: the current head.',
+    success: { status: 200, description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines' },
+    errors: ['rate_limited', 'unavailable'],
     async handler({ svc }) {
-      const { note } = await checkpointNote(svc.db, issuerHeadKeys, svc.config.logOrigin);
-      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      const { note } = await servedCheckpoint(svc);
+      // Mutable: tlog-tiles asks that it not be cached beyond a few seconds.
+      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' } });
     },
   },
   {
     method: 'GET', path: '/v1/proofs/:id/bundle', access: 'key', rate: 'key', tenant: 'proof', tag: 'proofs',
     summary: 'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
-    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}}' },
+    success: { status: 200, description: '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}' },
     errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
       const leaf = await proofLeaf(svc.db, params.id);
-      const [trail, inclusion, keys] = await Promise.all([
+      const [trail, inclusion, keys, logProof] = await Promise.all([
         // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
         readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
         inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),
+        // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
+        bundleLogProof(svc, leaf.leafIndex),
       ]);
-      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys, parties: await bundleParties(svc.db, leaf.proof, trail) });
+      return json({ proof: leaf.proof, trail, inclusion, issuerKeys: keys, parties: await bundleParties(svc.db, leaf.proof, trail), logProof });
     },
   },
 ]);

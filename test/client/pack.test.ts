@@ -28,9 +28,11 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
 
   assert.equal(r.trusted.code, 0, r.trusted.out + r.trusted.err);
   assert.match(r.trusted.out, /^PASS proof.issuer.trusted: /m);
-  // 11 issuer/trail/log checks, then the service bundle's one party signature (its delivery) and parties.complete.
+  // 11 issuer/trail/log checks, the service bundle's one party signature (its delivery) and parties.complete,
+  // then the served checkpoint's signature and the proof's inclusion in it.
   assert.match(r.trusted.out, /^PASS parties\[0\]\.delivery: /m);
-  assert.match(r.trusted.out, /^OK: all 13 checks passed$/m);
+  assert.match(r.trusted.out, /^PASS checkpoint\.inclusion: /m);
+  assert.match(r.trusted.out, /^OK: all 15 checks passed$/m);
   assert.equal(r.issuerDoc.code, 0, r.issuerDoc.out + r.issuerDoc.err);
   assert.equal(r.untrusted.code, 1, r.untrusted.out);
   assert.match(r.untrusted.out, /^FAIL issuer.trust: no trusted issuer key given/m);

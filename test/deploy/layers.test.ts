@@ -11,11 +11,11 @@ import { ROOT } from '../process/proc.ts';
 export const LAYERS: Array<[number, string[]]> = [
   [0, ['packages/protocol/']],
   [1, ['packages/client/']],
-  [2, ['src/errors.ts', 'src/config.ts', 'src/version.ts', 'src/validate.ts', 'src/paging.ts', 'src/crypto/', 'src/units/']],
+  [2, ['src/errors.ts', 'src/config.ts', 'src/version.ts', 'src/validate.ts', 'src/paging.ts', 'src/crypto/', 'src/units/', 'src/witness/config.ts']],
   [3, ['src/db/']],
   [4, ['src/custody/', 'src/tlog/', 'src/webhooks/']],
   [5, ['src/access/', 'src/terms/', 'src/escrow/', 'src/dispute/', 'src/mandate/', 'src/proof/']],
-  [6, ['src/services.ts', 'src/ops/', 'src/http/', 'src/jobs/']],
+  [6, ['src/services.ts', 'src/ops/', 'src/http/', 'src/jobs/', 'src/witness/']],
   [7, ['src/routes/', 'src/x402/', 'src/mcp/', 'src/openapi/', 'src/console/']],
   [8, ['src/app.ts']],
   [9, ['src/node/', 'src/main.ts', 'src/deno.ts']],

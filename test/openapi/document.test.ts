@@ -25,7 +25,7 @@ test('the document is OpenAPI 3.1 with info.version 0.3.0 and validates against 
 });
 
 test('the document lists exactly the routes the router serves, no more and no fewer', () => {
-  const served = h.app.routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`).sort();
+  const served = h.app.routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)\+?/g, '{$1}')}`).sort();
   const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${p}`)).sort();
   assert.deepEqual(documented, served);
 });
@@ -33,7 +33,7 @@ test('the document lists exactly the routes the router serves, no more and no fe
 test('every operation has a success schema, an error envelope for each of its codes, and the right security', () => {
   for (const r of h.app.routes) {
     assert.ok(RESPONSES[`${r.method} ${r.path}`], `no response schema for ${r.method} ${r.path}`);
-    const op = doc.paths[r.path.replace(/:(\w+)/g, '{$1}')][r.method.toLowerCase()];
+    const op = doc.paths[r.path.replace(/:(\w+)\+?/g, '{$1}')][r.method.toLowerCase()];
     assert.deepEqual(op.security, r.access === 'public' ? [] : [{ bearer: [] }], r.path);
     for (const [status, resp] of Object.entries(op.responses) as Array<[string, any]>) {
       // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope; /mcp's

@@ -15,7 +15,7 @@ const sandbox = await makeHarness('pglite');
 const hosted = await makeHarness('pglite', { API_KEY: 'root-key-0123456789abcdef' }, { db: sandbox.db });
 test.after(() => sandbox.close());
 const doc = (await sandbox.req('GET', '/v1/openapi.json')).body;
-const opOf = (method: string, path: string) => doc.paths[path.replace(/:(\w+)/g, '{$1}')][method.toLowerCase()];
+const opOf = (method: string, path: string) => doc.paths[path.replace(/:(\w+)\+?/g, '{$1}')][method.toLowerCase()];
 
 test('Redocly\'s recommended ruleset finds no error and no warning in the served document', async () => {
   assert.deepEqual(await lint(doc), []);
@@ -72,7 +72,7 @@ const BIG = JSON.stringify({ pad: 'x'.repeat(1_100_000) });
 async function probe(h: Harness, headers: Record<string, string>) {
   const undocumented: string[] = [];
   for (const r of h.app.routes) {
-    const path = r.path.replace(/:(\w+)/g, (_m, n) => (n === 'firstSize' || n === 'secondSize' ? '999999' : `x_${n}`));
+    const path = r.path.replace(/:(\w+)\+?/g, (_m, n) => (n === 'firstSize' || n === 'secondSize' ? '999999' : `x_${n}`));
     for (const [body, query] of [[undefined, ''], ['{"colour":"red"}', ''], ['not json', ''], [BIG, ''], [undefined, '?limit=0&colour=red']] as const) {
       const res = await h.req(r.method, path + query, r.method === 'GET' ? undefined : body, headers);
       const documented = opOf(r.method, r.path).responses[String(res.status)];

@@ -1,5 +1,5 @@
 // The typed API client: one method per route of the service, over any fetch (docs/protocol.md §20). Web APIs only.
-import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from '@escrow-settlement/protocol/types';
+import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry, WitnessState } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
   Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
@@ -46,6 +46,9 @@ export const API_ROUTES = {
   'log.consistency': ['GET /v1/log/consistency/:firstSize', 'GET /v1/log/consistency/:firstSize/:secondSize'],
   'log.entries': ['GET /v1/log/entries'],
   'log.checkpoint': ['GET /v1/log/checkpoint'],
+  'log.tile': ['GET /v1/log/tile/:tile+'],
+  'log.witnesses': ['GET /v1/log/witnesses'],
+  'log.policy': ['GET /.well-known/tlog-policy'],
   'webhooks.register': ['POST /v1/webhooks'],
   'webhooks.list': ['GET /v1/webhooks'],
   'webhooks.unregister': ['DELETE /v1/webhooks'],
@@ -174,6 +177,12 @@ export function createClient(opts: ClientOptions) {
       entries: (q: { start?: number; end?: number } = {}) => call<{ entries: Array<{ leafIndex: number; proof: Proof }> }>('log.entries', { query: q }),
       /** C2SP tlog-checkpoint signed note (text). */
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
+      /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
+      tile: (path: string) => call<Uint8Array>('log.tile', { params: { tile: path }, as: 'bytes' }),
+      /** Each configured witness with the last size it cosigned (docs/witnessing.md). */
+      witnesses: () => call<{ quorum: number; witnesses: WitnessState[] }>('log.witnesses'),
+      /** The C2SP tlog-policy file: log keys, witnesses, quorum (text). */
+      policy: () => call<string>('log.policy', { as: 'text' }),
     },
     webhooks: {
       register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),

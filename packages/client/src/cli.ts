@@ -3,8 +3,11 @@ import { readFileSync } from 'node:fs';
 import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { issuerDocumentKeys } from '@escrow-settlement/protocol/issuer';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
+import { parseWitnessKey } from '@escrow-settlement/protocol/tlog/cosignature';
+import { runMonitor } from './monitorCli.ts';
 
-export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys)
+export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys) [--witness VKEY ... [--quorum K]]
+       escrow-settlement monitor <base URL> --issuer-doc FILE [--state FILE] [--once] [--interval-ms N]
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
 signature and key, the evidence trail, the log inclusion, the signed tree head and each party
@@ -14,6 +17,11 @@ signature the closing relied on, against issuer keys you trust. Give at least on
                        fetched and kept; repeatable, combines with --trusted-key.
 --trust-bundle-keys    trust the keys inside the bundle itself (prints a warning: anyone can make
                        a bundle that passes this way).
+--witness VKEY         pin a witness (its cosignature/v1 verifier key, name+hash+base64); repeatable.
+                       The bundle's checkpoint must then carry --quorum valid cosignatures.
+--quorum K             cosignatures needed from distinct pinned witnesses (default: all of them).
+The monitor follows the log's checkpoints and tiles (see docs/witnessing.md) and exits non-zero on
+a split view or a bad entry; --state keeps the last checkpoint it verified between runs.
 Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
 
 interface Io {
@@ -30,6 +38,8 @@ interface Args {
   file: string;
   trustedKeys?: string[];
   trustBundleKeys?: boolean;
+  witnesses?: string[];
+  quorum?: number;
 }
 
 function parseArgs(argv: string[]): Args | string {
@@ -37,6 +47,8 @@ function parseArgs(argv: string[]): Args | string {
   if (command !== 'verify') return command === undefined ? 'missing command' : `unknown command ${JSON.stringify(command)}`;
   const files: string[] = [];
   const keys: string[] = [];
+  const witnesses: string[] = [];
+  let quorum: number | undefined;
   let trustBundleKeys = false;
   // --name VALUE or --name=VALUE; undefined when the option is something else.
   const value = (a: string, name: string, i: number): [string | undefined, number] | undefined =>
@@ -45,7 +57,23 @@ function parseArgs(argv: string[]): Args | string {
     const a = rest[i];
     const key = value(a, '--trusted-key', i);
     const doc = value(a, '--issuer-doc', i);
-    if (key) {
+    const witness = value(a, '--witness', i);
+    const q = value(a, '--quorum', i);
+    if (witness) {
+      const [v, next] = witness;
+      try {
+        parseWitnessKey(v ?? '');
+      } catch (e) {
+        return `--witness needs a witness verifier key (name+hash+base64 of a cosignature/v1 key), got ${JSON.stringify(v ?? '')}: ${(e as Error).message}`;
+      }
+      witnesses.push(v!);
+      i = next;
+    } else if (q) {
+      const [v, next] = q;
+      if (!/^[1-9][0-9]{0,5}$/.test(v ?? '')) return `--quorum needs a whole number of at least 1, got ${JSON.stringify(v ?? '')}`;
+      quorum = Number(v);
+      i = next;
+    } else if (key) {
       const [v, next] = key;
       if (!isHex64(v)) return `--trusted-key needs a 64-character lowercase hex public key, got ${JSON.stringify(v ?? '')}`;
       keys.push(v);
@@ -75,7 +103,12 @@ function parseArgs(argv: string[]): Args | string {
   }
   if (files.length !== 1) return files.length === 0 ? 'missing bundle file' : 'give exactly one bundle file';
   if (trustBundleKeys && keys.length) return '--trust-bundle-keys cannot be combined with --trusted-key or --issuer-doc';
-  return { file: files[0], ...(keys.length ? { trustedKeys: keys } : {}), ...(trustBundleKeys ? { trustBundleKeys } : {}) };
+  if (quorum !== undefined && witnesses.length === 0) return '--quorum needs at least one --witness';
+  if (quorum !== undefined && quorum > new Set(witnesses).size) return `--quorum ${quorum} is more than the ${new Set(witnesses).size} witnesses given`;
+  return {
+    file: files[0], ...(keys.length ? { trustedKeys: keys } : {}), ...(trustBundleKeys ? { trustBundleKeys } : {}),
+    ...(witnesses.length ? { witnesses } : {}), ...(quorum !== undefined ? { quorum } : {}),
+  };
 }
 
 /** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
@@ -96,6 +129,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     io.out(USAGE);
     return 0;
   }
+  if (argv[0] === 'monitor') return runMonitor(argv.slice(1), io);
   const args = parseArgs(argv);
   if (typeof args === 'string') {
     io.err(`escrow-settlement: ${args}\n${USAGE}`);
@@ -115,7 +149,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     io.out(`FAIL bundle.format: ${args.file} is not valid JSON: ${(e as Error).message}`);
     return 1;
   }
-  const { ok, checks, warnings } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], { trustedKeys: args.trustedKeys, trustBundleKeys: args.trustBundleKeys });
+  const { ok, checks, warnings } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], { trustedKeys: args.trustedKeys, trustBundleKeys: args.trustBundleKeys, witnesses: args.witnesses, quorum: args.quorum });
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
   for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.detail}`);
   const failed = checks.filter((c) => !c.ok).length;

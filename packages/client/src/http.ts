@@ -45,8 +45,8 @@ export interface CallInput {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** 'text' for the non-JSON routes (checkpoint, errors page). */
-  as?: 'json' | 'text';
+  /** 'text' for the non-JSON routes (checkpoint, errors page); 'bytes' for tiles (a Uint8Array). */
+  as?: 'json' | 'text' | 'bytes';
 }
 
 export interface Answer<T> {
@@ -58,10 +58,11 @@ export interface Answer<T> {
 export type Transport = <T>(route: string, input?: CallInput) => Promise<Answer<T>>;
 
 function pathOf(pattern: string, params: Record<string, string | number> = {}): string {
-  return pattern.replace(/:(\w+)/g, (_, name: string) => {
+  return pattern.replace(/:(\w+)(\+?)/g, (_, name: string, greedy: string) => {
     const v = params[name];
     if (v === undefined || v === '') throw new TypeError(`${name} is required`);
-    return encodeURIComponent(String(v));
+    // A greedy `:name+` (a tile path) spans segments: each is encoded, the slashes kept.
+    return greedy ? String(v).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(v));
   });
 }
 
@@ -86,7 +87,7 @@ export function createTransport(opts: ClientOptions): Transport {
     const url = new URL(base.origin + prefix + pathOf(pattern, input.params));
     for (const [k, v] of Object.entries(input.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers = new Headers(input.headers);
-    headers.set('accept', input.as === 'text' ? 'text/plain, text/html, */*' : 'application/json');
+    headers.set('accept', input.as === 'text' ? 'text/plain, text/html, */*' : input.as === 'bytes' ? 'application/octet-stream' : 'application/json');
     if (opts.apiKey !== undefined) headers.set('authorization', `Bearer ${opts.apiKey}`);
     const init: RequestInit = { method, headers };
     if (input.body !== undefined) {
@@ -102,7 +103,7 @@ export function createTransport(opts: ClientOptions): Transport {
       const message = e?.message ?? `${method} ${url.pathname} answered ${res.status}`;
       throw new ApiError(res.status, code, message, { docsUrl: e?.docsUrl, requestId, body, headers: res.headers });
     }
-    const data = (input.as === 'text' ? await res.text() : await readBody(res)) as T;
+    const data = (input.as === 'text' ? await res.text() : input.as === 'bytes' ? new Uint8Array(await res.arrayBuffer()) : await readBody(res)) as T;
     return { data, status: res.status, headers: res.headers };
   };
 }

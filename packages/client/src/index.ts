@@ -4,4 +4,5 @@ export * from '@escrow-settlement/protocol';
 export * from './sign.ts';
 export * from './x402.ts';
 export * from './api.ts';
+export { monitorStep, type MonitorOptions, type MonitorState, type MonitorStep } from './monitor.ts';
 export { ApiError, type ApiErrorCode, type ClientOptions, type FetchLike } from './http.ts';

@@ -9,3 +9,5 @@ export * from './webhook.ts';
 export * from './keys.ts';
 export * from './resources.ts';
 export * from './errors.ts';
+export { formatLogProof, parseLogProof, witnessChecks, type LogProof, type WitnessOptions } from './witnessed.ts';
+export { cosign, cosignatureTime, countCosignatures, parseWitnessKey, type WitnessCount } from './tlog/cosignature.ts';

@@ -106,6 +106,11 @@ export interface Bundle {
   issuerKeys: IssuerKey[];
   /** Absent only in bundles from services that predate docs/protocol.md §11.4; treated as no signatures. */
   parties?: BundleParties;
+  /**
+   * C2SP tlog-proof text: the proof's leaf index and inclusion path in the newest checkpoint the
+   * service serves, with that checkpoint and its witness cosignatures (docs/witnessing.md).
+   */
+  logProof?: string;
 }
 
 /** One named verification step and what it found. */
@@ -120,4 +125,16 @@ export interface VerifyResult {
   checks: Check[];
   /** Things the caller chose that weaken the result (verifyBundle with trustBundleKeys). */
   warnings?: string[];
+}
+
+/** A configured witness as GET /v1/log/witnesses shows it (docs/witnessing.md). */
+export interface WitnessState {
+  name: string;
+  vkey: string;
+  url: string;
+  cosignedSize: number | null;
+  cosignedAt: string | null;
+  failures: number;
+  lastError: string | null;
+  lastErrorAt: string | null;
 }

@@ -6,6 +6,7 @@ import { verifyJson } from './crypto/ed25519.ts';
 import { entryHash, GENESIS } from './trail/chain.ts';
 import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
 import { partyChecks } from './parties.ts';
+import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 
@@ -13,7 +14,7 @@ import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, Sign
 /** The trail's genesis prevHash, and its hash rule: the same code the service chains with. */
 export const GENESIS_HASH = GENESIS;
 
-export interface VerifyOptions {
+export interface VerifyOptions extends WitnessOptions {
   /** Keys an auditor pins (hex public keys or IssuerKey records): signers must be among them. */
   trustedKeys?: ReadonlyArray<IssuerKey | string>;
   /**
@@ -217,5 +218,9 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   }));
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own (docs/protocol.md §11.4).
   checks.push(...partyChecks(bundle));
+  // The witnessed checkpoint: required with pinned witnesses, checked whenever present.
+  // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.
+  const logKeys = trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey);
+  checks.push(...witnessChecks(bundle, () => proofLeafHash(proof), logKeys, opts));
   return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
 }

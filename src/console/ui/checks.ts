@@ -18,6 +18,11 @@ const LABELS: Record<string, string> = {
   'head.signature': 'Checkpoint (signed tree head) signature',
   'head.trusted': 'Checkpoint signer is your pinned key',
   'head.match': 'Checkpoint covers the inclusion root',
+  'checkpoint.signature': 'Served checkpoint is signed by your pinned key',
+  'checkpoint.inclusion': 'Proof is in the served (witnessed) checkpoint',
+  'checkpoint.cosignatures': 'Witness cosignatures meet the quorum',
+  'checkpoint.witnessed': 'Bundle carries a witnessed checkpoint',
+  'checkpoint.format': 'Witnessed checkpoint format',
 };
 
 export const checkLabel = (name: string) => LABELS[name] ?? (name.startsWith('party') || name.includes('signature') ? `Signature: ${name}` : name);

@@ -4,11 +4,13 @@ import { get } from '../api.ts';
 import { badge, errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
 import { verifyConsistency } from '@escrow-settlement/protocol/verify';
 import { inclusionDrawing } from './inclusion.ts';
+import { witnessesSection } from './witnesses.ts';
 
 const PAGE = 20;
 
 export async function logView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
-  const [head, checkpoint] = await Promise.all([get('/v1/log/head'), get<string>('/v1/log/checkpoint')]);
+  // With witnesses configured the checkpoint is 503 until one has its quorum: say so, not fail the page.
+  const [head, checkpoint, witnesses] = await Promise.all([get('/v1/log/head'), get<string>('/v1/log/checkpoint').catch((err: Error) => `(no checkpoint served yet: ${err.message})`), witnessesSection()]);
   const size: number = head.logSize;
   const start = Math.min(Math.max(0, Number(query.get('start') ?? Math.max(0, size - PAGE)) || 0), Math.max(0, size - 1));
   const { entries } = size ? await get(`/v1/log/entries?start=${start}&end=${Math.min(size, start + PAGE)}`) : { entries: [] };
@@ -39,7 +41,8 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
       h('dt', null, 'Size'), h('dd', { 'data-testid': 'log-size' }, String(size)),
       h('dt', null, 'Root'), h('dd', null, short(head.rootHash, 24)),
       h('dt', null, 'Signed'), h('dd', null, when(head.signedAt), ' by ', h('code', null, head.keyId))),
-    section('Checkpoint', h('p', null, 'The current head as a C2SP signed note, for standard transparency tooling and witnesses.'), pre(checkpoint)),
+    section('Checkpoint', h('p', null, 'The served checkpoint as a C2SP signed note (the issuer signature, then any witness cosignatures), for standard transparency tooling, witnesses and monitors.'), pre(checkpoint)),
+    witnesses,
     section(`Entries ${size ? `${start}–${start + entries.length - 1}` : ''}`,
       entries.length === 0 ? h('p', null, 'The log is empty.') : table(['leaf', 'proof', 'escrow', 'outcome', 'issued', 'inclusion'], entries.map((e: any) => [
         String(e.leafIndex), h('code', null, e.proof.id), h('a', { href: `#/escrows/${e.proof.escrowId}` }, e.proof.escrowId), e.proof.outcome, when(e.proof.issuedAt),

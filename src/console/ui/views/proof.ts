@@ -4,6 +4,7 @@ import { get } from '../api.ts';
 import { errorBox, h, pre, short, when } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
+import { cosignatureList } from '../cosignatures.ts';
 
 export const BUNDLE_HANDOFF = 'escrow-console.bundle';
 
@@ -13,10 +14,10 @@ export function proofSection(proof: any): HTMLElement {
   verifyBtn.addEventListener('click', async () => {
     out.replaceChildren(h('p', { role: 'status' }, 'Fetching the bundle…'));
     try {
-      const bundle = await get(`/v1/proofs/${encodeURIComponent(proof.id)}/bundle`);
+      const [bundle, published] = await Promise.all([get(`/v1/proofs/${encodeURIComponent(proof.id)}/bundle`), get('/v1/log/witnesses').then((r) => r.witnesses, () => [])]);
       const { result, pinned } = verifyHere(bundle);
       const blob = URL.createObjectURL(new Blob([JSON.stringify(bundle, null, 2)], { type: 'application/json' }));
-      out.replaceChildren(renderChecks(result, pinned),
+      out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle, published) ?? '',
         h('p', null, h('a', { href: blob, download: `${proof.id}.bundle.json` }, 'Download the bundle'), ' · ',
           h('a', { href: '#/verify', onclick: () => sessionStorage.setItem(BUNDLE_HANDOFF, JSON.stringify(bundle, null, 2)) }, 'Open it in the verify page')));
     } catch (err) {

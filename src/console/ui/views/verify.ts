@@ -4,8 +4,12 @@ import { h, mount } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
 import { BUNDLE_HANDOFF } from './proof.ts';
+import { get } from '../api.ts';
+import { cosignatureList, type PublishedWitness } from '../cosignatures.ts';
 
 export async function verifyView(main: HTMLElement) {
+  // The witness keys the service publishes, read once when the page opens: verifying stays offline.
+  const published: PublishedWitness[] = await get('/v1/log/witnesses').then((r) => r.witnesses, () => []);
   const area = h('textarea', { id: 'bundle-text', rows: 14, spellcheck: 'false', 'aria-describedby': 'bundle-hint' });
   const handed = sessionStorage.getItem(BUNDLE_HANDOFF);
   if (handed) {
@@ -28,7 +32,7 @@ export async function verifyView(main: HTMLElement) {
       return;
     }
     const { result, pinned } = verifyHere(bundle as any);
-    out.replaceChildren(renderChecks(result, pinned));
+    out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle as any, published) ?? '');
   };
   mount(main,
     h('h1', null, 'Verify a settlement proof offline'),
