@@ -15,6 +15,7 @@ import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../domain/keys.ts';
 import { connectListener, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
+import { MAX_HEADER_LINES, NOSNIFF } from './edgeAnswer.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
 import { hasPgliteDb, initDataDirChild, initDataDirInChild, INIT_ENV } from './pgliteInit.ts';
@@ -45,7 +46,7 @@ let dataDirLock: DataDirLock | undefined;
 /** Requests that arrive while the store is still opening: 503, retry in a second. */
 const starting: Listener = (_req, res) => {
   const body = JSON.stringify({ error: { code: 'unavailable', message: 'the service is starting; retry shortly', docsUrl: '/docs/errors#unavailable' } });
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-request-id': randomUUID() });
+  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-request-id': randomUUID(), ...NOSNIFF });
   res.end(body);
 };
 
@@ -94,7 +95,10 @@ async function main(env: Env, slot?: number) {
   // Node enforces headersTimeout/requestTimeout only when it checks its connections, every
   // connectionsCheckingInterval (default 30 s): checked each second, a slow-loris socket is closed
   // about 10 s after it connects instead of up to 40 s.
-  const server = createServer({ connectionsCheckingInterval: 1_000 });
+  // requireHostHeader off: a request without Host gets the JSON envelope from the listener
+  // (src/node/edgeAnswer.ts), not Node's bare 400; maxHeadersCount is the count it checks against.
+  const server = createServer({ connectionsCheckingInterval: 1_000, requireHostHeader: false });
+  server.maxHeadersCount = MAX_HEADER_LINES;
   // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
@@ -148,7 +152,7 @@ async function main(env: Env, slot?: number) {
     // An outage answers 503 to every request: one line each, not a stack trace each.
     ? log('database unavailable', { requestId, error: String((err as Error)?.message ?? err) })
     : log('request failed', { requestId, error: String((err as Error)?.stack ?? err) })) });
-  serve = nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) });
+  serve = nodeListener(app, { trustProxy: config.trustProxy, clientMaxConcurrency: config.clientMaxConcurrency, onError: (err) => log('adapter error', { error: String(err) }) });
   // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
   server.on('connect', connectListener(app));
   const jobs = startJobs(app.svc, { log });
