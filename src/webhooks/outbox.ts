@@ -146,12 +146,15 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
        (SELECT url FROM outbox ORDER BY url LIMIT 1)
        UNION ALL
        SELECT (SELECT o.url FROM outbox o WHERE o.url > u.url ORDER BY o.url LIMIT 1) FROM urls u WHERE u.url IS NOT NULL
+     ), owned AS (
+       SELECT u.url, COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = u.url), '') AS owner FROM urls u WHERE u.url IS NOT NULL
      ), room AS (
-       SELECT u.url, COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = u.url), '') AS owner,
+       SELECT u.url, u.owner,
               (CASE WHEN u.url = ANY($3::text[]) THEN $4::int ELSE $2::int END)
                 - (SELECT count(*) FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner = $1)::int AS free
-         FROM urls u
-        WHERE u.url IS NOT NULL
+         FROM owned u
+        -- An owner whose share is full is skipped whole: its URLs cost no row scan.
+        WHERE u.owner <> ALL($10::text[])
           AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner <> $1)
      ), picked AS (
        SELECT p.id, p.next_attempt_at, r.owner, row_number() OVER (PARTITION BY r.url ORDER BY p.next_attempt_at, p.id) AS rank
@@ -192,7 +195,8 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
      RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key,
                (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret, e.metadata,
                COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = o.url), '') AS url_owner`,
-    [o.owner, o.hold, o.slowUrls, o.holdSlow, o.limit, o.leaseMs, [...o.ownerHeld.keys()], [...o.ownerHeld.values()], o.ownerMax],
+    [o.owner, o.hold, o.slowUrls, o.holdSlow, o.limit, o.leaseMs, [...o.ownerHeld.keys()], [...o.ownerHeld.values()], o.ownerMax,
+     [...o.ownerHeld].filter(([, n]) => n >= o.ownerMax).map(([k]) => k)],
   );
   return rows
     .map((r) => ({
