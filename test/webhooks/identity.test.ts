@@ -3,6 +3,7 @@
 // delivery captured at one receiver does not verify at another (docs/security.md).
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+after(() => process.stdout.write(`# identity spellings tried: ${IDENTITY_CASES.spellings}\n`));
 import { Webhook } from 'standardwebhooks';
 import { verifyWebhook } from '@escrow-settlement/client/webhook';
 import { describeStores, expectError, type Harness } from '../harness.ts';
