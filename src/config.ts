@@ -219,7 +219,7 @@ export function parseConfig(env: Env): Config {
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     webhookMaxUrlsPerKey: int(env, 'WEBHOOK_MAX_URLS_PER_KEY', 20, 1, 100_000),
-    webhookKeyMaxInFlight: int(env, 'WEBHOOK_KEY_MAX_IN_FLIGHT', 1024, 1, 4096),
+    webhookKeyMaxInFlight: int(env, 'WEBHOOK_KEY_MAX_IN_FLIGHT', 256, 1, 4096),
     clientMaxConcurrency: int(env, 'CLIENT_MAX_CONCURRENCY', 64, 1, 1_000_000),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),

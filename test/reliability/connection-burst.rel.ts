@@ -1,5 +1,5 @@
 // A burst of 4,000 connections from one client does not stall another client's health probe
-// (docs/security.md "The edge"): the per-client concurrency cap (CLIENT_MAX_CONCURRENCY, default 256)
+// (docs/security.md "The edge"): the per-client concurrency cap (CLIENT_MAX_CONCURRENCY, default 64)
 // answers the burst's excess with 429 at once, so the probe waits behind at most the cap's worth of
 // the burst's requests. The burst comes from 127.0.0.2 and the probe from 127.0.0.1 (two clients on
 // the loopback network); the probe's latency during the burst is measured and reported.
