@@ -139,7 +139,7 @@ export function createApp(deps: AppDeps): App {
     const allow = allowFor(url.pathname);
     if (!SERVED_METHODS.has(method)) throw methodNotAllowed(method, url.pathname, allow);
     if (method === 'OPTIONS') {
-      if (allow.length === 0) throw new AppError('not_found', `no route for ${url.pathname}`);
+      if (allow.length === 0) throw new AppError('not_found', 'no route for this path');
       const preflight = corsOrigin !== null && request.headers.has('access-control-request-method');
       return new Response(null, { status: 204, headers: { allow: allow.join(', '), ...(preflight ? preflightHeaders(corsOrigin, allow.join(', ')) : {}) } });
     }
@@ -151,7 +151,8 @@ export function createApp(deps: AppDeps): App {
     }
     if (res) return res;
     if (allow.length > 0) throw methodNotAllowed(method, url.pathname, allow);
-    throw new AppError('not_found', `no route for ${request.method} ${url.pathname}`);
+    // The path is not echoed: an answer never reflects what a link-maker put in the URL.
+    throw new AppError('not_found', 'no route for this method and path; see /v1/openapi.json for the routes');
   }
 
   async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
@@ -181,6 +182,8 @@ export function createApp(deps: AppDeps): App {
       response = errorResponse(err);
     }
     response.headers.set('x-request-id', requestId);
+    // No answer is ever sniffed into another type (HTML pages set it too; JSON needs it as much).
+    response.headers.set('x-content-type-options', 'nosniff');
     // Client-signed actions are checked against the service clock: every answer (a 422 for skew
     // above all) tells the client what that clock reads. Best effort: a failure here changes nothing.
     // The rate-limit statement read the clock already; only a request refused before it costs a query.
@@ -214,6 +217,7 @@ export function createApp(deps: AppDeps): App {
     }
     const res = errorResponse(methodNotAllowed(method, pathname, target.startsWith('/') ? allowFor(pathname) : []));
     res.headers.set('x-request-id', crypto.randomUUID());
+    res.headers.set('x-content-type-options', 'nosniff');
     return res;
   }
 

@@ -13,6 +13,15 @@ export interface Config extends WitnessSettings {
   webhookAllowPrivate: boolean;
   /** WEBHOOK_CONCURRENCY: webhook requests in flight per URL, across instances (src/webhooks/sender.ts). */
   webhookConcurrency: number;
+  /** WEBHOOK_MAX_URLS_PER_KEY: URLs one key (or root / the open sandbox) may have registered (docs/security.md). */
+  webhookMaxUrlsPerKey: number;
+  /**
+   * WEBHOOK_KEY_MAX_IN_FLIGHT: deliveries one key's URLs together may hold in one sender (in flight
+   * or queued behind), out of its 4,096: a key's dead receivers cannot take every slot (src/webhooks/sender.ts).
+   */
+  webhookKeyMaxInFlight: number;
+  /** CLIENT_MAX_CONCURRENCY: requests one client address may have open at the Node edge at once (src/node/clientCap.ts). */
+  clientMaxConcurrency: number;
   rateLimitWindowMs: number;
   rateLimitMax: number;
   publicRateLimitMax: number;
@@ -219,6 +228,9 @@ export function parseConfig(env: Env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', apiKey === undefined),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+    webhookMaxUrlsPerKey: int(env, 'WEBHOOK_MAX_URLS_PER_KEY', 20, 1, 100_000),
+    webhookKeyMaxInFlight: int(env, 'WEBHOOK_KEY_MAX_IN_FLIGHT', 256, 1, 4096),
+    clientMaxConcurrency: int(env, 'CLIENT_MAX_CONCURRENCY', 64, 1, 1_000_000),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),
     publicRateLimitMax: int(env, 'PUBLIC_RATE_LIMIT_MAX', 300, 1, 1e9),

@@ -10,6 +10,9 @@ export const METADATA_MAX_VALUE = 500;
 
 export type Metadata = Record<string, string>;
 
+/** Keys that name parts of every JavaScript object: refused, so what is stored is what was sent. */
+export const RESERVED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
 // A lone surrogate cannot be stored as UTF-8 text (and is not I-JSON, RFC 7493); NUL cannot be held
 // by Postgres text. Both are refused here so they never reach the database as a 500.
 const BAD_CHAR = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -25,6 +28,9 @@ export function validateMetadata(v: unknown): Metadata {
     if (k.length === 0) throw badRequest('metadata keys must not be empty');
     if (k.length > METADATA_MAX_KEY) throw badRequest(`${at} key is ${k.length} characters; at most ${METADATA_MAX_KEY} are allowed`);
     if (BAD_CHAR.test(k)) throw badRequest(`${at} key must not contain NUL or a lone surrogate`);
+    // Refused, not dropped: `out[k] = v` with k = "__proto__" would change out's prototype (or do
+    // nothing) instead of storing the key, and the other two shadow what every object has.
+    if (RESERVED_KEYS.has(k)) throw badRequest(`${at} key "${k}" is reserved (__proto__, constructor and prototype are refused as metadata keys); rename it`);
     const val = (v as Record<string, unknown>)[k];
     if (typeof val !== 'string') throw badRequest(`${at} must be a string`);
     if (val.length > METADATA_MAX_VALUE) throw badRequest(`${at} is ${val.length} characters; at most ${METADATA_MAX_VALUE} are allowed`);

@@ -1,5 +1,5 @@
 // I-JSON (RFC 7493) for every request: no duplicate object keys (§2.3), no lone UTF-16 surrogates
-// (§2.1), and, because Postgres text cannot hold it, no NUL (U+0000) in any string. The one parser
+// (§2.1), no integer a double cannot hold exactly (§2.2), and, because Postgres text cannot hold it, no NUL (U+0000) in any string. The one parser
 // of request JSON (readJson in body.ts uses it), so every route gets the same rule.
 import { badRequest } from '../errors.ts';
 
@@ -19,6 +19,20 @@ export function stringProblem(s: string): string | null {
   if (s.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
   // String.prototype.isWellFormed (ES2024; Node 20, Deno) is not in this project's ES2023 lib typings.
   if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'must not contain a lone UTF-16 surrogate (strings must be well-formed Unicode, I-JSON RFC 7493 §2.1)';
+  return null;
+}
+
+/**
+ * Why a parsed number is refused, or null. I-JSON (RFC 7493 §2.2): an integer beyond ±(2^53−1) is
+ * not exact in a double, so JSON.parse has already rounded it (9007199254740993 reads as …992) and
+ * every hash of the value would be of another number: refused, never silently changed. A literal
+ * beyond the double range (1e400) parses to Infinity, which JSON cannot even write back.
+ */
+export function numberProblem(n: number): string | null {
+  if (!Number.isFinite(n)) return 'is a number beyond the range of an IEEE 754 double (I-JSON, RFC 7493 §2.2); send it as a string';
+  if (Number.isInteger(n) && !Number.isSafeInteger(n)) {
+    return 'is an integer outside ±(2^53−1) (±9007199254740991), which JSON numbers cannot carry exactly (I-JSON, RFC 7493 §2.2); send it as a string';
+  }
   return null;
 }
 
@@ -71,6 +85,11 @@ const objectToPrimitive = () => '[object Object]';
 function walk(v: unknown, segs: Seg[], root: string): number {
   if (typeof v === 'string') {
     const p = stringProblem(v);
+    if (p) throw badRequest(`${pathOf(segs, root)} ${p}`);
+    return 0;
+  }
+  if (typeof v === 'number') {
+    const p = numberProblem(v);
     if (p) throw badRequest(`${pathOf(segs, root)} ${p}`);
     return 0;
   }

@@ -10,10 +10,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
 import type { App } from '../app.ts';
+import { createClientCap } from './clientCap.ts';
+import { edgeResponse, refuseParsed, sendEdge } from './edgeAnswer.ts';
 
 export interface AdapterOptions {
   trustProxy: boolean;
   onError?: (err: unknown) => void;
+  /** CLIENT_MAX_CONCURRENCY: requests one client address may have open at once (unlimited when absent). */
+  clientMaxConcurrency?: number;
 }
 
 function clientIp(req: IncomingMessage, trustProxy: boolean): string {
@@ -25,12 +29,7 @@ function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   return (req.socket.remoteAddress ?? 'unknown').replace(/^::ffff:/, '');
 }
 
-function envelope(status: number, code: string, message: string): Response {
-  return new Response(JSON.stringify({ error: { code, message, docsUrl: `/docs/errors#${code}` } }), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-  });
-}
+const envelope = (status: number, code: string, message: string): Response => edgeResponse(status, code, message);
 
 /** Values Headers refuses. Node's strict parser never lets them through; an insecure parser can. */
 const INVALID_VALUE = /[\0\r\n]/;
@@ -127,7 +126,25 @@ const UNFETCHABLE = new Set(['TRACE', 'TRACK', 'CONNECT']);
 /** A request listener for node:http that serves app.fetch. */
 export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const listener = nodeFetchListener(app, opts);
+  const cap = opts.clientMaxConcurrency === undefined ? null : createClientCap(opts.clientMaxConcurrency);
   return async (req, res) => {
+    const refused = refuseParsed(req);
+    if (refused) {
+      // The parser's view of this request is incomplete or unframed: answer and close.
+      res.shouldKeepAlive = false;
+      return sendEdge(res, refused.status, refused.code, refused.message);
+    }
+    if (cap) {
+      const client = clientIp(req, opts.trustProxy);
+      if (!cap.enter(client)) {
+        const max = String(opts.clientMaxConcurrency);
+        return sendEdge(res, 429, 'rate_limited', `this client already has ${max} requests open, the most CLIENT_MAX_CONCURRENCY allows at once; wait for answers before sending more`, {
+          'retry-after': '1', 'ratelimit-limit': max, 'ratelimit-remaining': '0', 'ratelimit-reset': '1',
+        });
+      }
+      // 'close' fires once whether the answer was sent or the client went away first.
+      res.once('close', () => cap.leave(client));
+    }
     if (!UNFETCHABLE.has(req.method ?? '')) return listener(req, res);
     const answer = app.refuseMethod(req.method!, req.url ?? '/');
     res.writeHead(answer.status, Object.fromEntries(answer.headers));

@@ -41,6 +41,7 @@ export function answerClientError(err: ParserError, socket: Duplex): void {
     'content-type: application/json; charset=utf-8\r\n' +
     `content-length: ${Buffer.byteLength(body)}\r\n` +
     `x-request-id: ${randomUUID()}\r\n` +
+    'x-content-type-options: nosniff\r\n' +
     'connection: close\r\n\r\n' +
     body,
   );

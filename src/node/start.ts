@@ -15,6 +15,7 @@ import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../proof/keys.ts';
 import { connectListener, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
+import { MAX_HEADER_LINES, NOSNIFF } from './edgeAnswer.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
 import { openStore } from './openStore.ts';
 import { hasPgliteDb, initDataDirChild, initDataDirInChild, INIT_ENV } from './pgliteInit.ts';
@@ -45,9 +46,12 @@ let dataDirLock: DataDirLock | undefined;
 /** Requests that arrive while the store is still opening: 503, retry in a second. */
 const starting: Listener = (_req, res) => {
   const body = JSON.stringify({ error: { code: 'unavailable', message: 'the service is starting; retry shortly', docsUrl: '/docs/errors#unavailable' } });
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-request-id': randomUUID() });
+  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-request-id': randomUUID(), ...NOSNIFF });
   res.end(body);
 };
+
+/** The accept queue asked for (docs/security.md "The edge"). */
+const LISTEN_BACKLOG = 4096;
 
 /** Binds the port; what can go wrong is named after PORT or HOST. */
 function listen(server: Server, config: Config): Promise<void> {
@@ -60,7 +64,10 @@ function listen(server: Server, config: Config): Promise<void> {
       else if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') reject(new ConfigError('HOST', `${config.host} cannot be resolved`));
       else reject(err);
     });
-    server.listen(config.port, config.host, resolve);
+    // A burst of connections waits in the kernel's accept queue, not dropped SYNs: with Node's default
+    // of 511, a burst of thousands overflowed it and a dropped connection retried after 1, 3, 7 s
+    // (a health probe took 9 s). The kernel clamps this to net.core.somaxconn.
+    server.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG }, resolve);
   });
 }
 
@@ -94,7 +101,10 @@ async function main(env: Env, slot?: number) {
   // Node enforces headersTimeout/requestTimeout only when it checks its connections, every
   // connectionsCheckingInterval (default 30 s): checked each second, a slow-loris socket is closed
   // about 10 s after it connects instead of up to 40 s.
-  const server = createServer({ connectionsCheckingInterval: 1_000 });
+  // requireHostHeader off: a request without Host gets the JSON envelope from the listener
+  // (src/node/edgeAnswer.ts), not Node's bare 400; maxHeadersCount is the count it checks against.
+  const server = createServer({ connectionsCheckingInterval: 1_000, requireHostHeader: false });
+  server.maxHeadersCount = MAX_HEADER_LINES;
   // Slow-loris bounds: headers must arrive within 10 s, a whole request within 60 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
@@ -148,7 +158,7 @@ async function main(env: Env, slot?: number) {
     // An outage answers 503 to every request: one line each, not a stack trace each.
     ? log('database unavailable', { requestId, error: String((err as Error)?.message ?? err) })
     : log('request failed', { requestId, error: String((err as Error)?.stack ?? err) })) });
-  serve = nodeListener(app, { trustProxy: config.trustProxy, onError: (err) => log('adapter error', { error: String(err) }) });
+  serve = nodeListener(app, { trustProxy: config.trustProxy, clientMaxConcurrency: config.clientMaxConcurrency, onError: (err) => log('adapter error', { error: String(err) }) });
   // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
   server.on('connect', connectListener(app));
   const jobs = startJobs(app.svc, { log });

@@ -108,18 +108,25 @@ function errorResponses(codes: string[]): Record<string, unknown> {
  * Every status a route can answer: its own codes, plus what the edge answers on any route (docs/protocol.md §19.3):
  * 401 where a key is needed, 403 for a cross-site Origin, 405 for another method on the path, 413 for a
  * body over its cap, 421 from
- * the open sandbox for a Host it does not know (DNS rebinding), 429 where a budget applies, and 503
+ * the open sandbox for a Host it does not know (DNS rebinding), 429 where a budget applies or one
+ * client has too many requests open, 400/408/431 from the edge for a request it cannot take, and 503
  * while the database is out of reach.
  */
 function responsesOf(def: RouteDef): Record<string, unknown> {
   const codes = [
     ...def.errors,
+    // Any route: a path or query parameter with a NUL or a lone surrogate (src/http/params.ts), a
+    // request target no URL can be made of; and the Node edge's own answers (src/node/edgeAnswer.ts):
+    // a missing Host, headers over their cap or too slow, too many requests open from one client.
+    'bad_request',
+    'request_timeout',
+    'headers_too_large',
+    'rate_limited',
     ...(def.access === 'public' ? [] : ['unauthorized']),
     'forbidden',
     'method_not_allowed',
     // docs/protocol.md §2.6: every request body has a cap (1 MB; 32 KB on POST /v1/verify).
     ...(def.method === 'GET' ? [] : ['payload_too_large']),
-    ...(def.rate ? ['rate_limited'] : []),
     'unavailable',
   ];
   const out = errorResponses(codes);

@@ -10,7 +10,8 @@ import { activeKey } from '../proof/keys.ts';
 import { scopeOf } from '../access/tenancy.ts';
 import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
 import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
-import { listDeadLetters, listWebhooks, redeliverDeadLetter, registerWebhook, unregisterWebhook } from '../webhooks/registry.ts';
+import { listDeadLetters, listWebhooks, redeliverDeadLetter, unregisterWebhook } from '../webhooks/registry.ts';
+import { registerWithinCap } from '../webhooks/urlCap.ts';
 
 const urlString = define<string>('url', (v) =>
   typeof v !== 'string' ? 'must be a string (an absolute http(s) URL)'
@@ -18,10 +19,11 @@ const urlString = define<string>('url', (v) =>
       : v.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : true);
 export const WebhookBody = object({ url: urlString });
 
-/** The body's url, validated and normalised; 400 naming `url` otherwise. */
-async function bodyUrl(ctx: Ctx): Promise<string> {
+/** The body's url, validated and in canonical form; 400 naming `url` otherwise. `asGiven`: its WHATWG form. */
+async function bodyUrl(ctx: Ctx): Promise<{ url: string; asGiven: string }> {
   const b = check(await readJson(ctx.request), WebhookBody);
-  return parseWebhookUrl(b.url).href;
+  const url = parseWebhookUrl(b.url).href;
+  return { url, asGiven: new URL(b.url).href };
 }
 
 const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).publicKey;
@@ -29,14 +31,14 @@ const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).
 export const webhookRoutes = () => defineRoutes([
   {
     method: 'POST', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Register a URL for every event (signed, retried, dead-lettered); a minted key\'s URL gets only the events of escrows that key sees. Registering it again keeps one registration; another key registering it is 409. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.',
+    summary: 'Register a URL for every event (signed, retried, dead-lettered); a minted key\'s URL gets only the events of escrows that key sees. URLs compare in canonical form (docs/security.md), so another spelling of a registered URL is the same URL. Registering it again keeps one registration; another key registering it is 409, and so is a URL beyond the WEBHOOK_MAX_URLS_PER_KEY (default 20) a key may have. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.',
     body: WebhookBody,
     success: { status: 201, description: '{ok: true, url (normalised), signingKey: hex64, standardWebhooks: {secret?: "whsec_…" (only in the answer that first shows it), publicKey: "whpk_…"}}' },
     errors: ['bad_request', 'unauthorized', 'invalid_state', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
-      const url = await bodyUrl(ctx);
+      const { url } = await bodyUrl(ctx);
       await checkDestination(new URL(url), ctx.svc.config.webhookAllowPrivate, ctx.svc.resolveHost);
-      const secret = await registerWebhook(ctx.svc.db, url, scopeOf(ctx.caller));
+      const secret = await registerWithinCap(ctx.svc.db, url, scopeOf(ctx.caller), ctx.svc.config.webhookMaxUrlsPerKey);
       const key = await signingKey(ctx);
       const standardWebhooks = { ...(secret !== null ? { secret: formatSecret(secret) } : {}), publicKey: formatPublicKey(key) };
       return json({ ok: true, url, signingKey: key, standardWebhooks }, 201);
@@ -55,13 +57,13 @@ export const webhookRoutes = () => defineRoutes([
   },
   {
     method: 'DELETE', path: '/v1/webhooks', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Unregister a URL (body {url}); its pending deliveries are dropped, its dead letters stay listed.',
+    summary: 'Unregister a URL (body {url}); its pending deliveries are dropped, its dead letters stay listed for the key that owned it and can be redelivered once the URL is registered again.',
     body: WebhookBody,
     success: { status: 200, description: '{ok: true, url}' },
     errors: ['bad_request', 'unauthorized', 'not_found', 'payload_too_large', 'rate_limited'],
     async handler(ctx) {
-      const url = await bodyUrl(ctx);
-      if (!(await unregisterWebhook(ctx.svc.db, url, scopeOf(ctx.caller)))) throw notFound(`no webhook registered for ${url}`);
+      const { url, asGiven } = await bodyUrl(ctx);
+      if (!(await unregisterWebhook(ctx.svc.db, url, scopeOf(ctx.caller), asGiven))) throw notFound(`no webhook registered for ${url}`);
       return json({ ok: true, url });
     },
   },
@@ -78,7 +80,7 @@ export const webhookRoutes = () => defineRoutes([
   },
   {
     method: 'POST', path: '/v1/webhooks/dead-letters/:id/redeliver', access: 'key', rate: 'key', tag: 'webhooks',
-    summary: 'Put a dead letter\'s event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list.',
+    summary: 'Put a dead letter\'s event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list. 409 while its URL is not registered (to this key) now.',
     success: { status: 202, description: '{ok: true, id}' },
     errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'rate_limited'],
     async handler(ctx) {

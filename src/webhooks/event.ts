@@ -2,7 +2,7 @@
 import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { signedContent, v1aSignature, v1Signature } from './standard.ts';
-import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
+import { destinationContent, type EngineEvent } from '@escrow-settlement/protocol/webhook';
 
 export type { EngineEvent };
 
@@ -54,6 +54,8 @@ export interface HeaderInput {
   /** The endpoint's Standard Webhooks secret (HMAC key bytes); absent only for an unregistered URL's redelivery. */
   hmacKey: Uint8Array | null;
   userAgent: string;
+  /** The registered (canonical) URL this attempt goes to, named and signed in x-proof-destination*. */
+  destination: string;
 }
 
 /**
@@ -65,6 +67,9 @@ export interface HeaderInput {
 export function deliveryHeaders(h: HeaderInput): Record<string, string> {
   const content = signedContent(h.id, h.timestamp, h.body);
   const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.sign)];
+  // The body is one document for every receiver, so its signatures cannot say whom it was sent to:
+  // this one does (docs/security.md "Checking the destination").
+  const destinationSignature = toHex(h.sign(destinationContent({ body: h.body, destination: h.destination, webhookId: h.id, webhookTimestamp: h.timestamp })));
   return {
     'content-type': 'application/json',
     'user-agent': h.userAgent,
@@ -73,5 +78,7 @@ export function deliveryHeaders(h: HeaderInput): Record<string, string> {
     'webhook-id': h.id,
     'webhook-timestamp': String(h.timestamp),
     'webhook-signature': signatures.join(' '),
+    'x-proof-destination': h.destination,
+    'x-proof-destination-signature': destinationSignature,
   };
 }

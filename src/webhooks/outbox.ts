@@ -25,6 +25,8 @@ export interface ClaimedRow {
   metadata: Record<string, string> | null;
   /** The endpoint's Standard Webhooks secret (stored base64); null once the URL is unregistered. */
   secret: string | null;
+  /** The key owning the URL now: its id, or '' for root and the open sandbox (and an unregistered URL). */
+  owner: string;
   /** The deployment's active Ed25519 webhook key, read in the same statement (hex). */
   keyPublic: string;
   keySecret: string;
@@ -41,6 +43,9 @@ export interface ClaimOptions {
   /** Rows claimed at most in this statement, over all URLs. */
   limit: number;
   leaseMs: number;
+  /** Rows one owner's URLs may hold in this sender (WEBHOOK_KEY_MAX_IN_FLIGHT), and what each holds now. */
+  ownerMax: number;
+  ownerHeld: ReadonlyMap<string, number>;
 }
 
 /** A stored x-proof signature made since the last flush. */
@@ -103,8 +108,9 @@ export async function flushAndLock(tx: Tx, r: Results, wantLock: boolean): Promi
                  USING unnest($13::bigint[], $14::int[], $15::text[], $16::text[], $17::int[]) AS x(id, attempts, dl, error, status)
                  WHERE o.id = x.id AND o.attempts = x.attempts
                  RETURNING x.dl, o.escrow_id, o.idx, o.url, o.attempts, x.error, x.status, o.first_attempt_at),
-          i AS (INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, last_status, first_attempt_at, dead_at)
-                SELECT dl, escrow_id, idx, url, attempts, error, status, COALESCE(first_attempt_at, svc_now()), svc_now() FROM g
+          i AS (INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, last_status, first_attempt_at, dead_at, owner_key)
+                SELECT dl, escrow_id, idx, url, attempts, error, status, COALESCE(first_attempt_at, svc_now()), svc_now(),
+                       (SELECT w.owner_key FROM webhooks w WHERE w.url = g.url) FROM g
                 RETURNING 1),
           c AS (UPDATE webhook_counters
                    SET delivered = delivered + (SELECT count(*) FROM d), failed = failed + $18::int,
@@ -125,8 +131,10 @@ export async function flushAndLock(tx: Tx, r: Results, wantLock: boolean): Promi
 
 /**
  * Claims due rows, a run per URL: for each URL no other sender holds, up to its hold minus what this
- * owner already holds, oldest due first, interleaved across URLs (every URL's first row before any
- * URL's second) up to `limit`. Run under flushAndLock's lock, in the same transaction.
+ * sender already holds, oldest due first; then per owner (the key that registered the URL) at most
+ * `ownerMax` minus what it holds, so one key's URLs, however many and however dead, never take the
+ * sender's every slot; interleaved across owners first (every owner's first row before any owner's
+ * second) and URLs within them, up to `limit`. Run under flushAndLock's lock, in the same transaction.
  *
  * URLs are found with a loose index scan, and each URL's due rows by (url, next_attempt_at), so the
  * cost grows with the number of URLs, not with the backlog or the retries behind a dead receiver.
@@ -138,24 +146,35 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
        (SELECT url FROM outbox ORDER BY url LIMIT 1)
        UNION ALL
        SELECT (SELECT o.url FROM outbox o WHERE o.url > u.url ORDER BY o.url LIMIT 1) FROM urls u WHERE u.url IS NOT NULL
+     ), owned AS (
+       SELECT u.url, COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = u.url), '') AS owner FROM urls u WHERE u.url IS NOT NULL
      ), room AS (
-       SELECT u.url,
+       SELECT u.url, u.owner,
               (CASE WHEN u.url = ANY($3::text[]) THEN $4::int ELSE $2::int END)
                 - (SELECT count(*) FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner = $1)::int AS free
-         FROM urls u
-        WHERE u.url IS NOT NULL
+         FROM owned u
+        -- An owner whose share is full is skipped whole: its URLs cost no row scan.
+        WHERE u.owner <> ALL($10::text[])
           AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner <> $1)
      ), picked AS (
-       SELECT p.id, p.next_attempt_at, row_number() OVER (PARTITION BY r.url ORDER BY p.next_attempt_at, p.id) AS rank
+       SELECT p.id, p.next_attempt_at, r.owner, row_number() OVER (PARTITION BY r.url ORDER BY p.next_attempt_at, p.id) AS rank
          FROM room r
         CROSS JOIN LATERAL (
           SELECT o.id, o.next_attempt_at FROM outbox o
            WHERE o.url = r.url AND o.next_attempt_at <= now()
            ORDER BY o.next_attempt_at, o.id
            LIMIT greatest(r.free, 0)) p
+     ), by_owner AS (
+       SELECT p.id, p.next_attempt_at, p.rank, p.owner,
+              row_number() OVER (PARTITION BY p.owner ORDER BY p.rank, p.next_attempt_at, p.id) AS orank
+         FROM picked p
+     ), allowed AS (
+       SELECT b.id, b.next_attempt_at, b.rank, b.orank FROM by_owner b
+         LEFT JOIN unnest($7::text[], $8::int[]) AS h(owner, held) ON h.owner = b.owner
+        WHERE b.orank <= $9::int - COALESCE(h.held, 0)
      ), claimed AS (
        SELECT o.id, o.escrow_id, o.idx FROM outbox o
-        WHERE o.id IN (SELECT id FROM picked ORDER BY rank, next_attempt_at, id LIMIT $5)
+        WHERE o.id IN (SELECT id FROM allowed ORDER BY orank, rank, next_attempt_at, id LIMIT $5)
           AND o.next_attempt_at <= now()
         FOR UPDATE OF o SKIP LOCKED
      ), wk AS (
@@ -174,8 +193,10 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
        CROSS JOIN wk
       WHERE o.id = c.id
      RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key,
-               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret, e.metadata`,
-    [o.owner, o.hold, o.slowUrls, o.holdSlow, o.limit, o.leaseMs],
+               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret, e.metadata,
+               COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = o.url), '') AS url_owner`,
+    [o.owner, o.hold, o.slowUrls, o.holdSlow, o.limit, o.leaseMs, [...o.ownerHeld.keys()], [...o.ownerHeld.values()], o.ownerMax,
+     [...o.ownerHeld].filter(([, n]) => n >= o.ownerMax).map(([k]) => k)],
   );
   return rows
     .map((r) => ({
@@ -190,6 +211,7 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
       signature: r.signature ?? null,
       signer: r.public_key ?? null,
       secret: r.secret ?? null,
+      owner: r.url_owner ?? '',
       keyPublic: r.key_public,
       keySecret: r.key_secret,
       metadata: r.metadata ? JSON.parse(r.metadata) : null,

@@ -20,6 +20,14 @@ export const seenBy = (alias: string, n: number) => `($${n}::text IS NULL OR (
     AND EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = ${alias}.escrow_id AND et.key_id = $${n}::text)))`;
 
 /**
+ * Who sees a dead letter: root and the open sandbox (scope null) every one; a minted key those made
+ * for a URL it owned when the delivery died (dead_letters.owner_key), of escrows it sees, whether
+ * or not it still owns the URL (docs/security.md "Dead letters"). `$n` is the scope parameter.
+ */
+export const deadSeenBy = (alias: string, n: number) => `($${n}::text IS NULL OR (${alias}.owner_key = $${n}::text
+    AND EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = ${alias}.escrow_id AND et.key_id = $${n}::text)))`;
+
+/**
  * Registers a URL for `owner` (a minted key, or null for root and the open sandbox); registering it
  * again keeps the one registration and its secret (docs/protocol.md §14.1). A URL has one owner: another caller
  * registering it is 409 invalid_state (its events are scoped to the owner, so sharing the row would
@@ -62,14 +70,19 @@ export async function listWebhooks(q: Queryable, after: bigint | null = null, li
  * registered. A state change committing at the same moment may already have queued its events for
  * the URL (its fan-out read the registration before this commit); those are still delivered once.
  */
-export async function unregisterWebhook(db: Db, url: string, scope: string | null = null): Promise<boolean> {
+export async function unregisterWebhook(db: Db, url: string, scope: string | null = null, asGiven: string = url): Promise<boolean> {
   return db.tx(async (tx) => {
-    // A confined key unregisters only its own URL; another key's is "not registered" to it.
-    const gone = await tx.query('DELETE FROM webhooks WHERE url = $1 AND ($2::text IS NULL OR owner_key = $2::text) RETURNING url', [url, scope]);
+    // A confined key unregisters only its own URL; another key's is "not registered" to it. `asGiven`
+    // (the WHATWG form of what the caller sent) also matches a registration stored before URLs were
+    // stored canonically (migration 012 could not canonicalise every spelling).
+    const gone = await tx.query<{ url: string }>(
+      'DELETE FROM webhooks WHERE url = ANY($1::text[]) AND ($2::text IS NULL OR owner_key = $2::text) RETURNING url',
+      [[url, asGiven], scope],
+    );
     if (gone.length === 0) return false;
     // Row locks on the URL's outbox rows: a row in flight on another instance is deleted once its
     // claim statement ends (a few ms); that sender's result then matches no row and changes nothing.
-    await tx.query('DELETE FROM outbox WHERE url = $1', [url]);
+    await tx.query('DELETE FROM outbox WHERE url = ANY($1::text[])', [gone.map((g) => g.url)]);
     return true;
   });
 }
@@ -86,7 +99,7 @@ export async function listDeadLetters(q: Queryable, after: bigint | null = null,
             t.event, t.at, t.body, e.metadata, d.seq::text AS seq
        FROM dead_letters d JOIN trail_entries t ON t.escrow_id = d.escrow_id AND t.idx = d.idx
        LEFT JOIN escrows e ON e.id = d.escrow_id
-      WHERE d.seq > $1 AND ${seenBy('d', 2)}
+      WHERE d.seq > $1 AND ${deadSeenBy('d', 2)}
       ORDER BY d.seq${limit === undefined ? '' : ' LIMIT $3'}`,
     limit === undefined ? [(after ?? 0n).toString(), scope] : [(after ?? 0n).toString(), scope, limit + 1],
   );
@@ -105,27 +118,37 @@ export async function listDeadLetters(q: Queryable, after: bigint | null = null,
 
 /**
  * Puts a dead letter's event back in the outbox for its URL with a fresh attempt count (docs/protocol.md §14.3);
- * false when the id is unknown. The dead letter moves: it leaves the list, and a new one appears if
- * the redelivery fails again. Lock: the DELETE's row lock — two concurrent redeliveries of one id
- * serialise on it and only the first finds the row, so the event is queued once.
+ * false when the id is unknown (to this caller). The dead letter moves: it leaves the list, and a new
+ * one appears if the redelivery fails again. Only to a URL registered now: a dead letter of an
+ * unregistered URL stays listed and waits for the URL to be registered again (by its key, for a
+ * minted key's). Lock: the DELETE's row lock — two concurrent redeliveries of one id serialise on it
+ * and only the first finds the row, so the event is queued once.
  */
 export async function redeliverDeadLetter(q: Queryable, id: string, scope: string | null = null): Promise<boolean> {
   // Also the fan-out rule of trailWrite: if the URL is now registered by a minted key that does not
   // see the escrow (the URL changed hands), the event is not sent there, whoever asks.
   const rows = await q.query(
-    `WITH d AS (DELETE FROM dead_letters d WHERE d.id = $1 AND ${seenBy('d', 2)}
-                  AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.url = d.url AND w.owner_key IS NOT NULL
-                    AND NOT EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = d.escrow_id AND et.key_id = w.owner_key))
+    `WITH d AS (DELETE FROM dead_letters d WHERE d.id = $1 AND ${deadSeenBy('d', 2)}
+                  AND EXISTS (SELECT 1 FROM webhooks w WHERE w.url = d.url
+                    AND ($2::text IS NULL OR w.owner_key = $2::text)
+                    AND (w.owner_key IS NULL
+                      OR EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = d.escrow_id AND et.key_id = w.owner_key)))
                 RETURNING escrow_id, idx, url)
      INSERT INTO outbox (escrow_id, idx, url) SELECT escrow_id, idx, url FROM d RETURNING id::text AS id`,
     [id, scope],
   );
   if (rows.length === 1) return true;
-  // Off the hot path: tell "unknown to you" (404) from "its URL now belongs to a key that does not see it".
-  if (scope === null && (await q.query('SELECT 1 FROM dead_letters WHERE id = $1', [id])).length === 1) {
-    throw invalidState(`dead letter ${id}: its URL is now registered by a key that does not see its escrow; it cannot be redelivered there`);
-  }
-  return false;
+  // Off the hot path: tell "unknown to you" (404) from a URL that is not registered (to you) now.
+  const [seen] = await q.query<{ url: string; owner: string | null; registered: boolean }>(
+    `SELECT d.url, w.owner_key AS owner, w.url IS NOT NULL AS registered
+       FROM dead_letters d LEFT JOIN webhooks w ON w.url = d.url
+      WHERE d.id = $1 AND ${deadSeenBy('d', 2)}`,
+    [id, scope],
+  );
+  if (!seen) return false;
+  if (!seen.registered) throw invalidState(`dead letter ${id}: ${seen.url} is not registered now; register it again (POST /v1/webhooks), then redeliver`);
+  if (scope !== null && seen.owner !== scope) throw invalidState(`dead letter ${id}: ${seen.url} is registered by another key now; it cannot be redelivered there`);
+  throw invalidState(`dead letter ${id}: its URL is now registered by a key that does not see its escrow; it cannot be redelivered there`);
 }
 
 export const newDeadLetterId = () => newId('dlr');

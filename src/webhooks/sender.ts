@@ -1,5 +1,6 @@
-// The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL,
-// results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
+// The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL and
+// at most WEBHOOK_KEY_MAX_IN_FLIGHT rows held per key over all its URLs (the fair share: one key's
+// dead receivers cannot hold every slot, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/types.ts';
 import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
@@ -15,7 +16,7 @@ import { fetchTransport, type WebhookResult, type WebhookTransport } from './tra
 /** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
 export interface SenderDeps {
   db: Db;
-  config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs'>;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs' | 'webhookKeyMaxInFlight'>;
   nowMs: () => number;
   version: string;
   webhookTransport?: WebhookTransport;
@@ -78,6 +79,8 @@ export class SenderEngine {
   readonly owner = newId('snd');
   private readonly lanes = new Map<string, Lane>();
   private readonly held = new Map<string, Held>();
+  /** Rows held per owner (the key that registered the URL; '' for root): the fair share's ledger. */
+  private readonly heldByOwner = new Map<string, number>();
   private delivered: string[] = [];
   private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
@@ -111,7 +114,7 @@ export class SenderEngine {
         this.toRelease.push(...rows);
         throw err;
       });
-      for (const h of rows) this.held.delete(h.row.id);
+      for (const h of rows) this.unhold(h.row.id);
     }
     const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     const attempts = this.attempts;
@@ -129,7 +132,10 @@ export class SenderEngine {
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
         const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
-        return claimRuns(tx, { owner: this.owner, hold, slowUrls, holdSlow: this.opts.perUrl, limit, leaseMs: this.leaseMs });
+        return claimRuns(tx, {
+          owner: this.owner, hold, slowUrls, holdSlow: this.opts.perUrl, limit, leaseMs: this.leaseMs,
+          ownerMax: this.svc.config.webhookKeyMaxInFlight, ownerHeld: this.heldByOwner,
+        });
       });
     } catch (err) {
       this.delivered.push(...results.delivered);
@@ -145,9 +151,20 @@ export class SenderEngine {
       if (this.held.has(row.id)) continue;
       const h = this.prepare(row, now);
       this.held.set(row.id, h);
+      this.heldByOwner.set(row.owner, (this.heldByOwner.get(row.owner) ?? 0) + 1);
       this.lane(row.url).queue.push(h);
     }
     return rows.length;
+  }
+
+  /** A held row is done with (sent and answered, or handed back): its owner's share has room again. */
+  private unhold(id: string): void {
+    const h = this.held.get(id);
+    if (!h) return;
+    this.held.delete(id);
+    const n = (this.heldByOwner.get(h.row.owner) ?? 1) - 1;
+    if (n <= 0) this.heldByOwner.delete(h.row.owner);
+    else this.heldByOwner.set(h.row.owner, n);
   }
 
   private lane(url: string): Lane {
@@ -211,7 +228,7 @@ export class SenderEngine {
           .then((o) => this.opts.onOutcome?.(o, url))
           .finally(() => {
             lane.inflight--;
-            this.held.delete(h.row.id);
+            this.unhold(h.row.id);
             this.inflight.delete(run);
             if (lane.inflight === 0 && lane.queue.length === 0 && !lane.slow) this.lanes.delete(url);
             this.pump();
@@ -249,6 +266,7 @@ export class SenderEngine {
         sign: this.signer(row.keySecret),
         hmacKey: row.secret ? this.hmacKey(row.secret) : null,
         userAgent: `escrow-settlement/${this.svc.version}`,
+        destination: row.url,
       });
       const res = await this.transport({ url: row.url, headers, body: h.body, timeoutMs, allowPrivate });
       const ok = 'status' in res && res.status >= 200 && res.status <= 299;

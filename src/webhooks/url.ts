@@ -2,12 +2,14 @@
 import { badRequest } from '../errors.ts';
 import { isPrivateAddress, parseIp } from './address.ts';
 import { hostOf, literalRefusal, type ResolveHost } from './transport.ts';
+import { canonicalUrl } from './canonicalUrl.ts';
 
 export const MAX_URL_LENGTH = 2048;
 
 /**
- * The URL in its WHATWG-normalised form (lowercase scheme and host, default port dropped, IPv4 in
- * dotted form), so two spellings of one endpoint register once. Every refusal is a 400 naming `url`.
+ * The URL in its canonical form (src/webhooks/canonicalUrl.ts: WHATWG serialisation, no fragment or
+ * empty query, percent-encoding normalised), so two spellings of one endpoint register once and
+ * collide on "one owner per URL". Every refusal is a 400 naming `url`.
  */
 export function parseWebhookUrl(raw: string): URL {
   if (raw.length > MAX_URL_LENGTH) throw badRequest(`url must be at most ${MAX_URL_LENGTH} characters`);
@@ -21,8 +23,9 @@ export function parseWebhookUrl(raw: string): URL {
   if (!url.hostname) throw badRequest('url must name a host');
   // fetch refuses URLs with credentials, and they would sit in the registration list in clear.
   if (url.username || url.password) throw badRequest('url must not contain credentials (user:password@)');
-  if (url.href.length > MAX_URL_LENGTH) throw badRequest(`url must be at most ${MAX_URL_LENGTH} characters once normalised`);
-  return url;
+  const canonical = new URL(canonicalUrl(url));
+  if (canonical.href.length > MAX_URL_LENGTH) throw badRequest(`url must be at most ${MAX_URL_LENGTH} characters once normalised`);
+  return canonical;
 }
 
 /**

@@ -109,5 +109,10 @@ export function checkPayment(presented: PresentedPayment, offer: Offer): Checked
   if (micro(a.value) < micro(offer.v1.maxAmountRequired)) {
     throw refuse('payment_invalid', `authorization.value ${a.value} is below the price ${offer.v1.maxAmountRequired} ${offer.v1.asset}`);
   }
+  // Above the price is refused too, not kept as a tip: the escrow would hold more than the resource
+  // costs and a mistyped value would be spent silently (docs/security.md "x402 demo").
+  if (micro(a.value) > micro(offer.v1.maxAmountRequired)) {
+    throw refuse('payment_invalid', `authorization.value ${a.value} is above the price ${offer.v1.maxAmountRequired} ${offer.v1.asset}; this resource takes exactly its price (an overpayment is refused, not kept)`);
+  }
   return { version, signed };
 }

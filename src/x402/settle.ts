@@ -52,6 +52,9 @@ export interface Settled {
  * payee with its held key, verified, settled through custody, proven and logged, with trail
  * entries and outbox rows (docs/protocol.md §15.3: the full escrow lifecycle runs for the request).
  */
+/** Client clocks may run a little ahead of the database's: the grace on validBefore's upper bound. */
+export const VALID_BEFORE_SKEW_MS = 5_000;
+
 export async function settlePayment(svc: Services, input: SettleInput): Promise<Settled> {
   const { signed, offer, payee } = input;
   const a = signed.authorization;
@@ -62,6 +65,13 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
     const [{ now }] = await tx.query<{ now: Date }>('SELECT svc_now() AS now');
     if (Date.parse(a.validBefore) <= now.getTime()) {
       throw refuse(`authorization.validBefore ${a.validBefore} has passed (service time ${now.toISOString()}); sign a fresh payment`);
+    }
+    // A payment is an offer to be taken now, not a standing one: validBefore at most the offer's
+    // maxTimeoutSeconds ahead (plus a few seconds of clock skew), so a leaked header stops working
+    // within a minute instead of in year 9999 (docs/security.md "x402 demo").
+    const latest = now.getTime() + (offer.v1.maxTimeoutSeconds * 1000) + VALID_BEFORE_SKEW_MS;
+    if (Date.parse(a.validBefore) > latest) {
+      throw refuse(`authorization.validBefore ${a.validBefore} is more than maxTimeoutSeconds (${offer.v1.maxTimeoutSeconds} s) after service time ${now.toISOString()}; sign a payment that expires sooner`);
     }
     // Lock: the nonce's primary-key entry in x402_nonces. A concurrent replay of the same nonce
     // waits here until this transaction ends: if it commits, the replay inserts nothing and is

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { describeStores, expectError, type Harness } from '../harness.ts';
 import { escrow, failedDelivery, PASSING_TERMS } from '../fixtures.ts';
-import { findDuplicateKey, parseStrictJson } from '../../src/http/strictJson.ts';
+import { findDuplicateKey, parseStrictJson, numberProblem } from '../../src/http/strictJson.ts';
 
 /** POSTs a raw JSON text (so escapes such as \ud800 reach the server as written). */
 const raw = (h: Harness, path: string, text: string) => h.req('POST', path, text, { 'content-type': 'application/json' });
@@ -97,7 +97,8 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
 
 test('the duplicate-key finder finds exactly the duplicates inserted into generated JSON, and names them', () => {
   fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (v, dup) => {
-    let text = JSON.stringify(v);
+    // Numbers I-JSON refuses (integers beyond 2^53) are a refusal of their own, tested in refuse.test.ts.
+    let text = JSON.stringify(v, (_k, x) => (typeof x === 'number' && numberProblem(x) ? 0 : x));
     let firstKey: string | undefined;
     if (dup && v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
       firstKey = Object.keys(v)[0];

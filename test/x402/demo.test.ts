@@ -96,11 +96,11 @@ describeStores('x402 demo', (h) => {
     assert.deepEqual(await counts(h()), before);
   });
 
-  test('a value above the price is accepted and becomes the escrow amount', async () => {
+  test('a value above the price is refused, not kept (docs/security.md "x402 demo")', async () => {
     const r = await pay(h(), createPaymentHeader(await offer(h()), generateKeys().secretKey, { value: '2.5' }));
-    assert.equal(r.status, 200, r.text);
-    const { escrowId } = decodePaymentResponse(r.headers.get('x-payment-response')!);
-    assert.equal((await h().req('GET', `/v1/escrows/${escrowId}`)).body.amount, '2.5');
+    assert.equal(r.status, 402, r.text);
+    assert.equal(r.body.error.code, 'payment_invalid');
+    assert.equal(r.headers.get('x-payment-response'), null);
   });
 
   test('the payment writes an outbox row per event for each registered webhook, in the same transaction', async () => {

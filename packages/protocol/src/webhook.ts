@@ -3,6 +3,21 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from './crypto/bytes.ts';
 import { verify, verifyHex } from './crypto/ed25519.ts';
+import { canonicalize } from './crypto/jcs.ts';
+import { sha256Hex } from './crypto/hash.ts';
+
+/**
+ * What `x-proof-destination-signature` signs (hex Ed25519 by the deployment's webhook key): the UTF-8
+ * of the RFC 8785 JSON `{bodySha256, destination, webhookId, webhookTimestamp}`, where destination is
+ * the registered URL the delivery was sent to (the `x-proof-destination` header). The body signatures
+ * cannot name it, since the body is the same event for every receiver and every replay; this one
+ * binds the body, the attempt and the receiver, so a delivery captured at one endpoint does not
+ * verify at another that pins the same deployment key.
+ */
+export function destinationContent(d: { body: string | Uint8Array; destination: string; webhookId: string; webhookTimestamp: number }): Uint8Array {
+  const bodySha256 = sha256Hex(typeof d.body === 'string' ? utf8(d.body) : d.body);
+  return utf8(canonicalize({ bodySha256, destination: d.destination, webhookId: d.webhookId, webhookTimestamp: d.webhookTimestamp }));
+}
 
 /** What every webhook carries and GET /v1/escrows/{id}/events replays (docs/protocol.md §3.6). */
 export interface EngineEvent {
@@ -24,6 +39,13 @@ export interface WebhookVerifyOptions {
    * When given, a `v1` (HMAC-SHA256) entry that verifies with it is accepted as well as a `v1a` one.
    */
   secret?: string;
+  /**
+   * This endpoint's URL exactly as the registration answer returned it (`url`, its canonical form).
+   * When given, the delivery must carry `x-proof-destination` equal to it and an
+   * `x-proof-destination-signature` by the pinned key (destinationContent), so a delivery addressed
+   * to another receiver is refused.
+   */
+  destination?: string;
 }
 
 export interface WebhookVerifyResult {
@@ -107,6 +129,19 @@ function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string,
   return fail(sawV1a ? 'no v1a signature verifies with the pinned key' : 'webhook-signature has no v1a entry', 'standard');
 }
 
+/** Why the delivery is not addressed to `destination` under the pinned key, or null when it is. */
+function destinationRefusal(body: Uint8Array, headers: HeaderBag, pinnedKey: string, destination: string): string | null {
+  const named = header(headers, 'x-proof-destination');
+  if (named === null) return 'x-proof-destination is missing';
+  if (named !== destination) return `x-proof-destination names ${named}, not this endpoint`;
+  const id = header(headers, 'webhook-id');
+  const ts = header(headers, 'webhook-timestamp');
+  if (!id || !ts || !/^\d{1,12}$/.test(ts)) return 'webhook-id and webhook-timestamp are needed to check the destination';
+  const sig = (header(headers, 'x-proof-destination-signature') ?? '').toLowerCase();
+  const content = destinationContent({ body, destination, webhookId: id, webhookTimestamp: Number(ts) });
+  return verifyHex(sig, content, pinnedKey) ? null : 'x-proof-destination-signature does not verify with the pinned key';
+}
+
 /**
  * Verifies a received webhook against the signing key pinned at registration (`signingKey` of
  * POST /v1/webhooks, hex, or its `whpk_…` form from `standardWebhooks.publicKey`), and with
@@ -134,6 +169,10 @@ export function verifyWebhook(
   else if (header(headers, 'x-proof-signature') !== null) r = verifyXProof(body, headers, pinnedKey);
   else return fail('no webhook signature headers (x-proof-signature or webhook-signature)');
   if (!r.ok) return r;
+  if (opts.destination !== undefined) {
+    const why = destinationRefusal(body, headers, pinnedKey, opts.destination);
+    if (why) return fail(why, r.style);
+  }
   const event = parseEvent(body);
   if (!event) return fail('the signed body is not an EngineEvent {event, escrowId, at, data}', r.style);
   return { ...r, event };
