@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The `escrow-settlement` command (package.json "bin"): `npx escrow-settlement verify bundle.json`.
 // It loads the TypeScript CLI through tsx's ESM loader hook, so a checkout needs no build step and the
-// CLI runs the very verifier the tests cover. The published client package (client/) carries the
-// same CLI built to JavaScript as its own bin, `escrow-verify`.
+// CLI runs the very verifier the tests cover. The client package (client/, see client/README.md)
+// carries the same CLI built to JavaScript as its own bin, also named `escrow-settlement`.
 import { register } from 'tsx/esm/api';
 
 register();

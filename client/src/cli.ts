@@ -5,6 +5,8 @@ import { issuerDocumentKeys } from './issuer.ts';
 import { verifyBundle } from './verify.ts';
 
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys)
+       escrow-settlement help | --help       this text
+       escrow-settlement --version           the client package's version
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
 signature and key, the evidence trail, the log inclusion, the signed tree head and each party
@@ -78,10 +80,19 @@ function parseArgs(argv: string[]): Args | string {
   return { file: files[0], ...(keys.length ? { trustedKeys: keys } : {}), ...(trustBundleKeys ? { trustBundleKeys } : {}) };
 }
 
+/** The version in the client's package.json: one level above src/ in the repository and above dist/ when installed. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 /** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
     io.out(USAGE);
+    return 0;
+  }
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === 'version')) {
+    io.out(`escrow-settlement ${packageVersion()} (@escrow-settlement/client)`);
     return 0;
   }
   const args = parseArgs(argv);
