@@ -16,6 +16,17 @@ function cause(error) {
   return text.length > 160 ? `${text.slice(0, 157)}...` : text;
 }
 
+// Each file's events arrive together (each file runs in its own process). A test declared by a helper
+// (test/harness.ts's per-store suites) carries the helper's path, so it is counted under the last test
+// file seen; a file that failed to load is reported under its own path as the test's name.
+const TEST_FILE = /\.test\.[cm]?[jt]s$/;
+let current;
+function fileOf(data) {
+  const file = data.file ?? (TEST_FILE.test(data.name) ? data.name : undefined);
+  if (file && TEST_FILE.test(file)) current = rel(file);
+  return current ?? rel(file);
+}
+
 export default async function* summary(source) {
   const counts = {};
   const failures = new Map(); // file -> [name: cause]
@@ -26,7 +37,7 @@ export default async function* summary(source) {
       const m = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ([\d.]+)$/.exec(data.message);
       if (m) counts[m[1]] = Number(m[2]);
     } else if (type === 'test:pass' || type === 'test:fail') {
-      const file = rel(data.file);
+      const file = fileOf(data);
       if (data.nesting === 0) fileMs.set(file, (fileMs.get(file) ?? 0) + (data.details?.duration_ms ?? 0));
       if (data.skip !== undefined) {
         const why = typeof data.skip === 'string' ? data.skip : '(no reason given)';
