@@ -1,4 +1,4 @@
-// The typed API client: one method per route of the service, over any fetch (SPEC part 4). Web APIs only.
+// The typed API client: one method per route of the service, over any fetch. Web APIs only.
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry } from './types.ts';
 import type { EngineEvent } from './webhook.ts';
 import type {
@@ -68,7 +68,7 @@ export const API_ROUTES = {
 
 type MethodName = keyof typeof API_ROUTES;
 
-/** Idempotency-Key on create and fund (CONTRACT §3): a retry with the same key replays the first answer. */
+/** Idempotency-Key on create and fund: a retry with the same key replays the first answer. */
 export interface IdempotencyOption {
   idempotencyKey?: string;
 }
@@ -156,7 +156,7 @@ export function createClient(opts: ClientOptions) {
     proofs: {
       get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
       verify: (proofId: string) => call<ProofVerification>('proofs.verify', { params: id(proofId) }),
-      /** Everything to verify one matter offline with verifyBundle (CONTRACT §7). */
+      /** Everything to verify one matter offline with verifyBundle. */
       bundle: (proofId: string) => call<Bundle>('proofs.bundle', { params: id(proofId) }),
     },
     /** POST /v1/verify: the service checks a proof document against its published key eras. */

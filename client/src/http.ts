@@ -1,6 +1,6 @@
-// The API client's transport: one fetch per call, the bearer key, and ApiError from the error envelope (SPEC part 7). Web APIs only.
+// The API client's transport: one fetch per call, the bearer key, and ApiError from the error envelope. Web APIs only.
 
-/** Error codes the service answers with (SPEC part 7, CONTRACT §6); any other string may appear from a proxy (`http_<status>`). */
+/** Error codes the service answers with; any other string may appear from a proxy (`http_<status>`). */
 export type ApiErrorCode =
   | 'bad_request' | 'unauthorized' | 'forbidden' | 'mandate_violation' | 'unauthorized_ruling' | 'not_found' | 'invalid_state'
   | 'unprocessable' | 'payload_too_large' | 'rate_limited' | 'internal' | 'custody_failed' | 'unavailable'
@@ -36,7 +36,7 @@ export type FetchLike = (request: Request) => Promise<Response>;
 export interface ClientOptions {
   /** Where the service is, e.g. "http://127.0.0.1:4280" (a path prefix is kept). */
   baseUrl: string;
-  /** Bearer key for hosted deployments (SPEC part 5); omit for an open sandbox. */
+  /** Bearer key for hosted deployments; omit for an open sandbox. */
   apiKey?: string;
   fetch?: FetchLike;
 }

@@ -1,10 +1,10 @@
-// A party's Ed25519 keys on its own machine, as hex (SPEC part 5.6: private keys never leave the party). Web APIs only.
+// A party's Ed25519 keys on its own machine, as hex (private keys never leave the party). Web APIs only.
 import { fromHex, isHex64, toHex } from './crypto/bytes.ts';
 import { generateKeyPair, publicKeyOf, sign } from './crypto/ed25519.ts';
 import { canonicalBytes } from './crypto/jcs.ts';
 import type { Signature } from './types.ts';
 
-/** A key pair as 64-hex strings: the 32-byte secret seed and the raw 32-byte public key (SPEC part 2, hex64). */
+/** A key pair as 64-hex strings: the 32-byte secret seed and the raw 32-byte public key. */
 export interface KeyPairHex {
   secretKey: string;
   publicKey: string;
@@ -22,12 +22,12 @@ export function secretKeyBytes(secretKey: string, name = 'secretKey'): Uint8Arra
   return fromHex(secretKey, name);
 }
 
-/** The public key (hex64) of a secret key (hex64). */
+/** The public key of a secret key. */
 export function publicKeyFromSecret(secretKey: string, name = 'secretKey'): string {
   return toHex(publicKeyOf(secretKeyBytes(secretKey, name)));
 }
 
-/** A Signature {signer, signature} over the UTF-8 bytes of JCS(body) (SPEC part 2, Signature; CONTRACT §2). */
+/** A Signature {signer, signature} over the UTF-8 bytes of JCS(body). */
 export function signBody(secretKey: string, body: unknown, name = 'secretKey'): Signature {
   const seed = secretKeyBytes(secretKey, name);
   return { signer: toHex(publicKeyOf(seed)), signature: toHex(sign(canonicalBytes(body), seed)) };

@@ -1,12 +1,12 @@
-// Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles (SPEC part 2, CONTRACT §4, §7).
+// Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles.
 
-/** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body (SPEC part 2, Signature). */
+/** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body. */
 export interface Signature {
   signer: string;
   signature: string;
 }
 
-/** The terminal settlement proof (SPEC part 2, Proof). Unknown future fields are covered by the signature. */
+/** The terminal settlement proof. Unknown future fields are covered by the signature. */
 export interface Proof {
   id: string;
   escrowId: string;
@@ -28,7 +28,7 @@ export interface Proof {
   signature: Signature;
 }
 
-/** One link of an escrow's evidence trail (SPEC part 2, TrailEntry). */
+/** One link of an escrow's evidence trail. */
 export interface TrailEntry {
   index: number;
   prevHash: string;
@@ -38,7 +38,7 @@ export interface TrailEntry {
   body: unknown;
 }
 
-/** One issuer key era (SPEC part 2, IssuerKey); validUntil only on rotated-out keys. */
+/** One issuer key era; validUntil only on rotated-out keys. */
 export interface IssuerKey {
   keyId: string;
   alg: 'ed25519';
@@ -49,7 +49,7 @@ export interface IssuerKey {
   vkey?: string;
 }
 
-/** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}) (CONTRACT §4). */
+/** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}). */
 export interface SignedHead {
   logSize: number;
   rootHash: string;
@@ -68,7 +68,7 @@ export interface Inclusion {
   head: SignedHead;
 }
 
-/** RFC 9162 §2.1.4 consistency proof between two tree sizes (CONTRACT §4). */
+/** RFC 9162 §2.1.4 consistency proof between two tree sizes. */
 export interface ConsistencyProof {
   firstSize: number;
   secondSize: number;
@@ -77,7 +77,7 @@ export interface ConsistencyProof {
   path: string[];
 }
 
-/** What a party signed that the service relied on to close the matter (issue 18.6). */
+/** What a party signed that the service relied on to close the matter. */
 export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'dispute.open' | 'dispute.evidence' | 'ruling';
 
 /**
@@ -98,13 +98,13 @@ export interface BundleParties {
   signatures: PartySignature[];
 }
 
-/** Everything needed to audit one matter with no network (CONTRACT §7, offline bundle). */
+/** Everything needed to audit one matter with no network. */
 export interface Bundle {
   proof: Proof;
   trail: TrailEntry[];
   inclusion: Inclusion;
   issuerKeys: IssuerKey[];
-  /** Absent only in bundles from services before issue 18.6; treated as no signatures. */
+  /** Absent only in bundles from services that did not carry them yet; treated as no signatures. */
   parties?: BundleParties;
 }
 

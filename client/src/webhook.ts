@@ -1,16 +1,16 @@
-// Receiver-side webhook verification against the pinned signing key, both header styles (CONTRACT §5). Web APIs only.
+// Receiver-side webhook verification against the pinned signing key, both header styles. Web APIs only.
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from './crypto/bytes.ts';
 import { verify, verifyHex } from './crypto/ed25519.ts';
 
-/** What every webhook carries and GET /v1/escrows/{id}/events replays (SPEC part 6; CONTRACT §3 "Event data"). */
+/** What every webhook carries and GET /v1/escrows/{id}/events replays. */
 export interface EngineEvent {
   event: string;
   escrowId: string;
   at: string;
   data: unknown;
-  /** The escrow's metadata, when it has some (CONTRACT §8); set at creation, so the same on every event. */
+  /** The escrow's metadata, when it has some; set at creation, so the same on every event. */
   metadata?: Record<string, string>;
 }
 
@@ -55,7 +55,7 @@ function parseEvent(bytes: Uint8Array): EngineEvent | null {
 
 const fail = (reason: string, style?: WebhookVerifyResult['style']): WebhookVerifyResult => ({ ok: false, ...(style ? { style } : {}), reason });
 
-/** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key (SPEC part 6 step 3). */
+/** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key. */
 function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): WebhookVerifyResult {
   const keyId = header(headers, 'x-proof-key-id');
   const sig = header(headers, 'x-proof-signature') ?? '';
