@@ -7,13 +7,22 @@ import { relative } from 'node:path';
 const ROOT = process.cwd();
 const rel = (file) => (file ? relative(ROOT, file) : '(outside any file)');
 
-/** The first line of a failure's cause: the assertion message, not the stack. */
+/**
+ * The first line of a failure's cause: the assertion message, not the stack. Whatever a test threw
+ * arrives here (deserialised from the file's process): a reporter that threw on it would end the
+ * whole run, so anything unreadable is reported as such.
+ */
 function cause(error) {
-  let e = error;
-  // node:test wraps the thrown value: { failureType, cause }.
-  while (e && e.cause && (e.code === 'ERR_TEST_FAILURE' || e.failureType)) e = e.cause;
-  const text = String(e?.message ?? e ?? '').trim().split('\n')[0];
-  return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+  try {
+    let e = error;
+    // node:test wraps the thrown value: { failureType, cause }.
+    while (e && e.cause && (e.code === 'ERR_TEST_FAILURE' || e.failureType)) e = e.cause;
+    const message = e && typeof e === 'object' && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : JSON.stringify(e);
+    const text = String(message ?? '').trim().split('\n')[0];
+    return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+  } catch {
+    return '(a thrown value that cannot be printed)';
+  }
 }
 
 // Each file's events arrive together (each file runs in its own process). A test declared by a helper
