@@ -42,6 +42,8 @@ const E2E = [
 function testFiles(dir) {
   const out = [];
   for (const name of readdirSync(dir)) {
+    // test/chain/node_modules (npm run install:chain) ships other projects' tests.
+    if (name === 'node_modules') continue;
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...testFiles(path));
     else if (name.endsWith('.test.ts')) out.push(relative(ROOT, path));
@@ -65,6 +67,9 @@ const matches = (list, file) => list.some((e) => (e.endsWith('/') ? file.startsW
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(Boolean);
 
+/** Set when the runner is told to stop (Ctrl-C): no further phase starts. */
+let stopped;
+
 /** Runs one `node --test` over files; resolves with its exit code and the summary it wrote. */
 function runPhase(files, concurrency, env) {
   return new Promise((resolve) => {
@@ -74,7 +79,10 @@ function runPhase(files, concurrency, env) {
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
       '--test-reporter=tap', '--test-reporter-destination=stdout',
       `--test-reporter=${join(ROOT, 'scripts/test-summary.mjs')}`, `--test-reporter-destination=${summary}`, ...files], { stdio: 'inherit', env });
-    const forward = (sig) => child.kill(sig);
+    const forward = (sig) => {
+      stopped = sig;
+      child.kill(sig);
+    };
     process.on('SIGINT', forward).on('SIGTERM', forward);
     child.on('exit', (code, signal) => {
       process.off('SIGINT', forward).off('SIGTERM', forward);
@@ -114,7 +122,7 @@ async function main() {
   const env = coverage ? { ...process.env, NODE_V8_COVERAGE: covDir } : process.env;
   const started = performance.now();
   const results = [];
-  for (const [list, concurrency] of phases) results.push(await runPhase(list, concurrency, env));
+  for (const [list, concurrency] of phases) if (!stopped) results.push(await runPhase(list, concurrency, env));
   let code = results.find((r) => r.code !== 0)?.code ?? 0;
   let coverageNote = '';
   if (coverage) {
