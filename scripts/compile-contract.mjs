@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles contracts/Escrow.sol with solc (solc-js from the npm registry, a devDependency) and
+// Compiles contracts/Escrow.sol with solc (solc-js from the npm registry, in test/chain/) and
 // writes src/custody/escrowContract.gen.ts: the ABI and creation bytecode the chain custody
 // adapter deploys. The generated module is committed, so nothing is compiled or downloaded at run
 // time; `--check` recompiles and exits 1 if the committed module differs (a test runs it).
@@ -26,7 +26,13 @@ const SETTINGS = {
 };
 
 export function compile() {
-  const solc = createRequire(import.meta.url)('solc');
+  // solc is chain tooling: test/chain/node_modules (npm run install:chain), not the root install.
+  let solc;
+  try {
+    solc = createRequire(new URL('../test/chain/package.json', import.meta.url))('solc');
+  } catch {
+    throw new Error('solc is not installed: run npm run install:chain (it installs test/chain/package.json)');
+  }
   const source = readFileSync(join(root, SOURCE), 'utf8');
   const input = { language: 'Solidity', sources: { [SOURCE]: { content: source } }, settings: SETTINGS };
   const output = JSON.parse(solc.compile(JSON.stringify(input)));

@@ -204,6 +204,9 @@ function x402Network(env: Env): string {
 export function parseConfig(env: Env): Config {
   const apiKey = env.API_KEY === '' ? undefined : env.API_KEY;
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
+  // A client sends the key in `Authorization: Bearer <key>`: a header carries only visible ASCII, so
+  // any other character (é, a space, a control) would make a key no client could ever present.
+  if (apiKey !== undefined && !/^[\x21-\x7e]+$/.test(apiKey)) throw new ConfigError('API_KEY', 'must be printable ASCII without spaces (characters ! to ~), as an Authorization header can carry');
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from '../src/config.ts';
+import { CONFIG_VARIABLES } from '../src/configVariables.ts';
+import { helpText, readArguments } from '../src/node/cli.ts';
 
 test('defaults follow docs/protocol.md §18.1 for an open sandbox', () => {
   const c = parseConfig({});
@@ -66,4 +69,32 @@ test('WORKERS: 1 by default (empty is unset), 1–64 or auto; more than one need
   for (const v of ['0', '65', 'abc', '-1', '1.5', '2x', 'auto2']) refused({ WORKERS: v, DATABASE_URL: pg }, /^WORKERS: must be a whole number from 1 to 64, or auto/);
   refused({ WORKERS: '2' }, /^WORKERS: 2 needs DATABASE_URL: the embedded PGlite lives in one process's memory/);
   refused({ WORKERS: 'auto', DATA_DIR: ':memory:' }, /^WORKERS: auto needs DATABASE_URL/);
+});
+
+test('API_KEY must be printable ASCII without spaces: a key an Authorization header can carry', () => {
+  for (const key of ['ünïcödé-kéy-12345678', 'a key with spaces 1234', 'tab\there-1234567890', 'k'.repeat(16) + '\u00a0']) {
+    assert.throws(() => parseConfig({ API_KEY: key }), (e: unknown) => e instanceof ConfigError && e.variable === 'API_KEY' && /printable ASCII/.test(e.message), JSON.stringify(key));
+  }
+  assert.equal(parseConfig({ API_KEY: '!~azAZ09-._+/=' + 'k'.repeat(4) }).apiKey, '!~azAZ09-._+/=kkkk');
+});
+
+test('every variable src/config.ts reads is in the configuration table that --help prints, and only those', () => {
+  const source = readFileSync(new URL('../src/config.ts', import.meta.url), 'utf8');
+  const read = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool)\(env, '([A-Z][A-Z0-9_]+)'|ConfigError\('([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2] ?? m[3]));
+  const table = CONFIG_VARIABLES.map((v) => v.name);
+  assert.equal(new Set(table).size, table.length, 'no variable twice');
+  assert.deepEqual([...read].sort(), [...table].sort());
+  const help = helpText();
+  for (const v of CONFIG_VARIABLES) assert.match(help, new RegExp(`^  ${v.name} +\\S.*\\(default: `, 'm'), v.name);
+});
+
+test('arguments: none starts, --help/-h/help print the table, anything else is refused in one line naming it', () => {
+  assert.deepEqual(readArguments([]), { action: 'start' });
+  for (const a of ['--help', '-h', 'help']) assert.equal(readArguments([a]).action, 'help');
+  const port = readArguments(['--port', '4290']);
+  assert.equal(port.action, 'refuse');
+  assert.match((port as { line: string }).line, /^escrow-settlement: unknown argument "--port": .*set PORT=… in the environment instead \(see --help\)$/);
+  const other = readArguments(['--verbose']);
+  assert.doesNotMatch((other as { line: string }).line, /set .*=…/, 'no variable is suggested for an argument that names none');
+  assert.equal(readArguments(['--help', '--port']).action, 'refuse');
 });

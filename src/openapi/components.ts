@@ -154,6 +154,7 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /': { type: 'string', description: 'HTML landing page (hosted); the open sandbox answers 303 to /console' },
   'GET /console': { type: 'string', description: 'HTML page of the console' },
   'GET /console/assets/:name': { type: 'string', description: 'a content-hashed script or stylesheet' },
+  'GET /favicon.ico': { type: 'string', format: 'binary', description: 'the site icon (ICO with a PNG inside)' },
   'GET /docs': { type: 'string', description: 'HTML rendering of this document' },
   'GET /v1/webhooks/dead-letters': obj({ deadLetters: arr(obj({ id: str, url: str, event: ref('EngineEvent'), attempts: int, lastError: str, lastStatus: int, firstAttemptAt: ts, deadAt: ts }, ['id', 'url', 'event', 'attempts', 'lastError', 'firstAttemptAt', 'deadAt'])), nextCursor }, ['deadLetters']),
   'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),

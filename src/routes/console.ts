@@ -8,6 +8,7 @@ import { ASSETS } from '../console/assets.gen.ts';
 import { assetResponse, htmlResponse } from '../console/headers.ts';
 import { consolePage, landingPage } from '../console/pages.ts';
 import { docsPage } from '../console/docsPage.ts';
+import { faviconResponse } from '../console/favicon.ts';
 
 const PAGE = { access: 'public', tag: 'console', contentType: 'text/html', errors: [] as string[] } as const;
 
@@ -38,6 +39,13 @@ export const consoleRoutes = () => defineRoutes([
       if (!asset) throw notFound(`no console asset named ${params.name}`);
       return assetResponse(asset.body, asset.type);
     },
+  },
+  {
+    method: 'GET', path: '/favicon.ico', access: 'public', tag: 'console', page: true, contentType: 'image/x-icon',
+    summary: 'The site icon browsers request on their own (a 32×32 icon).',
+    success: { status: 200, description: 'image/x-icon' },
+    errors: [],
+    handler: async () => faviconResponse(),
   },
   {
     ...PAGE, method: 'GET', path: '/docs', page: true,

@@ -1,7 +1,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,6 +107,21 @@ describe('escrow-settlement verify', () => {
       assert.match(r.lines[0], line);
     });
   }
+
+  test('help and --help print the usage and exit 0; --version prints the client package\'s version', () => {
+    for (const args of [['help'], ['--help'], ['verify', '--help']]) {
+      const r = cli(args);
+      assert.equal(r.code, 0, args.join(' '));
+      assert.match(r.out, /^usage: escrow-settlement verify /);
+      assert.match(r.out, /escrow-settlement --version/);
+    }
+    const { version } = JSON.parse(readFileSync(new URL('../../packages/client/package.json', import.meta.url), 'utf8'));
+    const v = cli(['--version']);
+    assert.equal(v.code, 0);
+    assert.equal(v.out, `escrow-settlement ${version} (@escrow-settlement/client)\n`);
+    assert.equal(v.err, '');
+    assert.equal(cli(['--version', 'extra']).code, 2, '--version takes nothing after it');
+  });
 
   const usage: Array<[string, string[]]> = [
     ['no command', []],

@@ -1,5 +1,6 @@
 // Browser tests' harness: the real service as a child process (PGlite in memory, a free port) and
-// Debian's chromium driven by playwright-core. No browser: fail loudly, unless CONSOLE_TESTS=skip.
+// Debian's chromium driven by playwright-core. No browser: where CI is set, fail loudly (CI must run
+// them); elsewhere skip, the reason naming the command that installs it.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,22 +9,19 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startService, type Proc } from '../process/proc.ts';
 
 const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(Boolean) as string[];
+export const INSTALL = 'apt-get install -y chromium fonts-liberation';
 
-/** The chromium to drive, or null when the tests are told to skip (CONSOLE_TESTS=skip). Throws otherwise. */
+/** The chromium to drive, or null when there is none and CI is not set. Throws where CI is set. */
 export function chromiumPath(): string | null {
   const found = CANDIDATES.find((p) => existsSync(p));
   if (found) return found;
-  const msg = `BROWSER TESTS: no chromium found (looked at ${CANDIDATES.join(', ')}). Install it (apt-get install -y --no-install-recommends chromium) or set CHROMIUM_PATH.`;
-  if (process.env.CONSOLE_TESTS === 'skip') {
-    process.stderr.write(`\n!!!!!!!! ${msg}\n!!!!!!!! CONSOLE_TESTS=skip: the console's browser tests are SKIPPED, not passed.\n\n`);
-    return null;
-  }
-  throw new Error(`${msg} To skip these tests explicitly, set CONSOLE_TESTS=skip.`);
+  if (!process.env.CI) return null;
+  throw new Error(`BROWSER TESTS: CI is set and no chromium was found (looked at ${CANDIDATES.join(', ')}). Install it (${INSTALL}) or set CHROMIUM_PATH.`);
 }
 
 /** `test` options: skip (with the reason in the report) only when chromiumPath() said so. */
 export const BROWSER = chromiumPath();
-export const skipNoBrowser = BROWSER ? {} : { skip: 'no chromium and CONSOLE_TESTS=skip' };
+export const skipNoBrowser = BROWSER ? {} : { skip: `no chromium: ${INSTALL}` };
 
 export interface Env {
   svc: Proc;

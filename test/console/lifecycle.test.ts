@@ -17,8 +17,8 @@ test('an escrow created, funded and delivered through the API shows its path, it
   assert.deepEqual(events.map(([ev]) => ev), ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);
   assert.ok(events.every(([, cls]) => cls === 'entry ok'), 'every entry recomputes and links to the one before');
   assert.match(await page.getByTestId('trail-check').textContent() ?? '', /All 5 entries chain from genesis.*The service says the same/);
-  assert.equal(await page.locator('svg.machine .node.current').getAttribute('data-state'), 'settled');
-  assert.equal(await page.locator('svg.machine .edge.taken').count(), 3);
+  assert.equal(await page.locator('svg.machine-wide .node.current').getAttribute('data-state'), 'settled');
+  assert.equal(await page.locator('svg.machine-wide .edge.taken').count(), 3);
   assert.equal(await page.getByTestId('proof-outcome').textContent(), 'released');
   assert.deepEqual(e!.problems, []);
 });

@@ -1,19 +1,23 @@
-// Regenerates the README's screenshots of the console's main views (docs/screenshots/*.png) from a
-// real run, so they always show what the console does today. Each shot waits for its view's content.
+// Screenshots of the console's main views from a real run, each shot waiting for its view's content.
+// Only `npm run screenshots` writes them to docs/screenshots/ (SCREENSHOTS_DIR): a test run shoots into
+// a temporary directory, so running the tests never rewrites the committed PNGs.
 import assert from 'node:assert/strict';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { ROOT } from '../process/proc.ts';
 import { BROWSER, lifecycle, openEnv, skipNoBrowser, type Env } from './browser.ts';
 
-const OUT = `${ROOT}docs/screenshots`;
+const OUT = process.env.SCREENSHOTS_DIR ? resolve(ROOT, process.env.SCREENSHOTS_DIR) : mkdtempSync(join(tmpdir(), 'console-shots-'));
+if (!process.env.SCREENSHOTS_DIR) after(() => rmSync(OUT, { recursive: true, force: true }));
 const failing = createServer((_req, res) => res.writeHead(503).end('down for maintenance'));
 await new Promise<void>((r) => failing.listen(0, '127.0.0.1', r));
 after(() => failing.close());
 const e: Env | null = BROWSER ? await openEnv({ WEBHOOK_BACKOFF_MS: '20' }) : null;
 
-test('screenshots of the main views are regenerated under docs/screenshots/', skipNoBrowser, async () => {
+test('screenshots of the main views are taken (npm run screenshots: into docs/screenshots/)', skipNoBrowser, async () => {
   mkdirSync(OUT, { recursive: true });
   const { page } = e!;
   const shots: string[] = [];

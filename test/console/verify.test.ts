@@ -67,7 +67,7 @@ test('the verify page makes no network request while verifying, and one changed 
   // One byte of the checkpoint's signature: only that check fails.
   const headSig = bundle.inclusion.head.signature.signature as string;
   const badHead = await verify(text.replace(headSig, flip(headSig)));
-  assert.match(badHead.verdict ?? '', /^Not valid: 1 of \d+ checks fail \(Checkpoint \(signed tree head\) signature\)/);
+  assert.match(badHead.verdict ?? '', /^Not valid: 1 of \d+ checks fails \(Checkpoint \(signed tree head\) signature\)/);
   assert.deepEqual(failed(badHead.checks), ['head.signature']);
 
   // One byte of the issuer signature: the signature fails, and so does the log leaf (it hashes the whole proof).
@@ -105,9 +105,20 @@ test('with no pinned key the page does not call a bundle valid: only the trust c
   await page.getByLabel('Bundle (JSON)').fill(JSON.stringify(bundle));
   await page.getByTestId('verify-run').click();
   await page.getByTestId('verdict').waitFor();
-  assert.match(await page.getByTestId('verdict').textContent() ?? '', /^Not valid: 1 of \d+ checks fail \(An issuer key is pinned\)/);
+  assert.match(await page.getByTestId('verdict').textContent() ?? '', /^Not valid yet: no issuer key is pinned\. The other \d+ checks pass\.$/);
   const checks = await shownChecks(e!);
   assert.deepEqual(Object.entries(checks).filter(([, ok]) => !ok).map(([n]) => n), ['issuer.trust']);
-  assert.match(await page.locator('.checks .warn').textContent() ?? '', /Pin the issuer key/);
+  // It says what to click, in the page's words, not the library's option names.
+  const pinButton = await page.getByTestId('pin-keys').textContent();
+  const how = await page.getByTestId('how-to-pin').textContent() ?? '';
+  assert.ok(how.includes(`Click "${pinButton}" above, then verify again.`), how);
+  const detail = await page.locator('[data-check="issuer.trust"] .detail').textContent() ?? '';
+  assert.ok(detail.includes(`Click "${pinButton}" above`), detail);
+  assert.doesNotMatch(how + detail, /trustedKeys|trustBundleKeys/);
+  // Clicking it, then verifying again, makes the same bundle valid.
+  await page.getByTestId('pin-keys').click();
+  await page.getByRole('button', { name: 'Forget pinned keys' }).waitFor();
+  await page.getByTestId('verify-run').click();
+  await page.getByTestId('verdict').filter({ hasText: /^Valid: all \d+ checks pass\.$/ }).waitFor();
   assert.deepEqual(e!.problems, []);
 });

@@ -8,8 +8,9 @@ import { encodeCall, keccakHex, revertReason, selector, strip, words } from '@es
 import { ERRORS, SIG } from '../../src/custody/contract.ts';
 import { caip2, escrowRefOf, payoutAddressOf, proofPayoutWei, WEI_PER_MICRO } from '@escrow-settlement/protocol/chain/mapping';
 import { createRpc, RpcError } from '@escrow-settlement/protocol/chain/rpc';
+import { needsChainTools } from '../chain/tools.ts';
 
-test('the committed escrowContract.gen.ts equals contracts/Escrow.sol compiled now with solc', { timeout: 120_000 }, async () => {
+test('the committed escrowContract.gen.ts equals contracts/Escrow.sol compiled now with solc', { timeout: 120_000, ...needsChainTools('solc') }, async () => {
   const r = await run(['scripts/compile-contract.mjs', '--check']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /matches contracts\/Escrow\.sol/);

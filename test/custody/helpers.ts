@@ -1,7 +1,7 @@
 // Chain custody test kit: an in-process ganache (127.0.0.1, port 0), and the service's harness
 // with the chain adapter as its custody (createApp deps), on PGlite and (when set) real Postgres.
 import { after, before, describe } from 'node:test';
-import ganache from 'ganache';
+import { importChainTool, needsChainTools } from '../chain/tools.ts';
 import { parseConfig } from '../../src/config.ts';
 import { createApp } from '../../src/app.ts';
 import type { Db } from '../../src/db/types.ts';
@@ -20,8 +20,17 @@ export interface Chain {
   blockNumber(): Promise<bigint>;
 }
 
+/** What these tests use of ganache (installed by npm run install:chain, see test/chain/tools.ts). */
+interface Ganache {
+  server(opts: object): { listen(port: number, host: string, cb: (err?: Error | null) => void): void; close(): Promise<void> };
+}
+
+/** Run or skip (with the install command) the tests that need a ganache chain. */
+export const NEEDS_GANACHE = needsChainTools('ganache');
+
 /** A ganache dev chain in this process, listening on 127.0.0.1 (a free port). */
 export async function startChain(chainId = 1337): Promise<Chain> {
+  const { default: ganache } = await importChainTool<{ default: Ganache }>('ganache');
   const server = ganache.server({ chain: { chainId }, wallet: { deterministic: true }, logging: { quiet: true } });
   await new Promise<void>((resolve, reject) => server.listen(0, '127.0.0.1', (err) => (err ? reject(err) : resolve())));
   const addr = (server as unknown as { address(): { port: number } }).address();
@@ -59,7 +68,7 @@ export async function chainHarness(
 /** A suite per store, sharing one dev chain; `ctx()` gives the chain and the harness inside tests. */
 export function describeChain(title: string, body: (ctx: () => { chain: Chain; h: ChainHarness }) => void) {
   for (const kind of STORES) {
-    describe(`${title} [${kind}]`, () => {
+    describe(`${title} [${kind}]`, NEEDS_GANACHE, () => {
       let chain: Chain;
       let h: ChainHarness;
       before(async () => {

@@ -6,11 +6,12 @@ import { run, startService, TSX } from '../process/proc.ts';
 import { parseConfig, ConfigError } from '../../src/config.ts';
 import { openStore } from '../harness.ts';
 import { connectChainCustody, probeChain } from '../../src/custody/connect.ts';
-import { startChain, type Chain } from './helpers.ts';
+import { NEEDS_GANACHE, startChain, type Chain } from './helpers.ts';
 
 let mainnetLike: Chain;
 let dev: Chain;
 before(async () => {
+  if (NEEDS_GANACHE.skip) return;
   [mainnetLike, dev] = await Promise.all([startChain(1), startChain(31337)]);
 });
 after(async () => {
@@ -19,7 +20,7 @@ after(async () => {
 
 const lines = (s: string) => s.trim().split('\n').filter((l) => l && !l.startsWith('npm warn'));
 
-test('CUSTODY=chain against a chain with id 1 exits 1 with one line naming CHAIN_RPC_URL', async () => {
+test('CUSTODY=chain against a chain with id 1 exits 1 with one line naming CHAIN_RPC_URL', NEEDS_GANACHE, async () => {
   const r = await run(TSX, { CUSTODY: 'chain', CHAIN_RPC_URL: mainnetLike.url, DATA_DIR: ':memory:', PORT: '0' });
   assert.equal(r.code, 1, r.stderr);
   assert.equal(lines(r.stderr).length, 1, r.stderr);
@@ -36,7 +37,7 @@ test('CUSTODY=chain with an unreachable CHAIN_RPC_URL, or without one, stops sta
   assert.match(m.stderr, /CHAIN_RPC_URL: is required with CUSTODY=chain/);
 });
 
-test('CUSTODY=chain on a dev chain (31337) deploys the contract and closes a matter in an anchored proof', { timeout: 120_000 }, async () => {
+test('CUSTODY=chain on a dev chain (31337) deploys the contract and closes a matter in an anchored proof', { timeout: 120_000, ...NEEDS_GANACHE }, async () => {
   const s = await startService(TSX, { CUSTODY: 'chain', CHAIN_RPC_URL: dev.url, DATA_DIR: ':memory:' });
   try {
     assert.match(s.stderr(), /"msg":"chain custody","chain":"eip155:31337","contract":"0x[0-9a-f]{40}"/);
@@ -74,7 +75,7 @@ test('configuration: CUSTODY, CHAIN_RPC_URL, CHAIN_ACCOUNT and CHAIN_CONFIRM_TIM
   }
 });
 
-test('an account the node does not hold unlocked, and a recorded contract missing from the chain, are refused', async () => {
+test('an account the node does not hold unlocked, and a recorded contract missing from the chain, are refused', NEEDS_GANACHE, async () => {
   await assert.rejects(probeChain({ rpcUrl: dev.url, account: '0x' + '12'.repeat(20) }), (e: unknown) => e instanceof ConfigError && e.variable === 'CHAIN_ACCOUNT');
   const probe = await probeChain({ rpcUrl: dev.url, account: dev.accounts[2].toUpperCase().replace('0X', '0x') });
   assert.equal(probe.account, dev.accounts[2]);

@@ -57,10 +57,14 @@ export interface RunOptions {
   gid?: number;
 }
 
-/** Runs a command to completion, returning its exit code and output. */
+/**
+ * Runs a command to completion, returning its exit code and output. PORT is 0 unless env says
+ * otherwise: a service that gets past its checks must never take the sandbox's default port (a
+ * developer's sandbox on 4280 beside `npm test` would make it fail with "already in use").
+ */
 export function run(args: string[], env: Record<string, string> = {}, opts: RunOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, uid: opts.uid, gid: opts.gid, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env } });
+    const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, uid: opts.uid, gid: opts.gid, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -4,14 +4,23 @@ import assert from 'node:assert/strict';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentSignatureHeader, encodePaymentSignatureHeader, x402HTTPClient } from '@x402/core/http';
 import { PaymentPayloadV2Schema, PaymentRequiredV1Schema, PaymentRequiredV2Schema } from '@x402/core/schemas';
-import { x402ResponseSchema, PaymentRequirementsSchema as V1RequirementsSchema, settleResponseFromHeader } from 'x402/types';
-import { createPaymentHeader as v1CreatePaymentHeader } from 'x402/client';
 import { describeStores } from '../harness.ts';
+import { importChainTool, needsChainTools } from '../chain/tools.ts';
 import {
   createPaymentHeader, createPaymentV2, generateKeys, proofSandboxScheme, verifyBundle, X402_NETWORK_V2,
   type Bundle, type IssuerKey,
 } from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, pay, requiredV2 } from './helpers.ts';
+
+// x402 v1 (the `x402` package) pulls a whole wallet stack, so it is chain tooling (test/chain/tools.ts):
+// its tests skip without it. The shapes below are what these tests use of it.
+type Parsed = { success: boolean; error?: { issues: Array<{ path: Array<string | number> }> } };
+type Schema = { safeParse(value: unknown): Parsed };
+const V1 = needsChainTools('x402');
+const v1 = V1.skip ? undefined : {
+  ...(await importChainTool<{ x402ResponseSchema: Schema; PaymentRequirementsSchema: Schema; settleResponseFromHeader(h: string): { success: boolean; network: string; payer: string; transaction: string } }>('x402/types')),
+  ...(await importChainTool<{ createPaymentHeader(client: never, version: number, requirements: unknown): Promise<string> }>('x402/client')),
+};
 
 const PUBLIC_URL = 'https://escrow.example.com';
 const RESOURCE = `${PUBLIC_URL}${DEMO}`;
@@ -118,7 +127,8 @@ describeStores('x402 resource from PUBLIC_URL, never from Host', (h) => {
 }, { PUBLIC_URL });
 
 describeStores('x402 v1 official packages against the v1 402 body', (h) => {
-  test('the x402 v1 package refuses the body: its error must be a string reason, and it knows only scheme exact on EVM/SVM networks', async () => {
+  test('the x402 v1 package refuses the body: its error must be a string reason, and it knows only scheme exact on EVM/SVM networks', V1, async () => {
+    const { x402ResponseSchema, PaymentRequirementsSchema: V1RequirementsSchema, createPaymentHeader: v1CreatePaymentHeader } = v1!;
     const r = await h().req('GET', DEMO);
     const parsed = x402ResponseSchema.safeParse(r.body);
     assert.equal(parsed.success, false);
@@ -141,7 +151,8 @@ describeStores('x402 v1 official packages against the v1 402 body', (h) => {
     assert.equal(PaymentRequiredV1Schema.safeParse({ ...r.body, error: r.body.error.code }).success, true);
   });
 
-  test('X-PAYMENT-RESPONSE decodes with the v1 package and names the settlement', async () => {
+  test('X-PAYMENT-RESPONSE decodes with the v1 package and names the settlement', V1, async () => {
+    const { settleResponseFromHeader } = v1!;
     const offer = (await h().req('GET', DEMO)).body.accepts[0];
     const payer = generateKeys();
     const r = await pay(h(), createPaymentHeader(offer, payer.secretKey));

@@ -1,4 +1,4 @@
-// The typed API client: one method per route of the service, over any fetch (docs/protocol.md §20). Web APIs only.
+// The typed API client: one method per route of the service, over any fetch. Web APIs only.
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry, WitnessState } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
@@ -74,7 +74,7 @@ export const API_ROUTES = {
 
 type MethodName = keyof typeof API_ROUTES;
 
-/** Idempotency-Key on create and fund (docs/protocol.md §9.1): a retry with the same key replays the first answer. */
+/** Idempotency-Key on create and fund: a retry with the same key replays the first answer. */
 export interface IdempotencyOption {
   idempotencyKey?: string;
 }
@@ -162,7 +162,7 @@ export function createClient(opts: ClientOptions) {
     proofs: {
       get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
       verify: (proofId: string) => call<ProofVerification>('proofs.verify', { params: id(proofId) }),
-      /** Everything to verify one matter offline with verifyBundle (docs/protocol.md §11.3). */
+      /** Everything to verify one matter offline with verifyBundle. */
       bundle: (proofId: string) => call<Bundle>('proofs.bundle', { params: id(proofId) }),
     },
     /** POST /v1/verify: the service checks a proof document against its published key eras. */
@@ -179,7 +179,7 @@ export function createClient(opts: ClientOptions) {
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
       /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
       tile: (path: string) => call<Uint8Array>('log.tile', { params: { tile: path }, as: 'bytes' }),
-      /** Each configured witness with the last size it cosigned (docs/witnessing.md). */
+      /** Each configured witness with the last size it cosigned (the service's witnessing documentation). */
       witnesses: () => call<{ quorum: number; witnesses: WitnessState[] }>('log.witnesses'),
       /** The C2SP tlog-policy file: log keys, witnesses, quorum (text). */
       policy: () => call<string>('log.policy', { as: 'text' }),
@@ -221,7 +221,7 @@ export function createClient(opts: ClientOptions) {
         const paid = await demo<T>({ header, v2: o.v2 });
         return { ...paid, requirements };
       },
-      /** The x402 facilitator (docs/x402.md); @x402/core's HTTPFacilitatorClient speaks the same routes. */
+      /** The x402 facilitator (the service's x402 documentation); @x402/core's HTTPFacilitatorClient speaks the same routes. */
       facilitator: {
         supported: () => call<FacilitatorSupported>('x402.facilitator.supported'),
         verify: (body: FacilitatorRequest) => call<FacilitatorVerifyResponse>('x402.facilitator.verify', { body }),

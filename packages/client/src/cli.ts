@@ -8,6 +8,9 @@ import { runMonitor } from './monitorCli.ts';
 
 export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys) [--witness VKEY ... [--quorum K]]
        escrow-settlement monitor <base URL> --issuer-doc FILE [--state FILE] [--once] [--interval-ms N]
+       escrow-settlement mcp --url URL [--api-key K] [--key-file F]   MCP tools over stdio
+       escrow-settlement help | --help       this text
+       escrow-settlement --version           the client package's version
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
 signature and key, the evidence trail, the log inclusion, the signed tree head and each party
@@ -20,7 +23,7 @@ signature the closing relied on, against issuer keys you trust. Give at least on
 --witness VKEY         pin a witness (its cosignature/v1 verifier key, name+hash+base64); repeatable.
                        The bundle's checkpoint must then carry --quorum valid cosignatures.
 --quorum K             cosignatures needed from distinct pinned witnesses (default: all of them).
-The monitor follows the log's checkpoints and tiles (see docs/witnessing.md) and exits non-zero on
+The monitor follows the log's checkpoints and tiles (see the service's witnessing documentation) and exits non-zero on
 a split view or a bad entry; --state keeps the last checkpoint it verified between runs.
 Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
 
@@ -111,9 +114,14 @@ function parseArgs(argv: string[]): Args | string {
   };
 }
 
+/** The version in the client's package.json: one level above src/ in the repository and above dist/ when installed. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 /** Runs the CLI and returns the exit code (the caller sets it, so stdout is flushed before exit). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
-  // The MCP server loads the MCP SDK (an optional peer dependency) only when asked for (docs/mcp.md).
+  // The MCP server loads the MCP SDK (an optional peer dependency) only when asked for.
   if (argv[0] === 'mcp') {
     let mcp: typeof import('./mcp/cli.ts');
     try {
@@ -125,8 +133,12 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     }
     return mcp.mcpMain(argv.slice(1), io);
   }
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
     io.out(USAGE);
+    return 0;
+  }
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === 'version')) {
+    io.out(`escrow-settlement ${packageVersion()} (@escrow-settlement/client)`);
     return 0;
   }
   if (argv[0] === 'monitor') return runMonitor(argv.slice(1), io);

@@ -1,9 +1,9 @@
-// The API client's transport: one fetch per call, the bearer key, and ApiError from the error envelope (docs/protocol.md §19.1). Web APIs only.
+// The API client's transport: one fetch per call, the bearer key, and ApiError from the error envelope. Web APIs only.
 import { type ErrorCode, readErrorEnvelope } from '@escrow-settlement/protocol/errors';
 
 /**
- * An error code: one the protocol package defines (ERROR_STATUS, docs/protocol.md §19.2), or
- * `http_<status>` when the answer carried no envelope (a proxy's page), or a code a newer service added.
+ * An error code: one the protocol package defines (ERROR_STATUS), or `http_<status>` when the answer
+ * carried no envelope (a proxy's page), or a code a newer service added.
  */
 export type ApiErrorCode = ErrorCode | `http_${number}` | (string & {});
 
@@ -35,7 +35,7 @@ export type FetchLike = (request: Request) => Promise<Response>;
 export interface ClientOptions {
   /** Where the service is, e.g. "http://127.0.0.1:4280" (a path prefix is kept). */
   baseUrl: string;
-  /** Bearer key for hosted deployments (docs/protocol.md §18.1); omit for an open sandbox. */
+  /** Bearer key for hosted deployments; omit for an open sandbox. */
   apiKey?: string;
   fetch?: FetchLike;
 }

@@ -1,4 +1,4 @@
-// The log monitor (docs/witnessing.md): follows a service's checkpoint and tiles (c2sp.org/tlog-tiles)
+// The log monitor (the service's witnessing documentation): follows a service's checkpoint and tiles (c2sp.org/tlog-tiles)
 // and checks, for each new checkpoint, the issuer's signature, that its tree contains the last
 // checkpoint kept (else the operator is showing different logs to different people: a split view),
 // and every new entry (its leaf hash and the issuer's signature on the proof). Web APIs only.

@@ -1,6 +1,6 @@
 // `escrow-settlement monitor <base URL> --issuer-doc FILE [--state FILE] [--once] [--interval-ms N]`
 // (a Node edge file): runs monitorStep in a loop, prints one line per new checkpoint, keeps the
-// last verified checkpoint in --state, and exits 1 on a split view or a bad entry (docs/witnessing.md).
+// last verified checkpoint in --state, and exits 1 on a split view or a bad entry (the service's witnessing documentation).
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { issuerDocumentKeys } from '@escrow-settlement/protocol/issuer';
 import { monitorStep, type MonitorOptions, type MonitorState } from './monitor.ts';

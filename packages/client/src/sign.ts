@@ -1,11 +1,11 @@
-// Client-side signing of the bodies the service checks: mandates, deliveries, rulings, dispute actions (docs/protocol.md §2.7). Web APIs only.
+// Client-side signing of the bodies the service checks: mandates, deliveries, rulings, dispute actions. Web APIs only.
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
 import type { MandateCaps, RulingOutcome, Shares, SignedDelivery, SignedDisputeEvidence, SignedDisputeOpen, SignedMandate } from '@escrow-settlement/protocol/resources';
 import type { Signature } from '@escrow-settlement/protocol/types';
 
-/** sha256 of JCS(value): a delivery's contentHash and an evidence payload's hash (docs/protocol.md §5.1). */
+/** sha256 of JCS(value): a delivery's contentHash and an evidence payload's hash. */
 export function contentHash(value: unknown): string {
   return sha256Hex(canonicalize(value));
 }
@@ -13,7 +13,7 @@ export function contentHash(value: unknown): string {
 const nowIso = () => new Date().toISOString();
 
 /**
- * A mandate the principal signs over JCS({principal, caps}) (docs/protocol.md §8): the body of
+ * A mandate the principal signs over JCS({principal, caps}): the body of
  * POST /v1/mandates. `principal` is the public key of `principalSecretKey`.
  */
 export function signMandate(principalSecretKey: string, caps: MandateCaps): SignedMandate {
@@ -24,13 +24,13 @@ export function signMandate(principalSecretKey: string, caps: MandateCaps): Sign
 export interface DeliveryToSign {
   escrowId: string;
   payload: unknown;
-  /** Defaults to now; the service accepts at most 300 s of skew from its clock (docs/protocol.md §2.7). */
+  /** Defaults to now; the service accepts at most 300 s of skew from its clock. */
   submittedAt?: string;
 }
 
 /**
  * The client-signed delivery form of POST /v1/escrows/{id}/delivery: the payee signs
- * JCS({escrowId, contentHash, submittedAt}) with contentHash = sha256(JCS(payload)) (docs/protocol.md §5.1).
+ * JCS({escrowId, contentHash, submittedAt}) with contentHash = sha256(JCS(payload)).
  */
 export function signDelivery(payeeSecretKey: string, d: DeliveryToSign): SignedDelivery {
   const submittedAt = d.submittedAt ?? nowIso();
@@ -43,13 +43,13 @@ export interface RulingToSign {
   disputeId: string;
   outcome: RulingOutcome;
   rationale?: string;
-  /** Required for a split, refused otherwise (docs/protocol.md §6.3). */
+  /** Required for a split, refused otherwise with unauthorized_ruling. */
   shares?: Shares;
 }
 
 /**
  * One party's (or the arbiter's) signature on a ruling: JCS of {escrowId, disputeId, outcome,
- * rationale} with rationale "" when absent, plus shares for a split (docs/protocol.md §6.3).
+ * rationale} with rationale "" when absent, plus shares for a split.
  * Put it in `signatures` of POST /v1/escrows/{id}/dispute/resolve with the same outcome, rationale and shares.
  */
 export function signRuling(secretKey: string, r: RulingToSign): Signature {
@@ -66,7 +66,7 @@ export type DisputeActionToSign =
  * The client-signed body of POST /v1/escrows/{id}/dispute (action dispute.open) or
  * .../dispute/evidence (action dispute.evidence). The party signs JCS of {escrowId, action,
  * reason? | note?, contentHash?, signedAt}: a non-empty reason; the note when given; the payload's
- * sha256(JCS) when a payload is given (docs/protocol.md §6.1, §6.2).
+ * sha256(JCS) when a payload is given.
  */
 export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.open'; reason?: string; signedAt?: string }): SignedDisputeOpen;
 export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.evidence'; note?: string; payload?: unknown; signedAt?: string }): SignedDisputeEvidence;

@@ -1,4 +1,4 @@
-// x402 from the payer's side, v1 and v2: the wire shapes, signing a payment for a 402 offer, reading the service's headers (docs/protocol.md §15). Web APIs only.
+// x402 from the payer's side, v1 and v2: the wire shapes, signing a payment for a 402 offer, reading the service's headers. Web APIs only.
 import { fromBase64, toBase64, toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
 
@@ -22,7 +22,7 @@ export const X402_SCHEME = 'proof-sandbox';
 export const X402_NETWORK_V1 = 'proof-local';
 export const X402_NETWORK_V2 = 'proof:local';
 
-/** One way to pay, as the v1 402 body's `accepts` lists it (docs/protocol.md §15.1, PaymentRequirements). */
+/** One way to pay, as the v1 402 body's `accepts` lists it. */
 export interface PaymentRequirements {
   scheme: string;
   network: string;
@@ -66,7 +66,7 @@ export interface PaymentRequiredV2 {
   extensions?: Record<string, unknown>;
 }
 
-/** What the payer signs: JCS of this object, with the key `from` (docs/protocol.md §15.2). `value` is a decimal amount. */
+/** What the payer signs: JCS of this object, with the key `from`. `value` is a decimal amount. */
 export interface PaymentAuthorization {
   from: string;
   to: string;
@@ -100,7 +100,7 @@ export interface PaymentPayloadV2 {
   extensions?: Record<string, unknown>;
 }
 
-/** The v1 402 body: x402's shape with the service's error envelope (docs/protocol.md §19.1) as `error`. */
+/** The v1 402 body: x402's shape with the service's error envelope as `error`. */
 export interface PaymentRequired {
   x402Version: number;
   accepts: PaymentRequirements[];
@@ -158,7 +158,7 @@ export function toAtomicAmount(value: string, decimals: number): string {
   return (BigInt(m[1]) * 10n ** BigInt(decimals) + BigInt((m[2] ?? '').padEnd(decimals, '0') || '0')).toString();
 }
 
-/** "10000" atomic units with 6 decimals → "0.01" (shortest form, docs/protocol.md §2.3). */
+/** "10000" atomic units with 6 decimals → "0.01" (shortest form). */
 export function fromAtomicAmount(atomic: string, decimals: number): string {
   if (!/^\d+$/.test(atomic)) throw new TypeError(`atomic amount ${JSON.stringify(atomic)} must be a whole number`);
   const s = atomic.replace(/^0+(?=\d)/, '').padStart(decimals + 1, '0');
@@ -174,7 +174,7 @@ function requireFields(r: object | null | undefined, what: string, strings: read
   if (!Number.isInteger(o.maxTimeoutSeconds) || (o.maxTimeoutSeconds as number) < 1) throw new TypeError(`${what}.maxTimeoutSeconds must be a positive whole number`);
 }
 
-/** Signs an authorization for `to`/`value`/`asset`/`resource` with `secretKey` (hex64). */
+/** Signs an authorization for `to`/`value`/`asset`/`resource` with `secretKey`. */
 function authorize(secretKey: string, fields: Pick<PaymentAuthorization, 'to' | 'value' | 'asset' | 'resource'>, maxTimeoutSeconds: number, opts: PaymentOptions): ProofSandboxPayload {
   const authorization: PaymentAuthorization = {
     from: publicKeyFromSecret(secretKey),
@@ -188,7 +188,7 @@ function authorize(secretKey: string, fields: Pick<PaymentAuthorization, 'to' | 
   return { authorization, signature: signAuthorization(secretKey, authorization) };
 }
 
-/** Hex Ed25519 signature by `from` over JCS(authorization) (docs/protocol.md §15.2). */
+/** Hex Ed25519 signature by `from` over JCS(authorization). */
 export function signAuthorization(secretKey: string, authorization: PaymentAuthorization): string {
   return signBody(secretKey, authorization).signature;
 }
@@ -235,7 +235,7 @@ export function proofSandboxScheme(secretKey: string, opts: PaymentOptions = {})
 }
 
 /**
- * The X-PAYMENT header value that pays for v1 `requirements` (docs/protocol.md §15.5):
+ * The X-PAYMENT header value that pays for v1 `requirements`:
  * base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}}.
  */
 export function createPaymentHeader(requirements: PaymentRequirements, secretKey: string, opts: PaymentOptions = {}): string {

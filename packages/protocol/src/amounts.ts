@@ -1,12 +1,12 @@
-// Amounts on the wire (docs/protocol.md §2.3): integer micro-units (BigInt, 6 decimals), the amount
-// string's form, its shortest formatting, and the split arithmetic (docs/protocol.md §6.3). The service parses
-// request amounts with its own error envelope (src/units/amounts.ts) on top of these.
+// Amounts on the wire: integer micro-units (BigInt, 6 decimals), the amount
+// string's form, its shortest formatting, and the split arithmetic. The service parses
+// request amounts with its own error envelope on top of these.
 
-/** Fraction digits of an amount (docs/protocol.md §2.3). */
+/** Fraction digits of an amount. */
 export const AMOUNT_DECIMALS = 6;
 /** Micro-units in one whole unit. */
 export const MICRO = 1_000_000n;
-/** docs/protocol.md §2.3: digits, optionally a dot and 1..6 fraction digits. Leading zeros are allowed ("01"); output is normalised. */
+/** An amount string: digits, optionally a dot and 1..6 fraction digits. Leading zeros are allowed ("01"); output is normalised. */
 export const AMOUNT_RE = /^\d+(\.\d{1,6})?$/;
 /** Cap on the integer part (digits as written, leading zeros included), so absurd strings never reach BigInt. */
 export const MAX_INTEGER_DIGITS = 18;
@@ -21,9 +21,9 @@ export function formatAmount(micro: bigint): string {
 }
 
 /**
- * Split arithmetic (docs/protocol.md §6.3): payee gets floor(total × payeeBps / 10000) micro-units, the payer the
+ * Split arithmetic: payee gets floor(total × payeeBps / 10000) micro-units, the payer the
  * rest, so the parts always sum to `total` and rounding favours the payer. The caller validates
- * shares (docs/protocol.md §6.3, unauthorized_ruling); a bad `payeeBps` here is a programming error (RangeError).
+ * shares; a bad `payeeBps` here is a programming error (RangeError).
  */
 export function splitAmount(total: bigint, payeeBps: number): { payee: bigint; payer: bigint } {
   if (!Number.isInteger(payeeBps) || payeeBps < 0 || payeeBps > 10_000) {

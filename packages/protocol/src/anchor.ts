@@ -1,4 +1,4 @@
-// Checking a proof's chain anchor against the chain itself (docs/protocol.md §21): the
+// Checking a proof's chain anchor against the chain itself (its `anchor`): the
 // payout transaction succeeded, went to the escrow contract, and the contract reports the proof's
 // escrowRef paid to the parties' payout addresses with the proof's amounts. Web APIs only.
 import { eventTopic, strip, words, wordToAddress, wordToUint } from './chain/abi.ts';

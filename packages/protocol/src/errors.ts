@@ -1,6 +1,6 @@
 // The error codes the service answers with, and the HTTP status of each: defined once here, so the
-// service, the typed client and the console agree (docs/protocol.md §19; causes and fixes are served
-// at /docs/errors). A code is stable; a new one is added, never renamed.
+// service, the typed client and the console agree (causes and fixes are served on the
+// service's errors page). A code is stable; a new one is added, never renamed.
 export const ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,

@@ -1,4 +1,4 @@
-// Re-checking the parties' signatures a bundle carries (docs/protocol.md §11.4): each verifies over its signed body and is bound to its trail entry and role; none the trail relies on is missing. Web APIs only.
+// Re-checking the parties' signatures a bundle carries: each verifies over its signed body and is bound to its trail entry and role; none the trail relies on is missing. Web APIs only.
 import { canonicalize } from './crypto/jcs.ts';
 import { sha256Hex } from './crypto/hash.ts';
 import { verifyJson } from './crypto/ed25519.ts';
@@ -8,7 +8,7 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const same = (a: unknown, b: unknown) => canonicalize(a ?? null) === canonicalize(b ?? null);
 
-/** Micro-units of a decimal amount, or null (docs/protocol.md §2.3: at most 6 fraction digits). */
+/** Micro-units of a decimal amount, or null (at most 6 fraction digits). */
 function micro(v: unknown): bigint | null {
   const m = typeof v === 'string' ? /^(\d{1,18})(?:\.(\d{1,6}))?$/.exec(v) : null;
   return m ? BigInt(m[1]) * 1_000_000n + BigInt((m[2] ?? '').padEnd(6, '0')) : null;
@@ -107,8 +107,8 @@ function missing(b: Bundle, sigs: PartySignature[]): string | null {
 
 /**
  * One check per carried signature (`parties[i].<kind>`), then `parties.complete`: every signature
- * the trail shows the service relied on is carried. A bundle without `parties` (made by a service
- * before bundles carried the parties) carries none, so it passes only for matters that relied on no party signature.
+ * the trail shows the service relied on is carried. A bundle without `parties` (from a service that did
+ * not carry them yet) carries none, so it passes only for matters that relied on no party signature.
  */
 export function partyChecks(b: Bundle): Check[] {
   const sigs = b.parties?.signatures ?? [];

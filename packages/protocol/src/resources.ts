@@ -1,8 +1,8 @@
-// Wire shapes of the API's resources and request bodies, as the service sends and takes them (docs/protocol.md §3, §22).
+// Wire shapes of the API's resources and request bodies, as the service sends and takes them.
 import type { Proof, Signature } from './types.ts';
 import type { EngineEvent } from './webhook.ts';
 
-/** A party to an escrow: a raw Ed25519 public key and an optional label (docs/protocol.md §3.1). */
+/** A party to an escrow: a raw Ed25519 public key and an optional label. */
 export interface KeyRef {
   publicKey: string;
   label?: string;
@@ -43,16 +43,16 @@ export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
 export type DeadlineCheck = { kind: 'deadline'; by: string };
 export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
 export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
-/** A TermCheck, discriminated by `kind` (docs/protocol.md §3.3). */
+/** One check of an escrow's terms, discriminated by `kind`. */
 export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
 
-/** Terms (docs/protocol.md §3.3). */
+/** What a delivery must satisfy: a description for people and the checks the service runs. */
 export interface Terms {
   description: string;
   checks: TermCheck[];
 }
 
-/** A Verdict `results` entry (docs/protocol.md §5.2). */
+/** One entry of a verdict's `results`: the check, whether it passed, and why. */
 export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
 
 export type RulingOutcome = 'release' | 'refund' | 'split';
@@ -82,11 +82,11 @@ export interface Escrow {
   custody: { status: 'unfunded' | 'locked' | 'settle-failed' | 'settled' };
   createdAt: string;
   updatedAt: string;
-  /** Your notes, set at creation (docs/protocol.md §3.5); absent when none. Never part of a proof. */
+  /** Your notes, set at creation; absent when none. Never part of a proof. */
   metadata?: Record<string, string>;
 }
 
-/** POST /v1/escrows: each party is a KeyRef or a sandbox agent id (docs/protocol.md §3.2). */
+/** POST /v1/escrows: each party is a KeyRef or a sandbox agent id. */
 export interface CreateEscrowInput {
   amount: string;
   asset: string;
@@ -108,7 +108,7 @@ export interface EscrowPage {
   nextCursor: string | null;
 }
 
-/** Every list route pages alike (docs/protocol.md §9.2): with `limit` the answer carries nextCursor (null on the last page). */
+/** Every list route pages alike: with `limit` the answer carries nextCursor (null on the last page). */
 export type PageQuery = {
   limit?: number;
   cursor?: string;
@@ -153,7 +153,7 @@ export interface Verdict {
   decidedAt: string;
 }
 
-/** `proof` is present when the verdict passed and custody confirmed (docs/protocol.md §4.4). */
+/** `proof` is present when the verdict passed and custody confirmed. */
 export interface DeliveryResult {
   delivery: Delivery;
   verdict: Verdict;
@@ -176,7 +176,7 @@ export interface Dispute {
   openedAt: string;
 }
 
-/** Client-signed dispute bodies: what signDisputeAction returns (docs/protocol.md §6.1, §6.2). */
+/** Client-signed dispute bodies: what signDisputeAction returns. */
 export interface SignedDisputeOpen {
   party: string;
   reason?: string;
@@ -224,7 +224,7 @@ export interface ProofVerification {
   issuer: string;
 }
 
-/** POST /v1/verify (docs/protocol.md §11.2). */
+/** POST /v1/verify. */
 export interface DocumentVerification {
   valid: boolean;
   signatureValid: boolean;

@@ -110,7 +110,7 @@ export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
 
 const PARTY_KINDS = ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'];
 
-/** `parties` is optional (bundles from services that predate docs/protocol.md §11.4); when present, {signatures: [PartySignature]}. */
+/** `parties` is optional (bundles from services that did not carry the parties' signatures yet); when present, {signatures: [PartySignature]}. */
 export function partiesProblem(p: unknown, at = 'parties'): Problem {
   if (p === undefined) return null;
   if (!isObj(p) || !Array.isArray(p.signatures)) return `${at} must be an object {signatures: [...]}`;

@@ -1,12 +1,12 @@
-// Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles (docs/protocol.md §10-§12).
+// Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles.
 
-/** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body (docs/protocol.md §2.2). */
+/** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body. */
 export interface Signature {
   signer: string;
   signature: string;
 }
 
-/** The terminal settlement proof (docs/protocol.md §11.1). Unknown future fields are covered by the signature. */
+/** The terminal settlement proof. Unknown future fields are covered by the signature. */
 export interface Proof {
   id: string;
   escrowId: string;
@@ -28,7 +28,7 @@ export interface Proof {
   signature: Signature;
 }
 
-/** One link of an escrow's evidence trail (docs/protocol.md §10). */
+/** One link of an escrow's evidence trail. */
 export interface TrailEntry {
   index: number;
   prevHash: string;
@@ -38,7 +38,7 @@ export interface TrailEntry {
   body: unknown;
 }
 
-/** One issuer key era (docs/protocol.md §11.2); validUntil only on rotated-out keys. */
+/** One issuer key era; validUntil only on rotated-out keys. */
 export interface IssuerKey {
   keyId: string;
   alg: 'ed25519';
@@ -49,7 +49,7 @@ export interface IssuerKey {
   vkey?: string;
 }
 
-/** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}) (docs/protocol.md §12.4). */
+/** A signed tree head: signature by an issuer key over JCS({logSize, rootHash, signedAt}). */
 export interface SignedHead {
   logSize: number;
   rootHash: string;
@@ -68,7 +68,7 @@ export interface Inclusion {
   head: SignedHead;
 }
 
-/** RFC 9162 §2.1.4 consistency proof between two tree sizes (docs/protocol.md §12.5). */
+/** RFC 9162 §2.1.4 consistency proof between two tree sizes. */
 export interface ConsistencyProof {
   firstSize: number;
   secondSize: number;
@@ -77,7 +77,7 @@ export interface ConsistencyProof {
   path: string[];
 }
 
-/** What a party signed that the service relied on to close the matter (docs/protocol.md §11.4). */
+/** What a party signed that the service relied on to close the matter. */
 export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'dispute.open' | 'dispute.evidence' | 'ruling';
 
 /**
@@ -98,17 +98,17 @@ export interface BundleParties {
   signatures: PartySignature[];
 }
 
-/** Everything needed to audit one matter with no network (docs/protocol.md §11.3). */
+/** Everything needed to audit one matter with no network. */
 export interface Bundle {
   proof: Proof;
   trail: TrailEntry[];
   inclusion: Inclusion;
   issuerKeys: IssuerKey[];
-  /** Absent only in bundles from services that predate docs/protocol.md §11.4; treated as no signatures. */
+  /** Absent only in bundles from services that did not carry them yet; treated as no signatures. */
   parties?: BundleParties;
   /**
    * C2SP tlog-proof text: the proof's leaf index and inclusion path in the newest checkpoint the
-   * service serves, with that checkpoint and its witness cosignatures (docs/witnessing.md).
+   * service serves, with that checkpoint and its witness cosignatures (the service's witnessing documentation).
    */
   logProof?: string;
 }
@@ -127,7 +127,7 @@ export interface VerifyResult {
   warnings?: string[];
 }
 
-/** A configured witness as GET /v1/log/witnesses shows it (docs/witnessing.md). */
+/** A configured witness as GET /v1/log/witnesses shows it (the service's witnessing documentation). */
 export interface WitnessState {
   name: string;
   vkey: string;

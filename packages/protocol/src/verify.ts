@@ -10,7 +10,7 @@ import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 
-/** prevHash of a trail's first entry (docs/protocol.md §10: 64 zeros at genesis). */
+/** prevHash of a trail's first entry (64 zeros at genesis). */
 /** The trail's genesis prevHash, and its hash rule: the same code the service chains with. */
 export const GENESIS_HASH = GENESIS;
 
@@ -38,18 +38,18 @@ function issuerTrust(trusted: Set<string> | null, opts: VerifyOptions): Check | 
     : { name: 'issuer.trust', ok: false, detail: 'no trusted issuer key given: pin the issuer keys (trustedKeys, from /.well-known/proof-issuer.json fetched out of band) or pass trustBundleKeys: true to accept the keys the bundle carries' };
 }
 
-/** Transparency-log leaf hash of a proof: SHA-256(0x00 || JCS(proof)) (docs/protocol.md §12.1, RFC 6962 §2.1). */
+/** Transparency-log leaf hash of a proof: SHA-256(0x00 || JCS(proof)) (RFC 6962 §2.1). */
 export function proofLeafHash(proof: Proof): string {
   return sha256Hex(concatBytes(new Uint8Array([0]), canonicalBytes(proof)));
 }
 
-/** The issuer-signed body of a proof: every field except `signature` (docs/protocol.md §2.7). */
+/** The issuer-signed body of a proof: every field except `signature`. */
 export function proofBody(proof: Proof): Omit<Proof, 'signature'> {
   const { signature: _omit, ...body } = proof;
   return body;
 }
 
-/** hash of a trail entry: sha256 of JCS({index, prevHash, at, event, body}) (docs/protocol.md §10). */
+/** hash of a trail entry: sha256 of JCS({index, prevHash, at, event, body}). */
 export function trailEntryHash(e: Omit<TrailEntry, 'hash'>): string {
   return entryHash(e);
 }
@@ -142,8 +142,8 @@ export function verifyInclusion(proof: Proof, inclusion: Inclusion): VerifyResul
 }
 
 /**
- * A tree head is signed by one of `issuerKeys` over JCS({logSize, rootHash, signedAt}) (docs/protocol.md
- * §12.4), its keyId names that key, and with trustedKeys the signer is pinned.
+ * A tree head is signed by one of `issuerKeys` over JCS({logSize, rootHash, signedAt}), its
+ * keyId names that key, and with trustedKeys the signer is pinned.
  */
 export function verifyHead(head: SignedHead, issuerKeys: ReadonlyArray<IssuerKey>, opts: VerifyOptions = {}): VerifyResult {
   const problem = headProblem(head, 'head');
@@ -173,7 +173,7 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 }
 
 /**
- * Everything in an offline bundle (docs/protocol.md §11.3): proof signature and issuer, trail chain and its
+ * Everything in an offline bundle: proof signature and issuer, trail chain and its
  * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at, and
  * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`).
  * Valid only against keys the caller trusts: `trustedKeys` (pinned out of band, e.g. the issuer
@@ -216,7 +216,7 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
     if (head.rootHash !== inclusion.rootHash) return [false, `head.rootHash ${head.rootHash} does not equal inclusion.rootHash ${inclusion.rootHash}`];
     return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
   }));
-  // The parties' own signatures: not covered by the issuer's, each re-checked on its own (docs/protocol.md §11.4).
+  // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle));
   // The witnessed checkpoint: required with pinned witnesses, checked whenever present.
   // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.

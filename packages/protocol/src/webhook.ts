@@ -1,4 +1,4 @@
-// Receiver-side webhook verification against the pinned signing key, both header styles (docs/protocol.md §14.2). Web APIs only.
+// Receiver-side webhook verification against the pinned signing key, both header styles. Web APIs only.
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, fromBase64, fromHex, isHex64, timingSafeEqual, toHex, utf8 } from './crypto/bytes.ts';
@@ -19,13 +19,13 @@ export function destinationContent(d: { body: string | Uint8Array; destination: 
   return utf8(canonicalize({ bodySha256, destination: d.destination, webhookId: d.webhookId, webhookTimestamp: d.webhookTimestamp }));
 }
 
-/** What every webhook carries and GET /v1/escrows/{id}/events replays (docs/protocol.md §3.6). */
+/** What every webhook carries and GET /v1/escrows/{id}/events replays. */
 export interface EngineEvent {
   event: string;
   escrowId: string;
   at: string;
   data: unknown;
-  /** The escrow's metadata, when it has some (docs/protocol.md §3.5); set at creation, so the same on every event. */
+  /** The escrow's metadata, when it has some; set at creation, so the same on every event. */
   metadata?: Record<string, string>;
 }
 
@@ -77,7 +77,7 @@ function parseEvent(bytes: Uint8Array): EngineEvent | null {
 
 const fail = (reason: string, style?: WebhookVerifyResult['style']): WebhookVerifyResult => ({ ok: false, ...(style ? { style } : {}), reason });
 
-/** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key (docs/protocol.md §14.2). */
+/** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key. */
 function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): WebhookVerifyResult {
   const keyId = header(headers, 'x-proof-key-id');
   const sig = header(headers, 'x-proof-signature') ?? '';

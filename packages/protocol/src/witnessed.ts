@@ -1,4 +1,4 @@
-// A bundle's witnessed checkpoint (docs/witnessing.md): the C2SP tlog-proof text (c2sp.org/tlog-proof)
+// A bundle's witnessed checkpoint (the service's witnessing documentation): the C2SP tlog-proof text (c2sp.org/tlog-proof)
 // carrying the proof's leaf index, its inclusion path and the checkpoint with its cosignatures, and
 // the checks verifyBundle runs on it: the issuer's signature, K valid cosignatures from the witnesses
 // the caller pins, and the proof's leaf in that checkpoint's tree. Web APIs only.

@@ -1,15 +1,16 @@
 // Renders a verifyBundle result: every check with pass or fail and its detail, in words a person reads.
 import type { Bundle, VerifyResult } from '@escrow-settlement/protocol/types';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
-import { badge, h } from './dom.ts';
+import { badge, h, plural } from './dom.ts';
 import { pinnedKeys } from './pins.ts';
+import { PIN_BUTTON } from './views/pinControls.ts';
 
 const LABELS: Record<string, string> = {
   'bundle.format': 'Bundle format',
   'proof.signature': 'Issuer signature over the proof',
   'proof.issuer': 'Signer is a published issuer key',
   'proof.issuer.trusted': 'Signer is your pinned issuer key',
-  'issuer.trust': 'An issuer key is pinned',
+  'issuer.trust': 'Issuer key pinned in this browser',
   'trail.chain': 'Trail hash chain',
   'trail.length': 'Trail length matches the proof',
   'trail.head': 'Trail head matches the proof',
@@ -23,9 +24,25 @@ const LABELS: Record<string, string> = {
   'checkpoint.cosignatures': 'Witness cosignatures meet the quorum',
   'checkpoint.witnessed': 'Bundle carries a witnessed checkpoint',
   'checkpoint.format': 'Witnessed checkpoint format',
+  'parties.complete': 'Every party signature the service relied on is included',
 };
 
-export const checkLabel = (name: string) => LABELS[name] ?? (name.startsWith('party') || name.includes('signature') ? `Signature: ${name}` : name);
+/** What a party signed, by the `kind` of its signature in the bundle. */
+const SIGNED: Record<string, string> = {
+  mandate: 'mandate', x402: 'x402 payment', delivery: 'delivery', 'dispute.open': 'dispute opening',
+  'dispute.evidence': 'dispute evidence', ruling: 'ruling',
+};
+
+/** A check's name in words: `parties[0].delivery` reads "Party signature 1: the delivery". */
+export function checkLabel(name: string): string {
+  if (LABELS[name]) return LABELS[name];
+  const party = /^parties\[(\d+)\]\.(.+)$/.exec(name);
+  if (party) return `Party signature ${Number(party[1]) + 1}: the ${SIGNED[party[2]] ?? party[2]}`;
+  return name;
+}
+
+/** How to pin, in the page's own words: what the library's detail says in terms of its options. */
+const HOW_TO_PIN = `Click "${PIN_BUTTON}" above, then verify again.`;
 
 /**
  * Verifies a bundle in this page against the pinned keys: pure computation, no network. With no
@@ -40,11 +57,18 @@ export function verifyHere(bundle: Bundle): { result: VerifyResult; pinned: numb
 
 export function renderChecks(result: VerifyResult, pinned: number): HTMLElement {
   const failed = result.checks.filter((c) => !c.ok);
+  const total = result.checks.length;
+  const onlyUnpinned = pinned === 0 && failed.length === 1 && failed[0].name === 'issuer.trust';
+  const verdict = result.ok
+    ? `Valid: all ${plural(total, 'check')} pass.`
+    : onlyUnpinned
+      ? `Not valid yet: no issuer key is pinned. The other ${plural(total - 1, 'check')} pass.`
+      : `Not valid: ${failed.length} of ${plural(total, 'check')} ${failed.length === 1 ? 'fails' : 'fail'} (${failed.map((c) => checkLabel(c.name)).join('; ')}).`;
   return h('div', { class: 'checks', role: 'status', 'aria-live': 'polite' },
-    h('p', { class: result.ok ? 'verdict ok' : 'verdict bad', 'data-testid': 'verdict' },
-      result.ok ? `Valid: all ${result.checks.length} checks pass.` : `Not valid: ${failed.length} of ${result.checks.length} checks fail (${failed.map((c) => checkLabel(c.name)).join('; ')}).`),
-    pinned === 0 ? h('p', { class: 'warn' }, 'No issuer key is pinned, so nothing here says who issued this proof: anyone can make a bundle that is consistent with a key of their own. Pin the issuer key, then verify again.') : null,
+    h('p', { class: result.ok ? 'verdict ok' : 'verdict bad', 'data-testid': 'verdict' }, verdict),
+    pinned === 0 ? h('p', { class: 'warn', 'data-testid': 'how-to-pin' }, `No issuer key is pinned, so nothing here says who issued this proof: anyone can make a bundle that is consistent with a key of their own. ${HOW_TO_PIN}`) : null,
     h('ul', { class: 'checklist' }, result.checks.map((c) =>
       h('li', { class: c.ok ? 'ok' : 'bad', 'data-check': c.name },
-        badge(c.ok), ' ', h('strong', null, checkLabel(c.name)), h('span', { class: 'detail' }, c.detail)))));
+        badge(c.ok), ' ', h('strong', null, checkLabel(c.name)),
+        h('span', { class: 'detail' }, c.name === 'issuer.trust' && !c.ok && pinned === 0 ? `No issuer key is pinned in this browser. ${HOW_TO_PIN}` : c.detail)))));
 }

@@ -46,6 +46,9 @@ export const short = (hex: string, n = 10) => h('code', { title: hex, class: 'he
 
 export const badge = (ok: boolean, yes = 'pass', no = 'fail') => h('span', { class: ok ? 'badge ok' : 'badge bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
 
+/** "1 check", "12 checks": a count with its noun agreeing. */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 export const when = (iso: string | undefined) => (iso ? h('time', { datetime: iso }, iso.replace('T', ' ').replace('.000Z', 'Z')) : '—');
 
 /** A labelled section (h2 with an id the region is labelled by). */

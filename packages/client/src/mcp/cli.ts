@@ -1,5 +1,5 @@
 // `escrow-settlement mcp --url <service> [--api-key K] [--key-file F]`: the local MCP server over stdio
-// (docs/mcp.md). stdout carries the protocol alone; anything for a person goes to stderr.
+// (the service's MCP documentation). stdout carries the protocol alone; anything for a person goes to stderr.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { startLocalServer } from './localServer.ts';
 import { readKeyFile, type LocalKey } from './signing.ts';

@@ -1,4 +1,4 @@
-// The local MCP server (docs/mcp.md): the service's own tools, served to a local MCP host (over stdio),
+// The local MCP server (the service's MCP documentation): the service's own tools, served to a local MCP host (over stdio),
 // relayed to the service's /mcp. The tool table is the service's: this server lists what the service
 // lists and forwards each call, except that it verifies bundles itself (offline: no request leaves the
 // machine) and, with a party's key file, signs deliveries, dispute actions and rulings before sending.

@@ -1,4 +1,4 @@
-// The local MCP server's signer (docs/mcp.md): with a party's key file, a delivery, a dispute action
+// The local MCP server's signer (the service's MCP documentation): with a party's key file, a delivery, a dispute action
 // or a ruling the model asks for is signed here, with the package's signing helpers, and sent in the
 // route's client-signed form, so the secret key never leaves the machine. No MCP SDK import here.
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // The verify_bundle MCP tool's arguments, answer and work, shared by the service's /mcp endpoint and
-// the local stdio server: a bundle verified offline with verifyBundle, no network (docs/mcp.md).
+// the local stdio server: a bundle verified offline with verifyBundle, no network (the service's MCP documentation).
 // No MCP SDK import here: the service bundles it without the client's optional dependency.
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import type { Bundle, Check } from '@escrow-settlement/protocol/types';

@@ -1,6 +1,6 @@
-// The read side of the SettlementEscrow contract (contracts/Escrow.sol) that an auditor needs to
-// check a proof's anchor: the function and event signatures, the hold view, a receipt's shape.
-// The service's write side (lock, settle, waiting for receipts) is in src/custody/contract.ts.
+// The read side of the service's SettlementEscrow contract that an auditor needs to check a
+// proof's anchor: the function and event signatures, the hold view, a receipt's shape. Only the
+// service writes (lock, settle, waiting for receipts); an auditor only reads.
 import { encodeCall, words, wordToAddress, wordToUint, type Hex } from './abi.ts';
 import type { Rpc } from './rpc.ts';
 

@@ -1,4 +1,4 @@
-// How an escrow maps onto the chain (docs/protocol.md §21):
+// How an escrow maps onto the chain:
 //   escrowRef      = keccak256(UTF-8 of the escrow id), a bytes32 anyone can recompute from a proof;
 //   payout address = the last 20 bytes of keccak256(the party's 32-byte Ed25519 public key);
 //   amount         = micro-units × 10^12 wei, so 1 whole unit of any asset is 1 ether on the dev chain.
@@ -28,14 +28,14 @@ export function payoutAddressOf(publicKeyHex: string): Hex {
 
 export const toWei = (micro: bigint): bigint => micro * WEI_PER_MICRO;
 
-/** Micro-units an amount string stands for (docs/protocol.md §2.3), or a TypeError naming it. */
+/** Micro-units an amount string stands for, or a TypeError naming it. */
 function micro(amount: string): bigint {
   if (typeof amount !== 'string' || !AMOUNT_RE.test(amount)) throw new TypeError('proof.amount is not an amount');
   const [whole, frac = ''] = amount.split('.');
   return BigInt(whole) * MICRO + BigInt(frac.padEnd(6, '0'));
 }
 
-/** What a proof says each party received, in wei (docs/protocol.md §6.3, split arithmetic). */
+/** What a proof says each party received, in wei. */
 export function proofPayoutWei(proof: Pick<Proof, 'amount' | 'outcome' | 'shares'>): { payer: bigint; payee: bigint } {
   const total = micro(proof.amount);
   const m = proof.outcome === 'released' ? { payer: 0n, payee: total }

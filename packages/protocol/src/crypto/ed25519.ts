@@ -14,7 +14,7 @@ ed.hashes.sha512 = sha512;
  * S >= L (§5.1.7 step 1), and small-order public keys / R, so one signature has exactly one
  * accepted encoding (strongly binding, non-malleable). Honest signatures verify under every
  * policy; policies differ only on adversarial inputs, so the service must use this one
- * everywhere. Pinned by the ed25519-speccheck cases in test/protocol/crypto/ed25519.test.ts.
+ * everywhere. The ed25519-speccheck test vectors pin this behaviour.
  */
 const VERIFY_OPTS = { zip215: false } as const;
 

@@ -116,7 +116,7 @@ export function encodeBundle(entries: Uint8Array[]): Uint8Array {
 }
 
 /**
- * A HashReader (src/tlog/proofs.ts shape) over the tiles of a `size`-leaf tree: a node at a tree
+ * A HashReader (the shape the service's proofs read) over the tiles of a `size`-leaf tree: a node at a tree
  * level that is a multiple of 8 is read from its tile; any other complete node is folded from the
  * 2^k nodes of the tile level below it (RFC 6962 §2.1). Each tile is fetched once.
  */

@@ -1,4 +1,4 @@
-// The per-escrow evidence trail: a hash chain of {index, prevHash, at, event, body} (docs/protocol.md §10).
+// The per-escrow evidence trail: a hash chain of {index, prevHash, at, event, body}.
 import { canonicalize } from '../crypto/jcs.ts';
 import { sha256Hex } from '../crypto/hash.ts';
 import type { TrailEntry } from '../types.ts';

@@ -1,7 +1,7 @@
 // One escrow: its state machine, trail (each hash rechecked here), events, webhook attempts, custody
 // journal, dispute and proof. Polls every 2 s so deadlines closing (sandbox clock) show on screen.
 import { ApiError, get, post } from '../api.ts';
-import { errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
+import { errorBox, h, mount, plural, pre, section, short, table, when } from '../dom.ts';
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
 import { proofSection } from './proof.ts';
@@ -44,7 +44,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         h('dt', null, 'Payer'), h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
         h('dt', null, 'Payee'), h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
         e.arbiter ? [h('dt', null, 'Arbiter'), h('dd', null, short(e.arbiter.publicKey, 16))] : null,
-        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${e.terms.checks.length} checks: ${e.terms.checks.map((c: any) => c.kind).join(', ')})`),
+        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c: any) => c.kind).join(', ')})`),
         h('dt', null, 'Deadline'), h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
         h('dt', null, 'Custody'), h('dd', null, e.custody?.status ?? '—'),
         h('dt', null, 'Created'), h('dd', null, when(e.createdAt))),

@@ -1,5 +1,5 @@
 // Escrow list: filter by state, paged with the list API's cursor (limit 20).
-import { get } from '../api.ts';
+import { get, hosted } from '../api.ts';
 import { h, mount, short, table, when } from '../dom.ts';
 
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'];
@@ -25,7 +25,7 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
     h('h1', null, 'Escrows'),
     h('div', { class: 'toolbar' }, h('label', { for: 'state-filter' }, 'State'), select),
     page.escrows.length === 0
-      ? h('p', { class: 'empty' }, state ? `No escrow is ${state}.` : 'No escrows yet. ', !state ? h('a', { href: '#/sandbox' }, 'Create a demo matter') : null)
+      ? h('p', { class: 'empty' }, state ? `No escrow is ${state}.` : 'No escrows yet. ', state ? null : emptyHint())
       : table(['escrow', 'state', 'amount', 'payer', 'payee', 'created', 'deadline'], page.escrows.map((e) => [
         h('a', { href: `#/escrows/${e.id}` }, e.id),
         h('span', { class: `state st-${e.state}` }, e.state),
@@ -36,4 +36,14 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
     h('nav', { class: 'pager', 'aria-label': 'Pages' },
       cursor ? h('a', { href: link({}) }, '« First page') : null,
       page.nextCursor ? h('a', { href: link({ cursor: page.nextCursor }), rel: 'next' }, 'Next page »') : null));
+}
+
+/**
+ * What to do about an empty list. The sandbox page makes demo matters, but a hosted deployment has no
+ * sandbox page (its link would lead to "Not found"): there escrows come from the API.
+ */
+function emptyHint() {
+  return hosted()
+    ? ['Escrows are created through the API (', h('a', { href: '/docs' }, 'API reference'), ').']
+    : h('a', { href: '#/sandbox' }, 'Create a demo matter');
 }

@@ -2,6 +2,9 @@
 import { errorBox, h, short } from '../dom.ts';
 import { fetchIssuerKeys, forgetPins, pinKeys, pinnedKeys } from '../pins.ts';
 
+/** The button's words, which the verification result quotes when it tells how to pin. */
+export const PIN_BUTTON = 'Pin the issuer keys from /.well-known/proof-issuer.json';
+
 export function pinControls(onChange?: () => void): HTMLElement {
   const box = h('div', { class: 'pins', 'data-testid': 'pins' });
   const draw = () => {
@@ -17,7 +20,7 @@ export function pinControls(onChange?: () => void): HTMLElement {
             draw();
             onChange?.();
           } catch (err) { box.append(errorBox(err)); }
-        } }, 'Pin the issuer keys from /.well-known/proof-issuer.json'),
+        } }, PIN_BUTTON),
         ' (asked once; later verifications use the pin, not the server).'));
   };
   draw();

@@ -2,18 +2,51 @@
 // this escrow took (from its trail) highlighted, and its current state marked.
 import { h, s } from '../dom.ts';
 
-const POS: Record<string, [number, number]> = {
-  created: [60, 40], funded: [250, 40], delivered: [440, 40], settled: [670, 40],
-  refunded: [250, 165], disputed: [670, 165], resolved: [850, 165],
+type Pos = Record<string, [number, number]>;
+/** A drawing of the machine: box centres, its viewBox size, and each edge's label placement. */
+interface Layout {
+  id: string;
+  pos: Pos;
+  size: [number, number];
+  /** from, to, label (\n breaks a line), label offset x, offset y (from the edge's middle), text-anchor. */
+  edges: Array<[string, string, string, number, number, string]>;
+}
+
+/** Wide screens: left to right, 920 units wide. A label wider than its arrow breaks into lines. */
+const WIDE: Layout = {
+  id: 'w',
+  pos: {
+    created: [60, 40], funded: [250, 40], delivered: [440, 40], settled: [670, 40],
+    refunded: [250, 165], disputed: [670, 165], resolved: [850, 165],
+  },
+  size: [920, 200],
+  edges: [
+    ['created', 'funded', 'fund', 0, -7, 'middle'], ['funded', 'delivered', 'deliver', 0, -7, 'middle'], ['delivered', 'settled', 'verdict passed', 0, -7, 'middle'],
+    ['funded', 'refunded', 'refund / timeout', -8, 4, 'end'], ['delivered', 'refunded', 'failed: refund / timeout', 6, 4, 'start'],
+    ['delivered', 'disputed', 'failed: dispute', 14, 4, 'start'], ['disputed', 'resolved', 'ruling /\ntimeout', 0, -19, 'middle'],
+  ],
 };
-/** from, to, label, label offset x, text-anchor. */
-const EDGES: Array<[string, string, string, number, string]> = [
-  ['created', 'funded', 'fund', 0, 'middle'], ['funded', 'delivered', 'deliver', 0, 'middle'], ['delivered', 'settled', 'verdict passed', 0, 'middle'],
-  ['funded', 'refunded', 'refund / timeout', -8, 'end'], ['delivered', 'refunded', 'failed: refund / timeout', 6, 'start'],
-  ['delivered', 'disputed', 'failed: dispute', 14, 'start'], ['disputed', 'resolved', 'ruling / timeout', 0, 'middle'],
-];
+
+/**
+ * Narrow screens (a phone, 390 px): top to bottom, 360 units wide, so the text keeps about its
+ * size instead of shrinking with a 920-unit drawing to a third of it.
+ */
+const NARROW: Layout = {
+  id: 'n',
+  pos: {
+    created: [80, 30], funded: [80, 120], delivered: [80, 230], settled: [80, 340],
+    refunded: [270, 120], disputed: [270, 340], resolved: [270, 450],
+  },
+  size: [360, 480],
+  edges: [
+    ['created', 'funded', 'fund', 8, 4, 'start'], ['funded', 'delivered', 'deliver', 8, 4, 'start'], ['delivered', 'settled', 'verdict passed', 8, 4, 'start'],
+    ['funded', 'refunded', 'refund /\ntimeout', 0, -19, 'middle'], ['delivered', 'refunded', 'failed: refund /\ntimeout', 20, 30, 'start'],
+    ['delivered', 'disputed', 'failed:\ndispute', 14, -24, 'start'], ['disputed', 'resolved', 'ruling /\ntimeout', 8, -2, 'start'],
+  ],
+};
 const W = 100;
 const H = 36;
+const LINE = 12;
 
 /** The states this escrow passed through, read from its trail's events, ending in its current state. */
 export function pathTaken(events: string[], current: string): string[] {
@@ -28,9 +61,9 @@ export function pathTaken(events: string[], current: string): string[] {
   return path;
 }
 
-function edgeLine(from: string, to: string): [number, number, number, number] {
-  const [x1, y1] = POS[from];
-  const [x2, y2] = POS[to];
+function edgeLine(pos: Pos, from: string, to: string): [number, number, number, number] {
+  const [x1, y1] = pos[from];
+  const [x2, y2] = pos[to];
   // Leave and enter at the box edges, along the line between centres.
   const dx = x2 - x1;
   const dy = y2 - y1;
@@ -39,25 +72,36 @@ function edgeLine(from: string, to: string): [number, number, number, number] {
   return [x1 + dx * k, y1 + dy * k, x2 - dx * k, y2 - dy * k];
 }
 
-export function stateMachine(path: string[], current: string): HTMLElement {
-  const taken = new Set(path.slice(1).map((st, i) => `${path[i]}>${st}`));
-  const visited = new Set(path);
-  const svg = s('svg', { viewBox: '0 0 920 200', class: 'machine', role: 'img', 'aria-labelledby': 'sm-title' },
-    s('title', { id: 'sm-title' }, `State machine. Path taken: ${path.join(' → ')}. Current state: ${current}.`),
+function drawing(layout: Layout, path: string[], current: string, taken: Set<string>, visited: Set<string>): SVGElement {
+  const { id, pos, size } = layout;
+  const arrow = `arrow-${id}`;
+  return s('svg', { viewBox: `0 0 ${size[0]} ${size[1]}`, class: `machine machine-${id === 'w' ? 'wide' : 'narrow'}`, role: 'img', 'aria-labelledby': `sm-title-${id}` },
+    s('title', { id: `sm-title-${id}` }, `State machine. Path taken: ${path.join(' → ')}. Current state: ${current}.`),
     s('defs', null,
-      s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' })),
-      s('marker', { id: 'arrow-taken', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead taken' }))),
-    EDGES.map(([a, b, label, dx, anchor]) => {
-      const [x1, y1, x2, y2] = edgeLine(a, b);
+      s('marker', { id: arrow, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' })),
+      s('marker', { id: `${arrow}-taken`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead taken' }))),
+    layout.edges.map(([a, b, label, dx, dy, anchor]) => {
+      const [x1, y1, x2, y2] = edgeLine(pos, a, b);
       const on = taken.has(`${a}>${b}`);
-      return s('g', { class: on ? 'edge taken' : 'edge' },
-        s('line', { x1, y1, x2, y2, 'marker-end': on ? 'url(#arrow-taken)' : 'url(#arrow)' }),
-        s('text', { x: (x1 + x2) / 2 + dx, y: (y1 + y2) / 2 - (y1 === y2 ? 7 : -4), 'text-anchor': anchor }, label));
+      const x = (x1 + x2) / 2 + dx;
+      const lines = label.split('\n');
+      return s('g', { class: on ? 'edge taken' : 'edge', 'data-edge': `${a}>${b}` },
+        s('line', { x1, y1, x2, y2, 'marker-end': on ? `url(#${arrow}-taken)` : `url(#${arrow})` }),
+        s('text', { x, y: (y1 + y2) / 2 + dy, 'text-anchor': anchor },
+          lines.map((text, i) => s('tspan', { x, dy: i === 0 ? 0 : LINE }, text))));
     }),
-    Object.entries(POS).map(([st, [x, y]]) =>
+    Object.entries(pos).map(([st, [x, y]]) =>
       s('g', { class: `node${visited.has(st) ? ' visited' : ''}${st === current ? ' current' : ''}`, 'data-state': st },
         s('rect', { x: x - W / 2, y: y - H / 2, width: W, height: H, rx: 8 }),
         s('text', { x, y: y + 5, 'text-anchor': 'middle' }, st === current ? `● ${st}` : st))));
-  return h('figure', { class: 'machine-wrap' }, svg as unknown as HTMLElement,
+}
+
+/** Both drawings; the stylesheet shows the one that fits the screen (the other is display: none, so hidden from assistive technology too). */
+export function stateMachine(path: string[], current: string): HTMLElement {
+  const taken = new Set(path.slice(1).map((st, i) => `${path[i]}>${st}`));
+  const visited = new Set(path);
+  return h('figure', { class: 'machine-wrap' },
+    drawing(WIDE, path, current, taken, visited) as unknown as HTMLElement,
+    drawing(NARROW, path, current, taken, visited) as unknown as HTMLElement,
     h('figcaption', null, 'Path taken: ', h('strong', { 'data-testid': 'path-taken' }, path.join(' → ')), `; now ${current}.`));
 }

@@ -1,4 +1,4 @@
-// The payer's side of auth-capture for @x402/core's x402Client (the service's docs/x402.md):
+// The payer's side of auth-capture for @x402/core's x402Client (the service's x402 documentation):
 // `new x402Client().register('escrow:*', new AuthCaptureClient(secretKey))`. It signs the collect
 // authorization, binding the resource URL and the hash of the terms the resource server offered.
 import type { PaymentPayloadContext, PaymentPayloadResult, PaymentRequirements, SchemeClientHooks, SchemeNetworkClient } from '@x402/core/types';

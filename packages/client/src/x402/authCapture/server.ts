@@ -1,5 +1,5 @@
 // The resource server's side of auth-capture for @x402/core's x402ResourceServer (the service's
-// docs/x402.md): requirements from a price and the terms, then the escrow flow core runs: collect
+// x402 documentation): requirements from a price and the terms, then the escrow flow core runs: collect
 // before the handler, capture after it with the handler's response as the payee-signed delivery,
 // and void when the handler fails.
 import type {

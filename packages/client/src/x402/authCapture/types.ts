@@ -1,4 +1,4 @@
-// Escrow timeouts as the requirements' extra.timeouts carries them (the service's docs/x402.md).
+// Escrow timeouts as the requirements' extra.timeouts carries them (the service's x402 documentation).
 export interface Timeouts {
   deliverWithinSeconds?: number;
   resolveWithinSeconds?: number;

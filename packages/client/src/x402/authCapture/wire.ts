@@ -1,4 +1,4 @@
-// The auth-capture binding's wire shapes and signatures (the service's docs/x402.md): what a payer
+// The auth-capture binding's wire shapes and signatures (the service's x402 documentation): what a payer
 // signs to collect, what a payee signs to capture or void, and the facilitator's answers. Web APIs
 // only, no dependency on @x402/core.
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
