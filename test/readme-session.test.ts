@@ -58,3 +58,28 @@ test('the README first session runs verbatim: agents to a proof verified offline
     rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('the README first session runs against a hosted service with its curl wrapper and a bearer key', { timeout: 180_000, skip: spawnSync('sh', ['-c', 'command -v curl && command -v jq']).status !== 0 && 'needs curl and jq' }, async () => {
+  const section = readme.slice(readme.indexOf('\n## A first session\n'));
+  const wrapper = /```sh\n(curl\(\) \{[\s\S]*?)\n```/.exec(section);
+  assert.ok(wrapper, 'the hosted curl wrapper block under "A first session"');
+  const apiKey = 'readme-hosted-root-key-0123456789';
+  const tmp = mkdtempSync(join(tmpdir(), 'escrow-readme-hosted-'));
+  const s = await startService(TSX, { DATA_DIR: ':memory:', API_KEY: apiKey });
+  try {
+    // Without the wrapper the hosted service refuses the session's first call.
+    const bare = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', `${s.url}/v1/agents`, '-d', '{}'], { encoding: 'utf8' });
+    assert.equal(bare.stdout, '401');
+    const r = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', `${wrapper[1]}\n${block('A first session', 'sh')}`], {
+      cwd: ROOT, encoding: 'utf8', timeout: 120_000,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: s.url, API_KEY: apiKey, TMPDIR: tmp, npm_config_update_notifier: 'false' },
+    });
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /"state":"funded"/);
+    assert.doesNotMatch(r.stdout, /FAIL/);
+    assert.match(r.stdout, /PASS/);
+  } finally {
+    await s.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
