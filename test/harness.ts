@@ -33,7 +33,7 @@ export interface Harness {
 let schemaSeq = 0;
 
 /** Opens a fresh, migrated store of the given kind. */
-export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const db = await openPglite(':memory:');
     await migrate(db);
@@ -44,7 +44,7 @@ export async function openStore(kind: StoreKind, opts: { schema?: string; max?: 
   const admin = openPostgres(PG_URL!, { max: 1 });
   await admin.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   await admin.close();
-  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10 });
+  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement });
   await migrate(db);
   await ensureKeys(db);
   return {

@@ -9,6 +9,7 @@ import m006 from './migrations/006_lists.sql.ts';
 import m007 from './migrations/007_party_signatures.sql.ts';
 import m008 from './migrations/008_webhook_attempts.sql.ts';
 import m009 from './migrations/009_webhook_tenancy.sql.ts';
+import m013 from './migrations/013_escrow_lock.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
@@ -21,6 +22,7 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 7, name: '007_party_signatures', sql: m007 },
   { version: 8, name: '008_webhook_attempts', sql: m008 },
   { version: 9, name: '009_webhook_tenancy', sql: m009 },
+  { version: 13, name: '013_escrow_lock', sql: m013 },
 ];
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).

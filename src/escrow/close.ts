@@ -5,6 +5,7 @@
 // closing takes no shared lock, and its command returns once the leaf is integrated (bounded).
 import type { Queryable, Stmt, Tx } from '../db/types.ts';
 import { sequenceLeaf } from '../tlog/sequence.ts';
+import { fuse } from '../db/fuse.ts';
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
@@ -164,7 +165,11 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   const { outcome, shares } = outcomeOf(closing);
   const amounts = amountsOf(e.amount, outcome, shares);
   const reference = `cst_${e.id.slice(4)}`;
-  const write = (stmts: Stmt[]) => (input.last && 'commitWith' in tx ? (tx as Tx).commitWith(stmts) : tx.batch(stmts));
+  // Every write of the closing, and the command's own before it, as one statement (src/db/fuse.ts).
+  const write = (stmts: Stmt[]) => {
+    const one = [fuse(stmts)];
+    return input.last && 'commitWith' in tx ? (tx as Tx).commitWith(one) : tx.batch(one);
+  };
   const attempt = e.custodyAttempts + 1;
   // Custody runs inside this transaction, before anything is written. An adapter that moves real
   // value outside the database (src/custody/chainCustody.ts) can succeed while this transaction

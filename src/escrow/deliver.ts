@@ -13,6 +13,7 @@ import { heldSigner } from '../crypto/signer.ts';
 import { transition } from './states.ts';
 import { evaluateChecks, type CheckResult, type TermCheck } from '../terms/checks.ts';
 import { closeMatter } from './close.ts';
+import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
 
 export const MAX_SKEW_MS = 300_000;
@@ -43,14 +44,12 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
   const contentHash = sha256Hex(jcs);
   const sizeBytes = utf8(jcs).byteLength;
   return svc.db.tx(async (tx) => {
-    // The sandbox agent's key is read in the same round trip as the escrow lock.
-    const { e, more: [agentRows] } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox'
-      ? [{ text: 'SELECT public_key, secret_key FROM agents WHERE id = $1', params: [input.agentId] }]
-      : []);
+    // The sandbox agent's key is read by the escrow lock's own statement.
+    const { e, agent } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox' ? input.agentId : undefined);
     let agentKey: { publicKey: string; secretKey: string } | undefined;
     if (input.form === 'sandbox') {
-      if (agentRows.length === 0) throw notFound(`agentId: no agent ${input.agentId}`);
-      agentKey = { publicKey: agentRows[0].public_key, secretKey: agentRows[0].secret_key };
+      if (!agent) throw notFound(`agentId: no agent ${input.agentId}`);
+      agentKey = agent;
     }
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
@@ -100,11 +99,11 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const last = entries[entries.length - 1];
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([
+      await tx.commitWith([fuse([
         ...writes,
         trailWrite(escrowId, entries),
         escrowUpdate(escrowId, { state: 'delivered', deadlineAt, custodyStatus: e.custodyStatus, verdict: 'failed', trailLength: last.index + 1, trailHead: last.hash, now: e.now }),
-      ]);
+      ])]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {
