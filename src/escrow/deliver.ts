@@ -3,7 +3,7 @@
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { sha256 } from '@escrow-settlement/protocol/crypto/hash';
 import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { badRequest, invalidState, notFound, unprocessable } from '../errors.ts';
@@ -41,8 +41,10 @@ export function canonicalPayload(payload: unknown): string {
 
 export async function submitDelivery(svc: CommandDeps, escrowId: string, input: DeliveryInput): Promise<DeliveryResult> {
   const jcs = canonicalPayload(input.payload);
-  const contentHash = sha256Hex(jcs);
-  const sizeBytes = utf8(jcs).byteLength;
+  // Encoded once: the hash and the size are of the same bytes.
+  const bytes = utf8(jcs);
+  const contentHash = toHex(sha256(bytes));
+  const sizeBytes = bytes.byteLength;
   return svc.db.tx(async (tx) => {
     // The sandbox agent's key is read by the escrow lock's own statement.
     const { e, agent } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox' ? input.agentId : undefined);
