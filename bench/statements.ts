@@ -1,6 +1,6 @@
 // Statements per lifecycle (create → fund → passing delivery, its integration batch included), for
 // the service and for the floor, counted at c=1 where nothing else runs on the counted pool
-// (docs/performance.md §1.2: statements beside CPU). Postgres: every statement postgres.js writes,
+// (docs/statements.md §3). Postgres: every statement postgres.js writes,
 // BEGIN and COMMIT included (the driver's debug hook). PGlite: every statement the Db layer runs,
 // plus the BEGIN and COMMIT each PGlite transaction sends.
 import { openPostgres } from '../src/db/postgres.ts';

@@ -45,7 +45,7 @@ export async function openStore(kind: StoreKind, opts: { schema?: string; max?: 
   const admin = openPostgres(PG_URL!, { max: 1 });
   await admin.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   await admin.close();
-  // PG_PREPARE / PG_FETCH_TYPES (src/db/pgOptions.ts) apply here too, so a driver setting can be tried against the suite.
+  // PG_PREPARE (src/db/pgOptions.ts) applies here too, so a driver setting can be tried against the suite.
   const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement, driver: pgDriverOptions(process.env) });
   await migrate(db);
   await ensureKeys(db);

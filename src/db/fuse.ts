@@ -1,5 +1,5 @@
 // A command's writes as ONE statement: every INSERT/UPDATE/DELETE of its write set becomes a
-// data-modifying CTE of a single statement (docs/performance.md §4.1, "one write per command").
+// data-modifying CTE of a single statement (docs/statements.md).
 //
 // Why a CTE built here rather than a SQL function per command: the statements stay where each
 // aggregate builds them (no second copy of every command's SQL in a migration to keep in step with

@@ -105,7 +105,6 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   const make = () => postgres(url, {
     ...(host ? { host } : {}),
     ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
-    fetch_types: driver.fetchTypes,
     max: opts.max ?? 10,
     onnotice: () => {},
     // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where

@@ -1,5 +1,5 @@
 // Migration 013: a command's lock on its escrow and its read of everything it needs, in ONE statement
-// (docs/performance.md §4.1, "one write per command"; docs/design.md §3.1 for why they are two).
+// (docs/statements.md; docs/design.md §3.1 for why they are two).
 //
 // The lock and the read must stay two statements on the server: under READ COMMITTED a statement
 // that waited for a row lock re-reads only the locked row, and rows joined to it would come from the
