@@ -12,22 +12,47 @@ const LIFECYCLES = 5;
 
 function countingPglite(db: Db, c: { n: number }): Db {
   const q = (x: Queryable): Queryable => ({
-    query: <T extends Row>(text: string, params?: unknown[]) => { c.n++; return x.query<T>(text, params); },
-    batch: (stmts: Stmt[]) => { c.n += stmts.length; return x.batch(stmts); },
+    query: <T extends Row>(text: string, params?: unknown[]) => {
+      c.n++;
+      return x.query<T>(text, params);
+    },
+    batch: (stmts: Stmt[]) => {
+      c.n += stmts.length;
+      return x.batch(stmts);
+    },
   });
   const t = (x: Tx): Tx => ({
     ...x,
     ...q(x),
-    commitWith: (stmts: Stmt[]) => { c.n += stmts.length; return x.commitWith(stmts); },
-    savepoint: (fn) => { c.n += 2; return x.savepoint((inner) => fn(t(inner))); },
+    commitWith: (stmts: Stmt[]) => {
+      c.n += stmts.length;
+      return x.commitWith(stmts);
+    },
+    savepoint: (fn) => {
+      c.n += 2;
+      return x.savepoint((inner) => fn(t(inner)));
+    },
   });
-  return { ...db, ...q(db), tx: (fn) => { c.n += 2; return db.tx((x) => fn(t(x))); } };
+  return {
+    ...db,
+    ...q(db),
+    tx: (fn) => {
+      c.n += 2;
+      return db.tx((x) => fn(t(x)));
+    },
+  };
 }
 
 /** The store's Db, counting into c. */
 function counted(store: Store, c: { n: number }): { db: Db; close: () => Promise<unknown> } {
   if (store.kind === 'pglite') return { db: countingPglite(store.db, c), close: async () => {} };
-  const db = openPostgres(CFG.databaseUrl!, { schema: store.name, max: 10, onStatement: () => { c.n++; } });
+  const db = openPostgres(CFG.databaseUrl!, {
+    schema: store.name,
+    max: 10,
+    onStatement: () => {
+      c.n++;
+    },
+  });
   return { db, close: () => db.close() };
 }
 
@@ -39,14 +64,27 @@ export async function statementsPerLifecycle(): Promise<{ service: number; floor
   try {
     const app = inProcessApp(svc.db);
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await app.fetch(new Request(`http://bench${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined }), { ip: '127.0.0.1' });
+      const res = await app.fetch(
+        new Request(`http://bench${path}`, {
+          method,
+          headers: body ? { 'content-type': 'application/json' } : {},
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+        { ip: '127.0.0.1' },
+      );
       if (res.status >= 300) throw new Error(`statement count: ${method} ${path}: ${res.status} ${await res.text()}`);
       return res.json() as Promise<any>;
     };
     const payer = (await call('POST', '/v1/agents', { label: 'payer' })).id;
     const payee = (await call('POST', '/v1/agents', { label: 'payee' })).id;
     const one = async () => {
-      const e = await call('POST', '/v1/escrows', { amount: '25.50', asset: 'USDC', payerAgentId: payer, payeeAgentId: payee, terms: TERMS });
+      const e = await call('POST', '/v1/escrows', {
+        amount: '25.50',
+        asset: 'USDC',
+        payerAgentId: payer,
+        payeeAgentId: payee,
+        terms: TERMS,
+      });
       await call('POST', `/v1/escrows/${e.id}/fund`);
       const d = await call('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee, payload: { title: 'Q3 summary' } });
       if (!d.proof) throw new Error('statement count: no proof');

@@ -120,11 +120,12 @@ export function fuse(stmts: Stmt[], opts: { select?: Stmt } = {}): Stmt {
   stmts.forEach((stmt, i) => {
     const { ctes: own, main } = split(stmt.text);
     if (!MODIFYING.test(main)) throw new Error(`fuse: not a write: ${main.slice(0, 60)}`);
-    const rename = (sql: string) => own.reduce(
-      // A CTE's name as a relation (not a column qualified by something else, nor part of a word).
-      (acc, c) => acc.replace(new RegExp(`(?<![\\w.$])${c.name}(?![\\w])`, 'g'), `w${i}_${c.name}`),
-      shiftParams(sql, params.length),
-    );
+    const rename = (sql: string) =>
+      own.reduce(
+        // A CTE's name as a relation (not a column qualified by something else, nor part of a word).
+        (acc, c) => acc.replace(new RegExp(`(?<![\\w.$])${c.name}(?![\\w])`, 'g'), `w${i}_${c.name}`),
+        shiftParams(sql, params.length),
+      );
     for (const c of own) ctes.push(`w${i}_${c.name} AS (${rename(c.body)})`);
     ctes.push(`w${i} AS (${rename(main)})`);
     params.push(...(stmt.params ?? []));

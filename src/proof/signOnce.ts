@@ -31,7 +31,11 @@ function members(obj: Record<string, unknown>): Array<[string, string]> {
 }
 
 // RFC 8785 §3.2.3: members sorted by their names' UTF-16 code units (the default string order).
-const joined = (ms: Array<[string, string]>) => `{${ms.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((m) => m[1]).join(',')}}`;
+const joined = (ms: Array<[string, string]>) =>
+  `{${ms
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map((m) => m[1])
+    .join(',')}}`;
 
 export function signProofOnce(body: UnsignedProof, key: { publicKey: string; sign(message: Uint8Array): Uint8Array }): SignedOnce {
   const ms = members(body as unknown as Record<string, unknown>);

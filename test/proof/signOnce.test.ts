@@ -11,14 +11,29 @@ import { signProof, type UnsignedProof } from '../../src/proof/proof.ts';
 import { signProofOnce } from '../../src/proof/signOnce.ts';
 
 const base: UnsignedProof = {
-  id: 'prf_01', escrowId: 'esc_01', outcome: 'released', payer: 'a'.repeat(64), payee: 'b'.repeat(64),
-  amount: '25.5', asset: 'USDC', termsHash: 'c'.repeat(64), trailHead: 'd'.repeat(64), trailLength: 4, issuedAt: '2026-01-01T00:00:00.000Z',
+  id: 'prf_01',
+  escrowId: 'esc_01',
+  outcome: 'released',
+  payer: 'a'.repeat(64),
+  payee: 'b'.repeat(64),
+  amount: '25.5',
+  asset: 'USDC',
+  termsHash: 'c'.repeat(64),
+  trailHead: 'd'.repeat(64),
+  trailLength: 4,
+  issuedAt: '2026-01-01T00:00:00.000Z',
 };
 
 const cases: Array<[string, UnsignedProof]> = [
   ['a release', { ...base, deliveryHash: 'e'.repeat(64), verdictId: 'vrd_01' }],
-  ['a split with shares and a dispute', { ...base, outcome: 'split', disputeId: 'dsp_01', shares: { payeeBps: 2500 } as UnsignedProof['shares'] }],
-  ['a refund with a mandate and non-ASCII text', { ...base, outcome: 'refunded', mandateHash: 'f'.repeat(64), asset: 'USDC\u00e9\u{1F600}' }],
+  [
+    'a split with shares and a dispute',
+    { ...base, outcome: 'split', disputeId: 'dsp_01', shares: { payeeBps: 2500 } as UnsignedProof['shares'] },
+  ],
+  [
+    'a refund with a mandate and non-ASCII text',
+    { ...base, outcome: 'refunded', mandateHash: 'f'.repeat(64), asset: 'USDC\u00e9\u{1F600}' },
+  ],
 ];
 
 for (const [name, body] of cases) {
