@@ -5,6 +5,7 @@ import { DEFAULT_TIMEOUTS } from '../src/escrow/escrows.ts';
 import { escrowUpdate, lockEscrow, lockEscrowWith, trailWrite } from '../src/escrow/escrowRow.ts';
 import { createSimulatedCustody } from '../src/custody/simulated.ts';
 import { sequenceLeaf } from '../src/tlog/sequence.ts';
+import { fuse } from '../src/db/fuse.ts';
 import type { TrailEntry } from '@escrow-settlement/protocol/trail/chain';
 import { client, dist, expectStatus, runFor, type Client, type Dist } from './lib.ts';
 
@@ -200,7 +201,7 @@ export async function floorClose(
   const settled = await CUSTODY.settle(tx, { escrowId, reference: `cst_${escrowId.slice(4)}`, outcome: opts.outcome, payerAmount: BigInt(opts.payer), payeeAmount: BigInt(opts.payee), asset: 'USDC', faultPending: e.faultPending });
   if (!settled.ok) throw new Error(`floor custody: ${settled.error}`);
   const last = opts.trail[opts.trail.length - 1];
-  await tx.batch([
+  await tx.batch([fuse([
     ...opts.writes,
     { text: SQL.journal, params: [escrowId, 'confirmed', opts.outcome, opts.payer, opts.payee, null, `cst_${escrowId.slice(4)}`, CLOSING_JSON, now] },
     trailWrite(escrowId, opts.trail),
@@ -210,7 +211,7 @@ export async function floorClose(
     }),
     { text: SQL.proof, params: [opts.n.prf, escrowId, hex('8'), proofDoc(opts.n), now] },
     sequenceLeaf(opts.n.prf, hex('8')),
-  ]);
+  ])]);
 }
 
 export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number, seconds: number): Promise<LifecycleRun> }> {
@@ -228,13 +229,13 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     let t = performance.now();
     const [{ now }] = await db.query(SQL.parties, [[payerId, payeeId]]);
     await db.tx(async (tx) => {
-      await tx.batch([
+      await tx.batch([fuse([
         {
           text: SQL.insertEscrow,
           params: [id, JSON.stringify(PAYER), JSON.stringify(PAYEE), null, PAYER_KEY, PAYEE_KEY, null, '25500000', 'USDC', TERMS_JSON, hex('1'), TIMEOUTS_JSON, null, null, hex('e'), now],
         },
-        trailWrite(id, entries(0, [{ event: 'escrow.created', body: { escrow: escrowJson(id, 'created') } }])),
-      ]);
+        trailWrite(id, entries(0, [{ event: 'escrow.created', body: { escrow: escrowJson(id, 'created') } }]), []),
+      ])]);
     });
     let t2 = performance.now();
     record('create', t2 - t);
@@ -242,17 +243,17 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     // fund
     await db.tx(async (tx) => {
       const e = await lockEscrow(tx, id);
-      await tx.batch([
+      await tx.batch([fuse([
         trailWrite(id, entries(1, [{ event: 'escrow.funded', body: { deadlineAt: DEADLINE.toISOString() } }])),
         escrowUpdate(id, { state: 'funded', deadlineAt: DEADLINE, custodyStatus: 'locked', verdict: 'none', trailLength: 2, trailHead: hex('e'), now: e.now }),
-      ]);
+      ])]);
     });
     t2 = performance.now();
     record('fund', t2 - t);
     t = t2;
     // deliver (sandbox form: the held key is read with the lock), verdict passes, the matter closes
     await db.tx(async (tx) => {
-      const { e } = await lockEscrowWith(tx, id, [{ text: SQL.agentKey, params: [payeeId] }]);
+      const { e } = await lockEscrowWith(tx, id, payeeId);
       await floorClose(tx, id, e, {
         n,
         outcome: 'released',

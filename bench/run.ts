@@ -22,6 +22,7 @@ import { relative } from 'node:path';
 import { CFG, ROOT, backendCpu, backendCpuDelta, childTarget, cpuWindow, type CpuSplit, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
+import { statementsPerLifecycle } from './statements.ts';
 import { cryptoCompare, verifyFloor, verifyService } from './verify.ts';
 import { logBench } from './log.ts';
 import { sweepFloor, sweepService, sweepTwoInstances, type SweepRun } from './sweep.ts';
@@ -195,6 +196,13 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       add({ run: '1 lifecycle', measure: `log integration over the service's runs: ${b.size} leaves in ${b.heads} batches`, service: `${f(b.size / Math.max(1, b.heads), 2)} leaves per batch` });
     }
     raw.memoryRun1 = { vmHwmMb: hwmMb, vmRssMbAtEnd: rssMb, sampledMaxRssMb: sampledMax, service: CFG.service };
+    // Beside the CPU per lifecycle below: what each lifecycle asks of the database.
+    const stmts = await statementsPerLifecycle();
+    raw.statementsPerLifecycle = stmts;
+    add({
+      run: '1 lifecycle', measure: 'statements per lifecycle (c=1, counted in-process at the driver: BEGIN, COMMIT and the integration batch included)',
+      service: f(stmts.service, 1), floor: f(stmts.floor, 1), ratio: times(stmts.service, stmts.floor),
+    });
     for (const { service: s, floor: fl } of runs) {
       const gated = s.concurrency === 16;
       const cs = s.cpuPerLifecycle!, cf = fl.cpuPerLifecycle!;

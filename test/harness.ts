@@ -1,5 +1,6 @@
 // Test harness: the same suite on embedded PGlite and, when TEST_DATABASE_URL is set, on real
 // Postgres (each harness in a schema of its own, dropped afterwards).
+import { pgDriverOptions } from '../src/db/pgOptions.ts';
 import { after, before, describe } from 'node:test';
 import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App, type AppDeps } from '../src/app.ts';
@@ -33,7 +34,7 @@ export interface Harness {
 let schemaSeq = 0;
 
 /** Opens a fresh, migrated store of the given kind. */
-export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const db = await openPglite(':memory:');
     await migrate(db);
@@ -44,7 +45,8 @@ export async function openStore(kind: StoreKind, opts: { schema?: string; max?: 
   const admin = openPostgres(PG_URL!, { max: 1 });
   await admin.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   await admin.close();
-  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10 });
+  // PG_PREPARE (src/db/pgOptions.ts) applies here too, so a driver setting can be tried against the suite.
+  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement, driver: pgDriverOptions(process.env) });
   await migrate(db);
   await ensureKeys(db);
   return {

@@ -12,6 +12,7 @@ import m009 from './migrations/009_webhook_tenancy.sql.ts';
 import m010 from './migrations/010_witness.sql.ts';
 import m011 from './migrations/011_x402_facilitator.sql.ts';
 import m012 from './migrations/012_webhook_fairness.sql.ts';
+import m013 from './migrations/013_escrow_lock.sql.ts';
 
 /** Forward-only, in order. The SQL strings are the schema's source of truth. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
@@ -27,6 +28,7 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 10, name: '010_witness', sql: m010 },
   { version: 11, name: '011_x402_facilitator', sql: m011 },
   { version: 12, name: '012_webhook_fairness', sql: m012 },
+  { version: 13, name: '013_escrow_lock', sql: m013 },
 ];
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).

@@ -81,7 +81,7 @@ function bounded<T>(p: Promise<T>, ms: number, what: string, onLate?: (v: T) => 
  * with fn's error, or the first statement error, after ROLLBACK. The connection is released unless
  * it was lost.
  */
-export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: Tx) => Promise<T>, deadlines: TxDeadlines): Promise<T> {
+export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: Tx) => Promise<T>, deadlines: TxDeadlines, prepare = true): Promise<T> {
   // A reservation that comes after its deadline goes straight back to the pool.
   const r = await bounded(reserve(), deadlines.reserveMs, 'waiting for a connection', (late) => late.release());
   let conn: Conn | undefined;
@@ -105,15 +105,15 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
     return true;
   };
   /** Sends one statement; BEGIN goes first, in the same write, if nothing was sent yet. */
-  const send = (text: string, params: unknown[] = []): Promise<Row[]> => {
+  const send = (text: string, params: unknown[] = [], alone = false): Promise<Row[]> => {
     if (lost) return Promise.reject(lost);
-    if (!begun) {
+    if (!begun && !alone) {
       begun = true;
       // Sent with the statement below (postgres.js coalesces writes of one tick); its failure is
       // the statement's failure too, so its own promise only needs a handler.
       r.unsafe('BEGIN', [], { onexecute } as never).execute().catch(() => {});
     }
-    const q = r.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }) as unknown as Promise<Row[]>;
+    const q = r.unsafe(text, params as postgres.ParameterOrJSON<never>[], (alone ? { prepare, onexecute } : { prepare }) as never) as unknown as Promise<Row[]>;
     return bounded(q, deadlines.statementMs, text.slice(0, 40)).catch((err) => {
       // Unanswered: the connection cannot be trusted with anything more, nor given back.
       if ((err as { code?: string }).code === 'QUERY_DEADLINE') lost ??= err;
@@ -136,6 +136,17 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
       batch,
       commitWith: async (stmts: Stmt[]) => {
         if (depth > 0) throw new Error('commitWith inside a savepoint');
+        if (!begun && stmts.length === 1) {
+          // The transaction's only statement (a command's fused write, src/db/fuse.ts): sent alone,
+          // it is its own transaction on the server (atomic, committed once it is answered), so
+          // neither BEGIN nor COMMIT travels with it.
+          state = 'done';
+          const rows = await send(stmts[0].text, stmts[0].params, true).catch((err) => {
+            throw (level.failed ??= err);
+          });
+          committed = true;
+          return [rows];
+        }
         const out = batch(stmts);
         state = 'committing';
         const commit = send('COMMIT');

@@ -3,10 +3,11 @@ import postgres from 'postgres';
 import type { Db, Queryable, Row, Stmt, Tx } from './types.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { pipelinedTx } from './pgTx.ts';
+import { PG_DRIVER_DEFAULTS, type PgDriverOptions } from './pgOptions.ts';
 
-function wrap(sql: postgres.Sql): Queryable {
+function wrap(sql: postgres.Sql, prepare: boolean): Queryable {
   const q = <T extends Row>(text: string, params: unknown[] = []) =>
-    sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }) as unknown as Promise<T[]>;
+    sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare }) as unknown as Promise<T[]>;
   return {
     query: q,
     // Autocommit statements, each on whichever pool connection is free (transactions, where a
@@ -87,10 +88,23 @@ export function socketUrl(url: string): { url: string; host?: string } {
   return { url: `${scheme}${userinfo}localhost${port}${tail}`, host: dir };
 }
 
-export function openPostgres(rawUrl: string, opts: { max?: number; schema?: string; applicationName?: string } = {}): Db {
+export interface PostgresOptions {
+  max?: number;
+  schema?: string;
+  applicationName?: string;
+  /** Driver settings to measure (src/db/pgOptions.ts); the defaults otherwise. */
+  driver?: PgDriverOptions;
+  /** Called with the text of every statement written to the server, BEGIN and COMMIT included (tests and the bench count them). */
+  onStatement?: (text: string) => void;
+}
+
+export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   const { url, host } = socketUrl(rawUrl);
+  const driver = opts.driver ?? PG_DRIVER_DEFAULTS;
+  const onStatement = opts.onStatement;
   const make = () => postgres(url, {
     ...(host ? { host } : {}),
+    ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
     max: opts.max ?? 10,
     onnotice: () => {},
     // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
@@ -111,10 +125,10 @@ export function openPostgres(rawUrl: string, opts: { max?: number; schema?: stri
   };
   return {
     kind: 'postgres',
-    query: <T extends Row>(text: string, params?: unknown[]) => deadline(wrap(sql).query<T>(text, params)).catch(renewOnOutage),
-    batch: (stmts: Stmt[]) => deadline(wrap(sql).batch(stmts)).catch(renewOnOutage),
+    query: <T extends Row>(text: string, params?: unknown[]) => deadline(wrap(sql, driver.prepare).query<T>(text, params)).catch(renewOnOutage),
+    batch: (stmts: Stmt[]) => deadline(wrap(sql, driver.prepare).batch(stmts)).catch(renewOnOutage),
     // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts).
-    tx: <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES).catch(renewOnOutage),
+    tx: <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage),
     exec: async (text: string) => {
       await sql.unsafe(text).catch(renewOnOutage);
     },

@@ -11,6 +11,7 @@ import { AppError, invalidState, notFound } from '../errors.ts';
 import { extend } from '@escrow-settlement/protocol/trail/chain';
 import { escrowUpdate, lockEscrow, trailWrite, type Locked } from '../escrow/escrowRow.ts';
 import { transition } from '../escrow/states.ts';
+import { fuse } from '../db/fuse.ts';
 import { actingParty, assertFresh, partyActHash, recordSigned, signedActionHash, type PartyAct } from './parties.ts';
 import { idemClaim, idemStore, type IdemSlot } from '../db/idempotency.ts';
 import { canonicalPayload } from '../escrow/deliver.ts';
@@ -81,14 +82,14 @@ export async function openDispute(svc: CommandDeps, escrowId: string, act: Party
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
     // The bundle keeps the opening as signed: a sandbox agent's held key signs the reason too (docs/protocol.md §11.4).
     const signed = await signedAct(tx, escrowId, act, 'dispute.open', reason !== '' ? { reason } : {}, openedBy, at, entries[0].index);
-    await tx.batch([
+    await tx.batch([fuse([
       { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
       trailWrite(escrowId, entries),
       partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: 'disputed', deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
       ...recordSigned(escrowId, [actionHash]),
       ...idemStore(idem, 201, d),
-    ]);
+    ])]);
     return d;
   });
 }
@@ -113,15 +114,15 @@ export async function addEvidence(svc: CommandDeps, escrowId: string, act: Party
     const state = d.state === 'open' && party !== d.opened_by ? 'under-review' : d.state;
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.evidence', body: { disputeId: d.id, party, contentHash } }], at);
     const signed = await signedAct(tx, escrowId, act, 'dispute.evidence', fields, party, at, entries[0].index);
-    await tx.batch([
+    const out = toJson({ ...d, state, evidence: JSON.stringify(evidence) });
+    await tx.batch([fuse([
       { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
       trailWrite(escrowId, entries),
       partySignatureWrite(escrowId, [signed]),
       escrowUpdate(escrowId, { state: e.state, deadlineAt: e.deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
       ...recordSigned(escrowId, [actionHash]),
-    ]);
-    const out = toJson({ ...d, state, evidence: JSON.stringify(evidence) });
-    await tx.batch(idemStore(idem, 200, out));
+      ...idemStore(idem, 200, out),
+    ])]);
     return out;
   });
 }
@@ -198,7 +199,8 @@ export async function resolveDispute(svc: CommandDeps, escrowId: string, input: 
     const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling }, writes: [partySignatureWrite(escrowId, kept)] });
     if (closed.ok) {
       const answer = { dispute: toJson({ ...d, state: 'resolved', ruling: JSON.stringify(ruling) }), proof: closed.proof };
-      await tx.batch([...recordSigned(escrowId, hashes), ...idemStore(idem, 200, answer)]);
+      const rest = [...recordSigned(escrowId, hashes), ...idemStore(idem, 200, answer)];
+      if (rest.length) await tx.batch([fuse(rest)]);
     }
     return { closed, d };
   });

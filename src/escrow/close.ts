@@ -5,6 +5,7 @@
 // closing takes no shared lock, and its command returns once the leaf is integrated (bounded).
 import type { Queryable, Stmt, Tx } from '../db/types.ts';
 import { sequenceLeaf } from '../tlog/sequence.ts';
+import { fuse } from '../db/fuse.ts';
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
@@ -12,7 +13,8 @@ import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { issuerSigner } from '../proof/keys.ts';
 import { extend, type NewEvent } from '@escrow-settlement/protocol/trail/chain';
 import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
-import { proofLeafHash, signProof, type Outcome, type Proof, type Shares } from '../proof/proof.ts';
+import type { Outcome, Proof, Shares } from '../proof/proof.ts';
+import { signProofOnce } from '../proof/signOnce.ts';
 import type { EscrowState } from './states.ts';
 import type { RulingOutcome } from '@escrow-settlement/protocol/resources';
 
@@ -108,6 +110,8 @@ export interface Signed {
   /** What the closing appends to the trail: the command's pending events, the closing's, proof.issued. */
   entries: ReturnType<typeof extend>;
   leafHashHex: string;
+  /** JCS of the signed proof: what is stored (src/proof/signOnce.ts). */
+  jcs: string;
   disputeId?: string;
 }
 
@@ -132,7 +136,7 @@ async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: 
   const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
   const key = await issuerSigner(tx, e.issuerKeyId);
   const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
-  const proof = signProof({
+  const { proof, jcs, leafHashHex } = signProofOnce({
     id: proofId,
     escrowId: e.id,
     outcome: o.outcome,
@@ -153,7 +157,7 @@ async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: 
     issuedAt: o.at,
   }, key);
   const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at)];
-  return { proofId, proof, entries, leafHashHex: proofLeafHash(proof), disputeId };
+  return { proofId, proof, entries, leafHashHex, jcs, disputeId };
 }
 
 export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseInput): Promise<CloseResult> {
@@ -164,7 +168,11 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   const { outcome, shares } = outcomeOf(closing);
   const amounts = amountsOf(e.amount, outcome, shares);
   const reference = `cst_${e.id.slice(4)}`;
-  const write = (stmts: Stmt[]) => (input.last && 'commitWith' in tx ? (tx as Tx).commitWith(stmts) : tx.batch(stmts));
+  // Every write of the closing, and the command's own before it, as one statement (src/db/fuse.ts).
+  const write = (stmts: Stmt[]) => {
+    const one = [fuse(stmts)];
+    return input.last && 'commitWith' in tx ? (tx as Tx).commitWith(one) : tx.batch(one);
+  };
   const attempt = e.custodyAttempts + 1;
   // Custody runs inside this transaction, before anything is written. An adapter that moves real
   // value outside the database (src/custody/chainCustody.ts) can succeed while this transaction
@@ -211,7 +219,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
     return { ok: false, error: settled.error, attempt };
   }
 
-  const { proofId, proof, entries, leafHashHex, disputeId } = early ?? await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor });
+  const { proofId, proof, entries, leafHashHex, jcs, disputeId } = early ?? await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor });
   const last = entries[entries.length - 1];
   const state = finalState(closing);
   const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
@@ -222,7 +230,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
     escrowUpdate(e.id, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now }),
     {
       text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
-      params: [proofId, e.id, leafHashHex, JSON.stringify(proof), now],
+      params: [proofId, e.id, leafHashHex, jcs, now],
     },
     // Sequenced, not yet indexed: every proof is in log_pending or in the log, never both, never neither.
     sequenceLeaf(proofId, leafHashHex),

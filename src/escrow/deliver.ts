@@ -3,7 +3,7 @@
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
+import { sha256 } from '@escrow-settlement/protocol/crypto/hash';
 import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { badRequest, invalidState, notFound, unprocessable } from '../errors.ts';
@@ -13,6 +13,7 @@ import { heldSigner } from '../crypto/signer.ts';
 import { transition } from './states.ts';
 import { evaluateChecks, type CheckResult, type TermCheck } from '../terms/checks.ts';
 import { closeMatter } from './close.ts';
+import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
 
 export const MAX_SKEW_MS = 300_000;
@@ -40,17 +41,17 @@ export function canonicalPayload(payload: unknown): string {
 
 export async function submitDelivery(svc: CommandDeps, escrowId: string, input: DeliveryInput): Promise<DeliveryResult> {
   const jcs = canonicalPayload(input.payload);
-  const contentHash = sha256Hex(jcs);
-  const sizeBytes = utf8(jcs).byteLength;
+  // Encoded once: the hash and the size are of the same bytes.
+  const bytes = utf8(jcs);
+  const contentHash = toHex(sha256(bytes));
+  const sizeBytes = bytes.byteLength;
   return svc.db.tx(async (tx) => {
-    // The sandbox agent's key is read in the same round trip as the escrow lock.
-    const { e, more: [agentRows] } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox'
-      ? [{ text: 'SELECT public_key, secret_key FROM agents WHERE id = $1', params: [input.agentId] }]
-      : []);
+    // The sandbox agent's key is read by the escrow lock's own statement.
+    const { e, agent } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox' ? input.agentId : undefined);
     let agentKey: { publicKey: string; secretKey: string } | undefined;
     if (input.form === 'sandbox') {
-      if (agentRows.length === 0) throw notFound(`agentId: no agent ${input.agentId}`);
-      agentKey = { publicKey: agentRows[0].public_key, secretKey: agentRows[0].secret_key };
+      if (!agent) throw notFound(`agentId: no agent ${input.agentId}`);
+      agentKey = agent;
     }
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
@@ -100,11 +101,11 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const last = entries[entries.length - 1];
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([
+      await tx.commitWith([fuse([
         ...writes,
         trailWrite(escrowId, entries),
         escrowUpdate(escrowId, { state: 'delivered', deadlineAt, custodyStatus: e.custodyStatus, verdict: 'failed', trailLength: last.index + 1, trailHead: last.hash, now: e.now }),
-      ]);
+      ])]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {

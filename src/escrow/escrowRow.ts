@@ -4,7 +4,6 @@ import { notFound } from '../errors.ts';
 import { formatAmount } from '../units/amounts.ts';
 import type { EscrowState, Facts } from './states.ts';
 import type { TrailEntry } from '@escrow-settlement/protocol/trail/chain';
-import { ACTIVE_ISSUER_SQL } from '../proof/keys.ts';
 import type { KeyRef } from '@escrow-settlement/protocol/resources';
 
 export type { KeyRef };
@@ -115,27 +114,31 @@ export function toJson(e: EscrowRow): Record<string, unknown> {
  * Lock: FOR UPDATE on the escrow row — every command on one escrow serialises here; another
  * escrow's commands never wait. On contention the second command waits, then sees the first's result.
  *
- * Lock first, then read, in two statements: under READ COMMITTED a statement that waited for a row
- * lock re-reads only the locked row (EvalPlanQual); rows joined to it would still come from the
- * snapshot taken before the wait, so a refund that waited behind a delivery saw no delivery and
- * signed a proof without its deliveryHash. The second statement's snapshot sees every commit.
+ * Lock first, then read: under READ COMMITTED a statement that waited for a row lock re-reads only
+ * the locked row (EvalPlanQual); rows joined to it would still come from the snapshot taken before
+ * the wait, so a refund that waited behind a delivery saw no delivery and signed a proof without its
+ * deliveryHash. lock_escrow (migration 013) runs the two as two statements inside the server, the
+ * read with a snapshot taken once the lock is held: one statement from here.
  */
 export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
-  return (await lockEscrowWith(tx, id, [])).e;
+  return (await lockEscrowWith(tx, id)).e;
 }
 
-/** lockEscrow with more statements of the same step pipelined after it (their rows come back in order). */
-export async function lockEscrowWith(tx: Queryable, id: string, extra: Stmt[]): Promise<{ e: Locked; more: Row[][] }> {
-  // All statements go in one pipelined round trip; the second starts (and takes its snapshot)
-  // only once the first holds the lock.
-  const [locked, rows, ...more] = await tx.batch([
-    { text: 'SELECT id FROM escrows WHERE id = $1 FOR UPDATE', params: [id] },
-    { text: `${LOCKED_SQL} WHERE e.id = $1`, params: [id] },
-    ...extra,
-  ]);
-  if (locked.length === 0) throw notFound(`no escrow ${id}`);
+/**
+ * lockEscrow, reading an agent's keys in the same statement (a sandbox delivery signs with the
+ * payee's held key): `agent` is null when there is no such agent.
+ */
+export async function lockEscrowWith(tx: Queryable, id: string, agentId?: string): Promise<{ e: Locked; agent: { publicKey: string; secretKey: string } | null }> {
+  const rows = agentId === undefined
+    ? await tx.query('SELECT * FROM lock_escrow($1)', [id])
+    : await tx.query(
+      `SELECT l.*, a.public_key AS agent_public_key, a.secret_key AS agent_secret_key
+         FROM lock_escrow($1) l LEFT JOIN agents a ON a.id = $2`,
+      [id, agentId],
+    );
   if (rows.length === 0) throw notFound(`no escrow ${id}`);
-  return { e: lockedFrom(rows[0]), more };
+  const r = rows[0];
+  return { e: lockedFrom(r), agent: r.agent_public_key ? { publicKey: r.agent_public_key, secretKey: r.agent_secret_key } : null };
 }
 
 /**
@@ -150,16 +153,8 @@ export async function readLocked(tx: Queryable, ids: string[]): Promise<Locked[]
   return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
-const LOCKED_SQL = `SELECT ${ESCROW_COLS}, svc_now() AS now, d.id AS delivery_id, d.content_hash AS delivery_hash,
-            v.id AS verdict_id, ds.id AS dispute_id, ds.state AS dispute_state,
-            c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
-            (${ACTIVE_ISSUER_SQL}) AS issuer_key_id,
-            EXISTS (SELECT 1 FROM custody_faults f WHERE f.id = 1 AND f.fail_next > 0) AS fault_pending
-       FROM escrows e
-       LEFT JOIN deliveries d ON d.escrow_id = e.id
-       LEFT JOIN verdicts v ON v.escrow_id = e.id
-       LEFT JOIN disputes ds ON ds.escrow_id = e.id
-       LEFT JOIN custody c ON c.escrow_id = e.id`;
+// What a command knows about a locked escrow: the view of migration 013 (one definition for both reads).
+const LOCKED_SQL = 'SELECT * FROM escrow_locked e';
 
 function lockedFrom(r: Row): Locked {
   return {
@@ -190,7 +185,12 @@ export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
  * registered by root or the open sandbox (owner_key null) gets everything; one registered by a
  * minted key only escrows that key sees (escrow_tenants, written earlier in a creating transaction).
  */
-export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
+export function trailWrite(escrowId: string, entries: TrailEntry[], newTenants?: string[]): Stmt {
+  // An escrow created by the same fused write (src/db/fuse.ts) has its tenants inserted beside this
+  // statement, which cannot see them: they are named here instead.
+  const tenant = newTenants
+    ? 'w.owner_key = ANY($8::text[])'
+    : 'EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = $1 AND et.key_id = w.owner_key)';
   return {
     text: `WITH t AS (
              INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body)
@@ -198,8 +198,7 @@ export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
              RETURNING idx)
            INSERT INTO outbox (escrow_id, idx, url)
            SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w
-            WHERE w.owner_key IS NULL
-               OR EXISTS (SELECT 1 FROM escrow_tenants et WHERE et.escrow_id = $1 AND et.key_id = w.owner_key)`,
+            WHERE w.owner_key IS NULL OR ${tenant}`,
     params: [
       escrowId,
       entries.map((e) => e.index),
@@ -208,6 +207,7 @@ export function trailWrite(escrowId: string, entries: TrailEntry[]): Stmt {
       entries.map((e) => e.at),
       entries.map((e) => e.event),
       entries.map((e) => JSON.stringify(e.body)),
+      ...(newTenants ? [newTenants] : []),
     ],
   };
 }

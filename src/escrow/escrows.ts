@@ -10,7 +10,7 @@ import { checkMandateCaps, type MandateCaps } from '../mandate/mandateCaps.ts';
 import type { Terms } from '../terms/checks.ts';
 import { escrowUpdate, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
 import { transition } from './states.ts';
-import { tenantRows } from '../access/tenancy.ts';
+import { fuse } from '../db/fuse.ts';
 import type { Metadata } from './metadata.ts';
 
 export type PartyInput = { keyRef: KeyRef } | { agentId: string };
@@ -123,24 +123,30 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
     escrow.trailLength = 1;
     escrow.trailHead = entries[0].hash;
     const json = toJson(escrow);
-    await tx.commitWith([
+    // One statement (src/db/fuse.ts): the escrow with its tenants (they take its seq), the mandate's
+    // spending, the trail entry with its outbox rows, the stored answer; sent alone when nothing
+    // was locked first, so it is its own transaction, else with COMMIT behind it.
+    await tx.commitWith([fuse([
       {
-        text: `INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
+        text: `${tenants.length ? 'WITH new_escrow AS (' : ''}INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
                  terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
-               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)`,
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)${tenants.length
+                 ? ` RETURNING id, seq)
+               INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($18::text[]) AS k, new_escrow n`
+                 : ''}`,
         params: [
           escrow.id, JSON.stringify(escrow.payer), JSON.stringify(escrow.payee), escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
           escrow.payer.publicKey, escrow.payee.publicKey, escrow.arbiter?.publicKey ?? null, input.amount.toString(), input.asset,
           JSON.stringify(input.terms), escrow.termsHash, JSON.stringify(input.timeouts), escrow.mandateId, mandateHash, escrow.trailHead, now,
           escrow.metadata ? JSON.stringify(escrow.metadata) : null,
+          ...(tenants.length ? [tenants] : []),
         ],
       },
       ...writes,
-      ...tenantRows(escrow.id, tenants),
-      trailWrite(escrow.id, entries),
+      trailWrite(escrow.id, entries, tenants),
       ...(input.alsoWrite?.(escrow.id, now) ?? []),
       ...idemStore(idem, 201, json),
-    ]);
+    ])]);
     return json;
   });
 }
@@ -159,11 +165,11 @@ export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot):
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
     const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };
     const json = toJson(updated);
-    await tx.commitWith([
+    await tx.commitWith([fuse([
       trailWrite(id, entries),
       escrowUpdate(id, { state, deadlineAt, custodyStatus: 'locked', verdict: e.verdict, trailLength: updated.trailLength, trailHead: updated.trailHead, now: e.now }),
       ...idemStore(idem, 200, json),
-    ]);
+    ])]);
     return json;
   });
 }

@@ -2,6 +2,7 @@
 // variable to fix (docs/design.md §6): DATABASE_URL unreachable, refused or wrong; DATA_DIR unusable.
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
+import { pgDriverOptions } from '../db/pgOptions.ts';
 import { openPostgres, socketUrl } from '../db/postgres.ts';
 import { openPglite } from '../db/pglite.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
@@ -48,7 +49,7 @@ function databaseFailure(err: unknown, target: string): ConfigError {
 }
 
 async function openPostgresChecked(url: string): Promise<Db> {
-  const db = openPostgres(url);
+  const db = openPostgres(url, { driver: pgDriverOptions(process.env) });
   const target = describeDatabaseUrl(url);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {

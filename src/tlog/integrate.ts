@@ -7,6 +7,7 @@ import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import type { Db, Row, Stmt } from '../db/types.ts';
 import { appendBatch, type Appended, type NodeRow } from '@escrow-settlement/protocol/tlog/append';
 import type { HeadKeys, HeadSigner } from './keys.ts';
+import { fuse } from '../db/fuse.ts';
 
 // Key of the integrator's advisory lock, per schema (two logs in two schemas do not share it).
 export const INTEGRATE_LOCK_SQL = `hashtext(current_schema() || ':log-integrate')`;
@@ -121,19 +122,21 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
     const appended = appendBatch(size, frontier, leaves.map((l) => l.leaf_hash as string));
     const integrated = leaves.map((l, i) => ({ entryId: l.entry_id as string, index: size + i }));
     const signer = await opts.keys.signer(tx, stateRows[0].key_id as string);
-    const [, moved] = await tx.commitWith([
+    // Nodes, size, the owner's indices and the head: one statement (src/db/fuse.ts), with COMMIT.
+    const [[moved]] = await tx.commitWith([fuse([
       nodesInsert(appended.rows),
+      ...(opts.indexed?.(integrated) ?? []),
+      headInsert(appended, signer, new Date(clockMs).toISOString()),
+    ], {
       // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly,
       // inside the statement (division by zero when no row moved), so the batch rolls back with it.
-      {
+      select: {
         text: `WITH u AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size)
                SELECT 1 / count(*)::int AS moved FROM u`,
         params: [size, appended.size],
       },
-      ...(opts.indexed?.(integrated) ?? []),
-      headInsert(appended, signer, new Date(clockMs).toISOString()),
-    ]);
-    if (moved[0]?.moved !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
+    })]);
+    if (moved?.moved !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
     const tip: Tip = { size: appended.size, frontier: appended.frontier, signer, clockMs, readAt, signedAtMs: clockMs };
     return { integrated, size: appended.size, rootHash: appended.rootHash, tip };
   });
@@ -143,9 +146,8 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
 const CLOCK_SLACK_MS = 1000;
 
 /**
- * One batch of leaves this integrator was handed, appended to its own tip: ONE round trip (BEGIN, the
- * lock, one checking statement, the nodes, the size, the owner's index statements, the signed head
- * and COMMIT, pipelined). The checking statement moves the size from the tip's (a compare-and-set),
+ * One batch of leaves this integrator was handed, appended to its own tip: ONE statement (the lock,
+ * the check, the nodes, the size, the owner's index statements and the signed head). The check moves the size from the tip's (a compare-and-set),
  * takes exactly these leaves off the pending list, and requires the active key to be the tip's and
  * svc_now() to be within CLOCK_SLACK_MS of the signedAt computed here; if any of that fails it
  * divides by zero, so the whole transaction rolls back and StaleTip is thrown (then a full batch,
@@ -157,22 +159,29 @@ export async function integrateKnown(db: Db, opts: IntegrateOptions, tip: Tip, l
   const integrated = leaves.map((l, i) => ({ entryId: l.entryId, index: tip.size + i }));
   const signedAtMs = Math.max(tip.signedAtMs, Math.floor(tip.clockMs + (performance.now() - tip.readAt)));
   const signedAt = new Date(signedAtMs).toISOString();
-  // Built (and the head signed) before a connection is taken.
-  const stmts: Stmt[] = [
-    { text: `SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL})` },
-    {
-      text: `WITH moved AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size),
-                  taken AS (DELETE FROM log_pending WHERE entry_id IN (SELECT json_array_elements_text($3::text::json)) RETURNING seq)
+  // Built (and the head signed) before a connection is taken. ONE statement, its own transaction
+  // (no BEGIN, no COMMIT: src/db/pgTx.ts sends a transaction's only statement alone). Its snapshot
+  // is taken before the advisory lock is granted, which is safe here because nothing it writes
+  // rests on what it read: the size moves only from the tip's (an UPDATE that waited re-checks the
+  // newest row, EvalPlanQual), only leaves still pending are taken, and the checks run in the main
+  // query, before the nodes, indices and head (CTEs it does not read) are written.
+  const stmts: Stmt[] = [fuse([
+    nodesInsert(appended.rows),
+    ...(opts.indexed?.(integrated) ?? []),
+    headInsert(appended, tip.signer, signedAt),
+  ], {
+    select: {
+      text: `WITH lk AS (SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL}) AS held),
+                  moved AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 AND (SELECT count(*) FROM lk) = 1 RETURNING size),
+                  taken AS (DELETE FROM log_pending WHERE entry_id IN (SELECT json_array_elements_text($3::text::json))
+                              AND (SELECT count(*) FROM lk) = 1 RETURNING seq)
              SELECT 1 / (CASE WHEN (SELECT count(*) FROM moved) = 1 AND (SELECT count(*) FROM taken) = $4
                                AND (${opts.keys.activeKeyIdSql}) IS NOT DISTINCT FROM $5::text
                                AND abs(extract(epoch FROM svc_now() - $6::timestamptz)) * 1000 < ${CLOCK_SLACK_MS}
                           THEN 1 ELSE 0 END) AS ok`,
       params: [tip.size, appended.size, JSON.stringify(leaves.map((l) => l.entryId)), leaves.length, tip.signer.keyId, signedAt],
     },
-    nodesInsert(appended.rows),
-    ...(opts.indexed?.(integrated) ?? []),
-    headInsert(appended, tip.signer, signedAt),
-  ];
+  })];
   try {
     await db.tx((tx) => tx.commitWith(stmts));
   } catch (err) {

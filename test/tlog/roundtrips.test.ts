@@ -100,3 +100,89 @@ for (const kind of STORES) {
     }
   });
 }
+
+/**
+ * Statements per lifecycle, as the database receives them. Postgres: every statement postgres.js
+ * writes (BEGIN and COMMIT included), counted by the driver's debug hook, so the integration batch
+ * each closing waits for is in its delivery's count. PGlite: counted at the Db interface, where each
+ * statement is one exchange with the embedded server, plus the BEGIN and COMMIT its transaction
+ * always sends (PGlite's transaction API begins at once and cannot leave a lone statement alone).
+ */
+function pgliteStatements(db: Db) {
+  const c = { n: 0 };
+  const wrapQ = (q: Queryable): Queryable => ({
+    query: <T extends Row>(text: string, params?: unknown[]) => {
+      c.n++;
+      return q.query<T>(text, params);
+    },
+    batch: (stmts: Stmt[]) => {
+      c.n += stmts.length;
+      return q.batch(stmts);
+    },
+  });
+  const wrapTx = (t: Tx): Tx => ({
+    ...t,
+    ...wrapQ(t),
+    commitWith: (stmts: Stmt[]) => {
+      c.n += stmts.length;
+      return t.commitWith(stmts);
+    },
+    savepoint: (fn) => {
+      c.n += 2; // SAVEPOINT, RELEASE
+      return t.savepoint((inner) => fn(wrapTx(inner)));
+    },
+  });
+  const wrapped: Db = {
+    ...db,
+    ...wrapQ(db),
+    tx: <T>(fn: (tx: Tx) => Promise<T>) => {
+      c.n += 2; // BEGIN, COMMIT
+      return db.tx((t) => fn(wrapTx(t)));
+    },
+  };
+  return { db: wrapped, c };
+}
+
+for (const kind of STORES) {
+  // Before one write per command (a statement per row written, the lock and the read apart, an
+  // integration batch of 7): 5 + 6 + 19 = 30 on both stores. Now: create is its parties' read and one
+  // write, alone on Postgres (its own transaction); fund and delivery are BEGIN, the lock with its
+  // read, one write, COMMIT; the integration batch is one statement (with BEGIN and COMMIT on PGlite).
+  const expected = kind === 'postgres' ? { perStep: [2, 4, 5], total: 11 } : { perStep: [4, 4, 7], total: 15 };
+  test(`[${kind}] a lifecycle sends ${expected.total} statements, BEGIN, COMMIT and its integration batch included`, async () => {
+    const c = { n: 0 };
+    const store = kind === 'postgres' ? await openStore(kind, { onStatement: () => { c.n++; } }) : await openStore(kind);
+    const counted = kind === 'postgres' ? { db: store.db, c } : pgliteStatements(store.db);
+    const app = createApp({ db: counted.db, config: parseConfig({ DATA_DIR: ':memory:' }) });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await app.fetch(new Request(`http://t${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined }), { ip: '127.0.0.1' });
+      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
+      return res.json() as Promise<any>;
+    };
+    try {
+      const payer = (await call('POST', '/v1/agents', { label: 'payer' })).id;
+      const payee = (await call('POST', '/v1/agents', { label: 'payee' })).id;
+      const lifecycle = async () => {
+        const steps: number[] = [];
+        const at0 = counted.c.n;
+        const e = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+        steps.push(counted.c.n - at0);
+        await call('POST', `/v1/escrows/${e.id}/fund`);
+        steps.push(counted.c.n - at0 - steps[0]);
+        const d = await call('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee, payload: { title: 't' } });
+        steps.push(counted.c.n - at0 - steps[0] - steps[1]);
+        assert.ok(d.proof);
+        // The proof is in the log when the delivery answers: its integration batch was counted.
+        const p = await app.fetch(new Request(`http://t/v1/log/proof/${d.proof.id}`), { ip: '127.0.0.1' });
+        assert.equal(p.status, 200);
+        return steps;
+      };
+      await lifecycle(); // warm: the issuer key is cached and the integrator has its tip
+      const perStep = await lifecycle();
+      assert.deepEqual(perStep, expected.perStep, `create, fund, deliver (with its integration) statements: ${perStep}`);
+      assert.equal(perStep[0] + perStep[1] + perStep[2], expected.total);
+    } finally {
+      await store.drop();
+    }
+  });
+}
