@@ -78,9 +78,10 @@ test('API_KEY must be printable ASCII without spaces: a key an Authorization hea
   assert.equal(parseConfig({ API_KEY: '!~azAZ09-._+/=' + 'k'.repeat(4) }).apiKey, '!~azAZ09-._+/=kkkk');
 });
 
-test('every variable src/config.ts reads is in the configuration table that --help prints, and only those', () => {
-  const source = readFileSync(new URL('../src/config.ts', import.meta.url), 'utf8');
-  const read = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool)\(env, '([A-Z][A-Z0-9_]+)'|ConfigError\('([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2] ?? m[3]));
+test('every variable the configuration reads is in the configuration table that --help prints, and only those', () => {
+  // src/config.ts, the witness settings it includes, and the postgres.js options the Node edge reads.
+  const source = ['../src/config.ts', '../src/witness/config.ts', '../src/db/pgOptions.ts'].map((f) => readFileSync(new URL(f, import.meta.url), 'utf8')).join('\n');
+  const read = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool|onOff)\(env, '([A-Z][A-Z0-9_]+)'|(?:ConfigError|fail)\('([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2] ?? m[3]));
   const table = CONFIG_VARIABLES.map((v) => v.name);
   assert.equal(new Set(table).size, table.length, 'no variable twice');
   assert.deepEqual([...read].sort(), [...table].sort());
