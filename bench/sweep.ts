@@ -45,7 +45,7 @@ async function sweepLoops(app: App, passes: number): Promise<void> {
     }
   }));
   // The sweep is done when its leaves are in the log: timed until the integrator has them all.
-  await app.svc.log.drain();
+  await app.svc.proofLog.drain();
 }
 
 export interface SweepPairRun extends Omit<SweepRun, 'passes' | 'cpuPerClose'> {
@@ -179,7 +179,7 @@ export async function sweepTwoInstances(store: Store, n: number): Promise<SweepP
       if (r.closed === 0) return closed;
     }
   }));
-  await Promise.all(apps.map((app) => app.svc.log.drain()));
+  await Promise.all(apps.map((app) => app.svc.proofLog.drain()));
   const ms = performance.now() - t;
   const c = await counts(store.db);
   const exactlyOnce = c.proofs === n && c.distinctEscrows === n && c.logSize === n && c.leaves === n && c.refunded === n && byInstance[0] + byInstance[1] === n;

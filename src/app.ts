@@ -80,7 +80,7 @@ export function createApp(deps: AppDeps): App {
   const svc: Services = {
     db: deps.db,
     config: deps.config,
-    log: createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs }),
+    proofLog: createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs }),
     custody: deps.custody ?? createSimulatedCustody(),
     version: VERSION,
     startedAt: nowMs(),

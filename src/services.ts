@@ -17,7 +17,7 @@ export interface Services {
   db: Db;
   config: Config;
   /** The proofs log's integrator on this instance (closings wait on it; the jobs tick it). */
-  log: ProofLog;
+  proofLog: ProofLog;
   custody: CustodyAdapter;
   version: string;
   startedAt: number;

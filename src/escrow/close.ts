@@ -249,7 +249,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   await written;
   // After the commit: wake this instance's integrator and wait (LOG_INTEGRATE_WAIT_MS at most) until
   // the leaf has its index, so GET /v1/log/proof/{id} answers as soon as the command has returned.
-  if (tx.afterCommit) tx.afterCommit(() => svc.log.settled([{ entryId: proofId, leafHash: leafHashHex }]));
+  if (tx.afterCommit) tx.afterCommit(() => svc.proofLog.settled([{ entryId: proofId, leafHash: leafHashHex }]));
   return { ok: true, proof, state };
 }
 

@@ -8,5 +8,5 @@ export interface CommandDeps {
   db: Db;
   custody: CustodyAdapter;
   /** The settlement proofs' transparency log (src/proof/proofLog.ts): closings sequence their leaf into it. */
-  log: ProofLog;
+  proofLog: ProofLog;
 }

@@ -18,10 +18,10 @@ export const LOG_TICK_MS = 1000;
 
 export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   const tickers: Ticker[] = [];
-  svc.log.onError = (err) => opts.log('log integration failed', { error: String((err as Error)?.stack ?? err) });
+  svc.proofLog.onError = (err) => opts.log('log integration failed', { error: String((err as Error)?.stack ?? err) });
   // At start: what a crash left pending is integrated before anything else waits on it.
-  void svc.log.drain();
-  tickers.push(startTicker(LOG_TICK_MS, () => svc.log.drain(), (err) => opts.log('log integration failed', { error: String(err) })));
+  void svc.proofLog.drain();
+  tickers.push(startTicker(LOG_TICK_MS, () => svc.proofLog.drain(), (err) => opts.log('log integration failed', { error: String(err) })));
   tickers.push(startTicker(svc.config.sweepIntervalMs, async () => {
     // Drain: keep sweeping full batches until a pass finds less than a batch to do.
     for (let i = 0; i < 1000; i++) {
@@ -45,7 +45,7 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
     async stop() {
       stopping.abort();
       await Promise.all(tickers.map((t) => t.stop()));
-      await svc.log.stop();
+      await svc.proofLog.stop();
     },
   };
 }

@@ -87,7 +87,7 @@ describeStores('deadline sweep', (h) => {
   test('the leaves of one pass are integrated in one batch: one signed head for all of them', async () => {
     for (let i = 0; i < 5; i++) await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
     await advance(h(), 61);
-    await h().app.svc.log.drain();
+    await h().app.svc.proofLog.drain();
     const [{ before }] = await h().db.query<{ before: number }>('SELECT coalesce(max(size), 0)::int AS before FROM log_heads');
     assert.equal((await sweepOnce(h().app.svc)).closed, 5);
     // The pass's commit hands over its five leaves one after-commit hook each; the integrator starts
@@ -163,7 +163,7 @@ describeStores('sweep pass: proofs signed ahead', (h) => {
     const errors: string[] = [];
     const r = await sweepOnce(app.svc, { onError: (id) => errors.push(id) });
     assert.deepEqual([r.closed, r.failed, r.errors], [2, 1, 1]);
-    await app.svc.log.drain();
+    await app.svc.proofLog.drain();
     const states = [];
     for (const id of ids) states.push((await h().req('GET', `/v1/escrows/${id}`)).body);
     assert.deepEqual(states.map((e) => [e.state, e.custody.status]), [['refunded', 'settled'], ['funded', 'settle-failed'], ['funded', 'locked'], ['refunded', 'settled']]);
