@@ -47,11 +47,12 @@ const HOW_TO_PIN = `Click "${PIN_BUTTON}" above, then verify again.`;
 /**
  * Verifies a bundle in this page against the pinned keys: pure computation, no network. With no
  * pin nothing says who issued it, so the result is not valid (check issuer.trust), never "valid
- * against the bundle's own keys".
+ * against the bundle's own keys". Any parsed JSON may come in: verifyBundle checks the shape first
+ * and reports a wrong one as check bundle.format, so the pasted text needs no narrowing here.
  */
-export function verifyHere(bundle: Bundle): { result: VerifyResult; pinned: number } {
+export function verifyHere(bundle: unknown): { result: VerifyResult; pinned: number } {
   const pins = pinnedKeys();
-  const result = verifyBundle(bundle, pins.length ? { trustedKeys: pins } : {});
+  const result = verifyBundle(bundle as Bundle, pins.length ? { trustedKeys: pins } : {});
   return { result, pinned: pins.length };
 }
 

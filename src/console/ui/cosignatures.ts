@@ -13,8 +13,9 @@ export interface PublishedWitness {
 
 const timeOf = (sig: Uint8Array) => (sig.length === 72 ? new Date(Number(new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0)) * 1000).toISOString() : '—');
 
-export function cosignatureList(bundle: { logProof?: unknown }, published: PublishedWitness[]): HTMLElement | null {
-  if (typeof bundle?.logProof !== 'string') return null;
+/** `bundle` is any parsed JSON (a pasted bundle): without a logProof string there is nothing to list. */
+export function cosignatureList(bundle: unknown, published: PublishedWitness[]): HTMLElement | null {
+  if (typeof bundle !== 'object' || bundle === null || !('logProof' in bundle) || typeof bundle.logProof !== 'string') return null;
   let note: string;
   let origin: string;
   try {

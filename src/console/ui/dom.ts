@@ -1,7 +1,7 @@
 // A tiny hyperscript over the DOM: the console's only rendering primitive (no framework, no innerHTML,
 // so nothing from the API is ever parsed as markup).
 type Child = Node | string | number | null | undefined | false | Child[];
-type Attrs = Record<string, string | number | boolean | null | undefined | ((e: any) => void)>;
+type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
 
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | null = null, ...children: Child[]): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);

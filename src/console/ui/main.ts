@@ -1,6 +1,6 @@
 // The console's entry: layout, hash routing and, in hosted mode, the key gate. Each view renders
 // into <main> and may return a cleanup (its polling timer) that runs when the user navigates away.
-import { ApiError, forgetKey, get, getKey, hosted, setKey } from './api.ts';
+import { ApiError, api, forgetKey, getKey, hosted, setKey } from './api.ts';
 import { errorBox, h, mount } from './dom.ts';
 import { escrowListView } from './views/escrows.ts';
 import { escrowView } from './views/escrow.ts';
@@ -49,7 +49,7 @@ function keyGate(main: HTMLElement) {
     e.preventDefault();
     setKey(input.value.trim());
     try {
-      await get('/v1/escrows?limit=1');
+      await api.escrows.list({ limit: 1 });
       void render();
     } catch (err) {
       forgetKey();

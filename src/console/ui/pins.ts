@@ -1,6 +1,7 @@
 // The issuer keys the user pinned: fetched once from /.well-known/proof-issuer.json when the user
 // agrees, then remembered in localStorage, so later verifications trust the pin, not the server.
 import type { IssuerKey } from '@escrow-settlement/protocol/types';
+import { ApiError, api } from './api.ts';
 
 const PINS = 'escrow-console.pinnedIssuerKeys';
 
@@ -18,9 +19,14 @@ export const forgetPins = () => localStorage.removeItem(PINS);
 
 /** The one network step of verification, and only when the user asks: read the issuer document. */
 export async function fetchIssuerKeys(): Promise<IssuerKey[]> {
-  const res = await fetch('/.well-known/proof-issuer.json', { credentials: 'omit', cache: 'no-store' });
-  if (!res.ok) throw new Error(`issuer document answered ${res.status}`);
-  const doc = await res.json();
-  if (!Array.isArray(doc?.keys)) throw new Error('issuer document has no keys array');
-  return doc.keys as IssuerKey[];
+  let keys: unknown;
+  try {
+    // Read as unknown: the pin is what later verifications trust, so its shape is checked here.
+    keys = (await api.issuerKeys())?.keys;
+  } catch (err) {
+    if (err instanceof ApiError) throw new Error(`issuer document answered ${err.status}`);
+    throw err;
+  }
+  if (!Array.isArray(keys)) throw new Error('issuer document has no keys array');
+  return keys as IssuerKey[];
 }

@@ -1,6 +1,9 @@
 // One escrow: its state machine, trail (each hash rechecked here), events, webhook attempts, custody
 // journal, dispute and proof. Polls every 2 s so deadlines closing (sandbox clock) show on screen.
-import { ApiError, get, post } from '../api.ts';
+import type { CustodyEntry, Dispute, Escrow, WebhookAttempt } from '@escrow-settlement/protocol/resources';
+import type { Proof, TrailEntry } from '@escrow-settlement/protocol/types';
+import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
+import { ApiError, api } from '../api.ts';
 import { errorBox, h, mount, plural, pre, section, short, table, when } from '../dom.ts';
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
@@ -12,29 +15,29 @@ const orNull = async <T>(p: Promise<T>): Promise<T | null> => p.catch((e) => { i
 
 export async function escrowView(main: HTMLElement, params: Record<string, string>) {
   const id = params.id;
-  const base = `/v1/escrows/${encodeURIComponent(id)}`;
   let shown = '';
   let stopped = false;
 
   async function load() {
     const [escrow, trail, events, attempts] = await Promise.all([
-      get(base), get(`${base}/trail`), get(`${base}/events`), get(`/v1/webhooks/attempts?escrowId=${encodeURIComponent(id)}`),
+      api.escrows.get(id), api.escrows.trail(id), api.escrows.events(id), api.webhooks.attempts({ escrowId: id }),
     ]);
     // Ask only for what the trail says exists, so an open matter does not answer with 404s.
-    const seen = new Set<string>(trail.entries.map((t: any) => t.event));
+    const seen = new Set<string>(trail.entries.map((t) => t.event));
     const settling = TERMINAL.has(escrow.state) || escrow.custody?.status === 'settle-failed';
     const [custody, dispute, proof] = await Promise.all([
-      settling ? orNull(get(`${base}/custody`)) : null,
-      seen.has('dispute.opened') ? orNull(get(`${base}/dispute`)) : null,
-      seen.has('proof.issued') ? orNull(get(`${base}/proof`)) : null,
+      settling ? orNull(api.escrows.custody(id)) : null,
+      seen.has('dispute.opened') ? orNull(api.disputes.get(id)) : null,
+      seen.has('proof.issued') ? orNull(api.escrows.proof(id)) : null,
     ]);
     shown = version(escrow, attempts.attempts);
     render(escrow, trail, events.events, attempts.attempts.slice().reverse(), custody, dispute, proof);
   }
-  const version = (e: any, a: any[]) => `${e.updatedAt}|${e.state}|${e.custody?.status}|${a[0]?.id ?? ''}`;
+  const version = (e: Escrow, a: WebhookAttempt[]) => `${e.updatedAt}|${e.state}|${e.custody?.status}|${a[0]?.id ?? ''}`;
 
-  function render(e: any, trail: any, events: any[], attempts: any[], custody: any, dispute: any, proof: any) {
-    const path = pathTaken(trail.entries.map((t: any) => t.event), e.state);
+  function render(e: Escrow, trail: { entries: TrailEntry[]; intactUpTo: number | null }, events: EngineEvent[], attempts: WebhookAttempt[],
+    custody: CustodyEntry | null, dispute: Dispute | null, proof: Proof | null) {
+    const path = pathTaken(trail.entries.map((t) => t.event), e.state);
     const role = (k: string) => (k === e.payer.publicKey ? 'payer' : k === e.payee.publicKey ? 'payee' : k === e.arbiter?.publicKey ? 'arbiter' : 'key');
     mount(main,
       h('p', { class: 'crumbs' }, h('a', { href: '#/escrows' }, 'Escrows'), ' / ', id),
@@ -44,7 +47,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         h('dt', null, 'Payer'), h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
         h('dt', null, 'Payee'), h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
         e.arbiter ? [h('dt', null, 'Arbiter'), h('dd', null, short(e.arbiter.publicKey, 16))] : null,
-        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c: any) => c.kind).join(', ')})`),
+        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`),
         h('dt', null, 'Deadline'), h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
         h('dt', null, 'Custody'), h('dd', null, e.custody?.status ?? '—'),
         h('dt', null, 'Created'), h('dd', null, when(e.createdAt))),
@@ -70,7 +73,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
     return h('div', { class: 'card warn' }, h('p', null, 'The last settlement attempt failed; custody keeps the journal entry for a retry.'),
       h('button', { type: 'button', onclick: async () => {
         try {
-          await post(`${base}/custody/retry`);
+          await api.escrows.retryCustody(id);
           out.textContent = 'Custody confirmed.';
           await load();
         } catch (err) { out.replaceChildren(errorBox(err)); }
@@ -81,14 +84,14 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
   const timer = setInterval(async () => {
     if (stopped) return;
     try {
-      const [e, a] = await Promise.all([get(base), get(`/v1/webhooks/attempts?escrowId=${encodeURIComponent(id)}&limit=1`)]);
+      const [e, a] = await Promise.all([api.escrows.get(id), api.webhooks.attempts({ escrowId: id, limit: 1 })]);
       if (version(e, a.attempts) !== shown && !stopped) await load();
     } catch { /* keep showing the last good page */ }
   }, POLL_MS);
   return () => { stopped = true; clearInterval(timer); };
 }
 
-function disputeBlock(d: any, e: any, role: (k: string) => string) {
+function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
   const r = d.ruling;
   const signers = !r ? [] : r.decidedBy === 'co-signature' ? [`payer ${e.payer.publicKey}`, `payee ${e.payee.publicKey}`]
     : r.decidedBy === 'arbiter' ? [`arbiter ${e.arbiter?.publicKey}`] : [];
@@ -98,7 +101,7 @@ function disputeBlock(d: any, e: any, role: (k: string) => string) {
       h('dt', null, 'Opened by'), h('dd', null, role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)),
       h('dt', null, 'Reason'), h('dd', null, d.reason || '—')),
     h('h3', null, 'Evidence'),
-    d.evidence.length === 0 ? h('p', null, 'None.') : table(['party', 'content hash', 'note', 'at'], d.evidence.map((ev: any) => [
+    d.evidence.length === 0 ? h('p', null, 'None.') : table(['party', 'content hash', 'note', 'at'], d.evidence.map((ev) => [
       `${role(ev.party)} `, short(ev.contentHash), ev.note || '—', when(ev.submittedAt)])),
     h('h3', null, 'Ruling'),
     !r ? h('p', null, 'Not ruled yet. It closes by a co-signed or arbiter-signed ruling, or by timeout at the deadline.')

@@ -1,5 +1,6 @@
 // Escrow list: filter by state, paged with the list API's cursor (limit 20).
-import { get, hosted } from '../api.ts';
+import type { EscrowState } from '@escrow-settlement/protocol/resources';
+import { api, hosted } from '../api.ts';
 import { h, mount, short, table, when } from '../dom.ts';
 
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'];
@@ -8,10 +9,8 @@ const PAGE = 20;
 export async function escrowListView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
   const state = query.get('state') ?? '';
   const cursor = query.get('cursor') ?? '';
-  const q = new URLSearchParams({ limit: String(PAGE) });
-  if (state) q.set('state', state);
-  if (cursor) q.set('cursor', cursor);
-  const page = await get<{ escrows: any[]; nextCursor?: string | null }>(`/v1/escrows?${q}`);
+  // A state typed into the address goes to the service as it is: its 400 names the field and the page shows it.
+  const page = await api.escrows.list({ limit: PAGE, state: (state || undefined) as EscrowState | undefined, cursor: cursor || undefined });
   const link = (over: Record<string, string>) => {
     const p = new URLSearchParams();
     const s = over.state ?? state;

@@ -1,6 +1,6 @@
 // Log explorer: size and signed head, the checkpoint note, entries page by page, a leaf's inclusion
 // path drawn to the root, and a consistency proof between two sizes checked in the browser.
-import { get } from '../api.ts';
+import { api } from '../api.ts';
 import { badge, errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
 import { verifyConsistency } from '@escrow-settlement/protocol/verify';
 import { inclusionDrawing } from './inclusion.ts';
@@ -10,14 +10,14 @@ const PAGE = 20;
 
 export async function logView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
   // With witnesses configured the checkpoint is 503 until one has its quorum: say so, not fail the page.
-  const [head, checkpoint, witnesses] = await Promise.all([get('/v1/log/head'), get<string>('/v1/log/checkpoint').catch((err: Error) => `(no checkpoint served yet: ${err.message})`), witnessesSection()]);
-  const size: number = head.logSize;
+  const [head, checkpoint, witnesses] = await Promise.all([api.log.head(), api.log.checkpoint().catch((err: Error) => `(no checkpoint served yet: ${err.message})`), witnessesSection()]);
+  const size = head.logSize;
   const start = Math.min(Math.max(0, Number(query.get('start') ?? Math.max(0, size - PAGE)) || 0), Math.max(0, size - 1));
-  const { entries } = size ? await get(`/v1/log/entries?start=${start}&end=${Math.min(size, start + PAGE)}`) : { entries: [] };
+  const { entries } = size ? await api.log.entries({ start, end: Math.min(size, start + PAGE) }) : { entries: [] };
   const inclusionOut = h('div', { 'aria-live': 'polite' });
   const showInclusion = async (proofId: string) => {
     try {
-      inclusionOut.replaceChildren(inclusionDrawing(await get(`/v1/log/proof/${encodeURIComponent(proofId)}`)));
+      inclusionOut.replaceChildren(inclusionDrawing(await api.log.inclusion(proofId)));
       inclusionOut.scrollIntoView({ block: 'nearest' });
     } catch (err) { inclusionOut.replaceChildren(errorBox(err)); }
   };
@@ -27,7 +27,7 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
   const consistency = async (e: Event) => {
     e.preventDefault();
     try {
-      const c = await get(`/v1/log/consistency/${first.value}/${second.value}`);
+      const c = await api.log.consistency(first.valueAsNumber, second.valueAsNumber);
       const r = verifyConsistency(c);
       consOut.replaceChildren(h('p', { 'data-testid': 'consistency' }, badge(r.ok, 'consistent (checked here)', 'not consistent'), ' ', r.checks[0].detail),
         table(['size', 'root'], [[String(c.firstSize), short(c.firstRoot, 24)], [String(c.secondSize), short(c.secondRoot, 24)]]),
@@ -44,7 +44,7 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
     section('Checkpoint', h('p', null, 'The served checkpoint as a C2SP signed note (the issuer signature, then any witness cosignatures), for standard transparency tooling, witnesses and monitors.'), pre(checkpoint)),
     witnesses,
     section(`Entries ${size ? `${start}–${start + entries.length - 1}` : ''}`,
-      entries.length === 0 ? h('p', null, 'The log is empty.') : table(['leaf', 'proof', 'escrow', 'outcome', 'issued', 'inclusion'], entries.map((e: any) => [
+      entries.length === 0 ? h('p', null, 'The log is empty.') : table(['leaf', 'proof', 'escrow', 'outcome', 'issued', 'inclusion'], entries.map((e) => [
         String(e.leafIndex), h('code', null, e.proof.id), h('a', { href: `#/escrows/${e.proof.escrowId}` }, e.proof.escrowId), e.proof.outcome, when(e.proof.issuedAt),
         h('button', { type: 'button', class: 'small', onclick: () => void showInclusion(e.proof.id), 'aria-label': `Show the inclusion path of leaf ${e.leafIndex}` }, 'Inclusion path')])),
       h('nav', { class: 'pager', 'aria-label': 'Log pages' },

@@ -1,6 +1,7 @@
 // The proof of a closed escrow and its offline verification in this page: fetch the bundle once,
 // then verifyBundle runs here against the pinned issuer key.
-import { get } from '../api.ts';
+import type { Proof, WitnessState } from '@escrow-settlement/protocol/types';
+import { api } from '../api.ts';
 import { errorBox, h, pre, short, when } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
@@ -8,13 +9,13 @@ import { cosignatureList } from '../cosignatures.ts';
 
 export const BUNDLE_HANDOFF = 'escrow-console.bundle';
 
-export function proofSection(proof: any): HTMLElement {
+export function proofSection(proof: Proof): HTMLElement {
   const out = h('div', { class: 'verify-out' });
   const verifyBtn = h('button', { type: 'button', 'data-testid': 'verify-proof' }, 'Verify this proof in the browser');
   verifyBtn.addEventListener('click', async () => {
     out.replaceChildren(h('p', { role: 'status' }, 'Fetching the bundle…'));
     try {
-      const [bundle, published] = await Promise.all([get(`/v1/proofs/${encodeURIComponent(proof.id)}/bundle`), get('/v1/log/witnesses').then((r) => r.witnesses, () => [])]);
+      const [bundle, published] = await Promise.all([api.proofs.bundle(proof.id), api.log.witnesses().then((r) => r.witnesses, (): WitnessState[] => [])]);
       const { result, pinned } = verifyHere(bundle);
       const blob = URL.createObjectURL(new Blob([JSON.stringify(bundle, null, 2)], { type: 'application/json' }));
       out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle, published) ?? '',

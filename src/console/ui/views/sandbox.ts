@@ -1,6 +1,7 @@
 // Sandbox controls: advance the clock (deadlines then close in the sweep), make the next custody
 // settlements fail and retry them, and create a demo matter in one click.
-import { ApiError, get, post } from '../api.ts';
+import type { Escrow } from '@escrow-settlement/protocol/resources';
+import { ApiError, api } from '../api.ts';
 import { errorBox, h, mount, section, table, when } from '../dom.ts';
 
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86400 };
@@ -9,7 +10,7 @@ let clockReadable = true;
 async function clockNow(): Promise<string | null> {
   if (!clockReadable) return null;
   try {
-    return (await get('/v1/sandbox/clock')).now;
+    return (await api.sandbox.clock()).now;
   } catch (err) {
     // GET /v1/sandbox/clock is newer than POST; an older service has only the POST: stop asking.
     if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
@@ -22,16 +23,16 @@ async function clockNow(): Promise<string | null> {
 
 /** A whole matter through the API: two agents, an escrow, funding and a delivery. */
 export async function demoMatter(kind: 'settled' | 'disputed'): Promise<string> {
-  const [payer, payee] = await Promise.all([post('/v1/agents', { label: 'demo payer' }), post('/v1/agents', { label: 'demo payee' })]);
-  const escrow = await post('/v1/escrows', {
+  const [payer, payee] = await Promise.all([api.agents.create({ label: 'demo payer' }), api.agents.create({ label: 'demo payee' })]);
+  const escrow = await api.escrows.create({
     amount: '25', asset: 'USDC', payerAgentId: payer.id, payeeAgentId: payee.id,
     terms: { description: 'Demo: a JSON report with a title and a score from 0 to 100', checks: [
       { kind: 'shape', requiredFields: ['title', 'score'] },
       { kind: 'predicate', name: 'number-range', params: { pointer: '/score', min: 0, max: 100 } }] },
   });
-  await post(`/v1/escrows/${escrow.id}/fund`);
-  await post(`/v1/escrows/${escrow.id}/delivery`, { agentId: payee.id, payload: kind === 'settled' ? { title: 'Quarterly report', score: 87 } : { title: 'Quarterly report' } });
-  if (kind === 'disputed') await post(`/v1/escrows/${escrow.id}/dispute`, { agentId: payer.id, reason: 'the report has no score' });
+  await api.escrows.fund(escrow.id);
+  await api.escrows.deliver(escrow.id, { agentId: payee.id, payload: kind === 'settled' ? { title: 'Quarterly report', score: 87 } : { title: 'Quarterly report' } });
+  if (kind === 'disputed') await api.disputes.open(escrow.id, { agentId: payer.id, reason: 'the report has no score' });
   return escrow.id;
 }
 
@@ -39,7 +40,7 @@ const TRACKED = 20;
 const POLL_MS = 2000;
 
 /** The open escrows with the soonest deadlines, redrawn as they close. */
-function deadlinesTable(tracked: any[], now: string | null): HTMLElement {
+function deadlinesTable(tracked: Escrow[], now: string | null): HTMLElement {
   if (tracked.length === 0) return h('p', null, 'No open escrow has a deadline. Create a disputed demo matter, then advance the clock by 3 days.');
   return table(['escrow', 'state', 'deadline', 'status'], tracked.map((e) => [
     h('a', { href: `#/escrows/${e.id}` }, e.id), h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state), when(e.deadlineAt),
@@ -48,14 +49,15 @@ function deadlinesTable(tracked: any[], now: string | null): HTMLElement {
 
 export async function sandboxView(main: HTMLElement) {
   let now = await clockNow();
-  const waiting: any[] = [];
-  let tracked: any[] = [];
-  for (const st of ['funded', 'delivered', 'disputed']) {
-    const page = await get(`/v1/escrows?state=${st}&limit=200`);
-    waiting.push(...page.escrows.filter((e: any) => e.custody?.status === 'settle-failed'));
-    tracked.push(...page.escrows.filter((e: any) => e.deadlineAt));
+  const waiting: Escrow[] = [];
+  const due: Array<Escrow & { deadlineAt: string }> = [];
+  for (const st of ['funded', 'delivered', 'disputed'] as const) {
+    const page = await api.escrows.list({ state: st, limit: 200 });
+    waiting.push(...page.escrows.filter((e) => e.custody?.status === 'settle-failed'));
+    due.push(...page.escrows.filter((e): e is Escrow & { deadlineAt: string } => Boolean(e.deadlineAt)));
   }
-  tracked = tracked.sort((a, b) => (a.deadlineAt < b.deadlineAt ? -1 : 1)).slice(0, TRACKED);
+  // Once re-read, a tracked escrow may have closed and lost its deadline: the table says "closed".
+  let tracked: Escrow[] = due.sort((a, b) => (a.deadlineAt < b.deadlineAt ? -1 : 1)).slice(0, TRACKED);
   const deadlines = h('div', { 'aria-live': 'polite' }, deadlinesTable(tracked, now));
   const status = h('div', { role: 'status', 'aria-live': 'polite', 'data-testid': 'sandbox-status' });
   const act = (fn: () => Promise<string | void>) => async (e: Event) => {
@@ -81,7 +83,7 @@ export async function sandboxView(main: HTMLElement) {
       h('p', null, 'Service time: ', clockShown, '. Moving it forward makes due deadlines close in the next sweep (about a second); open an escrow page to watch.'),
       h('form', { class: 'inline', onsubmit: act(async () => {
         const seconds = Number(amount.value) * UNITS[unit.value];
-        const r = await post('/v1/sandbox/clock', { advanceSeconds: seconds });
+        const r = await api.sandbox.advanceClock(seconds);
         now = r.now;
         clockShown.replaceChildren(when(r.now));
         deadlines.replaceChildren(deadlinesTable(tracked, now));
@@ -90,17 +92,17 @@ export async function sandboxView(main: HTMLElement) {
       h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock')),
       h('h3', null, 'Deadlines'), deadlines),
     section('Custody faults',
-      h('form', { class: 'inline', onsubmit: act(async () => `The next ${(await post('/v1/sandbox/custody/fail-next', { count: Number(failCount.value) })).failNext} settlement attempts will fail.`) },
+      h('form', { class: 'inline', onsubmit: act(async () => `The next ${(await api.sandbox.failNext(Number(failCount.value))).failNext} settlement attempts will fail.`) },
         h('label', { for: 'fail-count' }, 'Make the next settlements fail'), failCount, h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set')),
       waiting.length === 0 ? h('p', null, 'No escrow is waiting for a custody retry.') : table(['escrow', 'state', 'updated', 'action'], waiting.map((e) => [
         h('a', { href: `#/escrows/${e.id}` }, e.id), e.state, when(e.updatedAt),
-        h('button', { type: 'button', onclick: act(async () => { await post(`/v1/escrows/${e.id}/custody/retry`); return `Custody confirmed for ${e.id}.`; }) }, 'Retry')]), 'Escrows whose settlement failed')),
+        h('button', { type: 'button', onclick: act(async () => { await api.escrows.retryCustody(e.id); return `Custody confirmed for ${e.id}.`; }) }, 'Retry')]), 'Escrows whose settlement failed')),
     status);
   // Watch them close: each tracked escrow is re-read until the user leaves the page.
   let stopped = false;
   const timer = setInterval(async () => {
     try {
-      const [fresh, clock] = await Promise.all([Promise.all(tracked.map((e) => get(`/v1/escrows/${e.id}`))), clockNow()]);
+      const [fresh, clock] = await Promise.all([Promise.all(tracked.map((e) => api.escrows.get(e.id))), clockNow()]);
       if (stopped) return;
       tracked = fresh;
       now = clock ?? now;

@@ -4,12 +4,12 @@ import { h, mount } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
 import { BUNDLE_HANDOFF } from './proof.ts';
-import { get } from '../api.ts';
+import { api } from '../api.ts';
 import { cosignatureList, type PublishedWitness } from '../cosignatures.ts';
 
 export async function verifyView(main: HTMLElement) {
   // The witness keys the service publishes, read once when the page opens: verifying stays offline.
-  const published: PublishedWitness[] = await get('/v1/log/witnesses').then((r) => r.witnesses, () => []);
+  const published: PublishedWitness[] = await api.log.witnesses().then((r) => r.witnesses, () => []);
   const area = h('textarea', { id: 'bundle-text', rows: 14, spellcheck: 'false', 'aria-describedby': 'bundle-hint' });
   const handed = sessionStorage.getItem(BUNDLE_HANDOFF);
   if (handed) {
@@ -31,8 +31,8 @@ export async function verifyView(main: HTMLElement) {
       out.replaceChildren(h('p', { role: 'alert', class: 'verdict bad', 'data-testid': 'verdict' }, `Not valid: the text is not JSON (${(err as Error).message}).`));
       return;
     }
-    const { result, pinned } = verifyHere(bundle as any);
-    out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle as any, published) ?? '');
+    const { result, pinned } = verifyHere(bundle);
+    out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle, published) ?? '');
   };
   mount(main,
     h('h1', null, 'Verify a settlement proof offline'),

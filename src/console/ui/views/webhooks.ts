@@ -1,27 +1,28 @@
 // Webhooks: registered endpoints, recent deliveries with every attempt, and dead letters with a
 // redeliver button (the event goes back to the outbox for its URL).
-import { get, post } from '../api.ts';
+import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
+import { api } from '../api.ts';
 import { errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
 
 export async function webhooksView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
   const cursor = query.get('cursor');
   const [hooks, attempts, dead] = await Promise.all([
-    get('/v1/webhooks'),
-    get(`/v1/webhooks/attempts?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
-    get('/v1/webhooks/dead-letters'),
+    api.webhooks.list(),
+    api.webhooks.attempts({ limit: 50, cursor: cursor ?? undefined }),
+    api.webhooks.deadLetters(),
   ]);
   const url = h('input', { id: 'hook-url', type: 'url', required: true, placeholder: 'https://example.com/hooks' });
   const regOut = h('span', { role: 'status' });
   const register = async (e: Event) => {
     e.preventDefault();
     try {
-      await post('/v1/webhooks', { url: url.value });
+      await api.webhooks.register(url.value);
       location.hash = '#/webhooks';
       await webhooksView(main, {}, new URLSearchParams());
     } catch (err) { regOut.replaceChildren(errorBox(err)); }
   };
   // Deliveries: attempts grouped by (event, url), newest first as the API pages them.
-  const groups = new Map<string, any[]>();
+  const groups = new Map<string, WebhookAttempt[]>();
   for (const a of attempts.attempts) {
     const k = `${a.escrowId}.${a.index} ${a.url}`;
     (groups.get(k) ?? groups.set(k, []).get(k)!).push(a);
@@ -31,7 +32,7 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
     h('h1', null, 'Webhooks'),
     section('Endpoints',
       h('p', null, 'Signing key (pin it to verify deliveries): ', short(hooks.signingKey, 24)),
-      hooks.webhooks.length ? h('ul', null, hooks.webhooks.map((u: string) => h('li', null, h('code', null, u)))) : h('p', null, 'No endpoint registered.'),
+      hooks.webhooks.length ? h('ul', null, hooks.webhooks.map((u) => h('li', null, h('code', null, u)))) : h('p', null, 'No endpoint registered.'),
       h('form', { class: 'inline', onsubmit: register }, h('label', { for: 'hook-url' }, 'Register a URL'), url, h('button', { type: 'submit' }, 'Register'), regOut)),
     section('Deliveries',
       groups.size === 0 ? h('p', null, 'No attempts yet.') : table(['event', 'url', 'attempts'], [...groups.values()].map((as) => [
@@ -42,13 +43,13 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
           ` ${a.outcome}, ${a.durationMs} ms, `, when(a.at))))]), 'Recent deliveries (50 attempts per page), each with its attempts in order'),
       attempts.nextCursor ? h('nav', { class: 'pager', 'aria-label': 'Delivery pages' }, h('a', { href: `#/webhooks?cursor=${attempts.nextCursor}` }, 'Older »')) : null),
     section('Dead letters',
-      dead.deadLetters.length === 0 ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.') : table(['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'], dead.deadLetters.map((d: any) => [
+      dead.deadLetters.length === 0 ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.') : table(['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'], dead.deadLetters.map((d) => [
         h('code', null, d.id), h('span', null, h('a', { href: `#/escrows/${d.event.escrowId}` }, d.event.escrowId), ' ', h('code', null, d.event.event)),
         d.url, String(d.attempts), d.lastError, when(d.deadAt),
         h('button', { type: 'button', 'data-testid': 'redeliver', 'aria-label': `Redeliver ${d.event.event} of ${d.event.escrowId} to ${d.url}`, onclick: async (e: Event) => {
           (e.target as HTMLButtonElement).disabled = true;
           try {
-            await post(`/v1/webhooks/dead-letters/${encodeURIComponent(d.id)}/redeliver`);
+            await api.webhooks.redeliver(d.id);
             deadOut.textContent = `Queued ${d.id} for redelivery to ${d.url}; its attempts appear under Deliveries.`;
           } catch (err) { deadOut.replaceChildren(errorBox(err)); }
         } }, 'Redeliver')])),

@@ -1,12 +1,13 @@
 // The log page's witnesses (docs/witnessing.md): each configured witness with the last size it
 // cosigned, and why its last submission failed, if it did.
-import { get } from '../api.ts';
+import type { WitnessState } from '@escrow-settlement/protocol/types';
+import { api } from '../api.ts';
 import { badge, h, section, short, table, when } from '../dom.ts';
 
 export async function witnessesSection(): Promise<HTMLElement> {
-  let data: { quorum: number; witnesses: any[] };
+  let data: { quorum: number; witnesses: WitnessState[] };
   try {
-    data = await get('/v1/log/witnesses');
+    data = await api.log.witnesses();
   } catch {
     return section('Witnesses', h('p', null, 'The witness list could not be read.'));
   }
