@@ -222,7 +222,18 @@ function runWrk(port: number, route: Route, seconds: number, connections: number
   writeFileSync(script, lua.join('\n') + '\n');
   const threads = Math.min(2, connections);
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', ['-t', String(threads), '-c', String(connections), '-d', `${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}${route.path}`]);
+    const child = spawn('wrk', [
+      '-t',
+      String(threads),
+      '-c',
+      String(connections),
+      '-d',
+      `${seconds}s`,
+      '--latency',
+      '-s',
+      script,
+      `http://127.0.0.1:${port}${route.path}`,
+    ]);
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -270,10 +281,19 @@ async function startServer(variant: Variant): Promise<{ child: ChildProcess; por
 /** One plain request: the variant must answer each route with the status the app gives. */
 function probe(port: number, route: Route): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method: route.method, path: route.path, headers: route.body ? { 'content-type': 'application/json' } : {} }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: route.method,
+        path: route.path,
+        headers: route.body ? { 'content-type': 'application/json' } : {},
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(route.body);
   });
@@ -315,7 +335,9 @@ async function orchestrate() {
             const r = await measure(seconds);
             const key = `${variant}\t${route.name}`;
             results.set(key, [...(results.get(key) ?? []), r]);
-            console.log(`  round ${round} ${variant.padEnd(15)} ${route.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} rps  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms`);
+            console.log(
+              `  round ${round} ${variant.padEnd(15)} ${route.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} rps  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms`,
+            );
           }
         } finally {
           child.kill('SIGTERM');

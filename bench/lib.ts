@@ -12,7 +12,7 @@ import { createApp, type App } from '../src/app.ts';
 import { openPostgres, socketUrl } from '../src/db/postgres.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import type { Db, } from '../src/db/types.ts';
+import type { Db } from '../src/db/types.ts';
 import { ensureKeys } from '../src/proof/keys.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -35,7 +35,8 @@ function list(name: string, full: number[], fast: number[]): number[] {
   const raw = env[name];
   if (raw === undefined || raw === '') return quick ? fast : full;
   const out = raw.split(',').map((s) => Number(s.trim()));
-  if (out.some((n) => !Number.isSafeInteger(n) || n < 1)) throw new Error(`${name} must be a comma list of positive integers, got ${JSON.stringify(raw)}`);
+  if (out.some((n) => !Number.isSafeInteger(n) || n < 1))
+    throw new Error(`${name} must be a comma list of positive integers, got ${JSON.stringify(raw)}`);
   return out;
 }
 
@@ -228,7 +229,8 @@ export async function cleanup(): Promise<void> {
   for (const close of closers.splice(0).reverse()) await close().catch(() => {});
   if (STORE === 'postgres' && schemas.length) {
     const admin = rawSql();
-    for (const s of schemas.splice(0)) await admin.unsafe(`DROP SCHEMA IF EXISTS ${s} CASCADE`).catch((e) => log(`could not drop schema ${s}: ${e}`));
+    for (const s of schemas.splice(0))
+      await admin.unsafe(`DROP SCHEMA IF EXISTS ${s} CASCADE`).catch((e) => log(`could not drop schema ${s}: ${e}`));
     await admin.end();
   }
   for (const d of tmpDirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -264,7 +266,11 @@ export function sessionSampler(appName: string, everyMs = 20): { stop(): Promise
       for (const r of rows) {
         if (r.wait_event_type === 'Lock') {
           acc.lock++;
-          const key = r.q.replace(/^(WITH \w+ AS \()?/, '').split(' ').slice(0, 3).join(' ');
+          const key = r.q
+            .replace(/^(WITH \w+ AS \()?/, '')
+            .split(' ')
+            .slice(0, 3)
+            .join(' ');
           acc.on.set(key, (acc.on.get(key) ?? 0) + 1);
         }
         if (r.state === 'idle in transaction') acc.idle++;
@@ -280,7 +286,8 @@ export function sessionSampler(appName: string, everyMs = 20): { stop(): Promise
       await sql.end({ timeout: 1 });
       const n = acc.samples || 1;
       const waitingOn: Record<string, number> = {};
-      for (const [k, v] of [...acc.on].sort((a, b) => b[1] - a[1]).slice(0, 4)) waitingOn[k] = Math.round((v / (acc.lock || 1)) * 100) / 100;
+      for (const [k, v] of [...acc.on].sort((a, b) => b[1] - a[1]).slice(0, 4))
+        waitingOn[k] = Math.round((v / (acc.lock || 1)) * 100) / 100;
       return { samples: acc.samples, lockWaiting: acc.lock / n, idleInTx: acc.idle / n, active: acc.active / n, waitingOn };
     },
   };
@@ -308,15 +315,30 @@ export function machineBusyMs(): number {
 }
 
 /** Where the machine's CPU went over a window: the service process(es), this bench process, the rest (the database). */
-export interface CpuSplit { serviceMs: number; benchMs: number; restMs: number; machineMs: number; elapsedMs: number; backendsMs?: number }
+export interface CpuSplit {
+  serviceMs: number;
+  benchMs: number;
+  restMs: number;
+  machineMs: number;
+  elapsedMs: number;
+  backendsMs?: number;
+}
 
 export function cpuWindow(servicePids: number[]): { stop(): CpuSplit } {
   const svc = () => servicePids.reduce((a, p) => a + procCpuMs(p), 0);
-  const me = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
-  const t0 = performance.now(), m0 = machineBusyMs(), s0 = svc(), b0 = me();
+  const me = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const t0 = performance.now(),
+    m0 = machineBusyMs(),
+    s0 = svc(),
+    b0 = me();
   return {
     stop() {
-      const machineMs = machineBusyMs() - m0, serviceMs = servicePids.length ? svc() - s0 : 0, benchMs = me() - b0;
+      const machineMs = machineBusyMs() - m0,
+        serviceMs = servicePids.length ? svc() - s0 : 0,
+        benchMs = me() - b0;
       return { serviceMs, benchMs, restMs: Math.max(0, machineMs - serviceMs - benchMs), machineMs, elapsedMs: performance.now() - t0 };
     },
   };
@@ -346,7 +368,8 @@ export async function backendCpu(appName: string): Promise<Map<number, number>> 
 }
 
 /** CPU the backends used between two backendCpu snapshots (a backend that appeared counts from 0). */
-export const backendCpuDelta = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((t, [pid, ms]) => t + ms - (a.get(pid) ?? 0), 0);
+export const backendCpuDelta = (a: Map<number, number>, b: Map<number, number>) =>
+  [...b].reduce((t, [pid, ms]) => t + ms - (a.get(pid) ?? 0), 0);
 
 /** utime + stime of a process in ms (fields 14 and 15 of /proc/<pid>/stat; clock ticks of 10 ms). */
 function procCpuMs(pid: number): number {
@@ -382,11 +405,14 @@ export async function childTarget(name: string): Promise<{ target: ChildTarget; 
 export async function startChild(store: ChildTarget, extraEnv: Record<string, string> = {}): Promise<Child> {
   const dir = tempDir('svc');
   const storeEnv: Record<string, string> =
-    'pgliteDir' in store ? { DATA_DIR: store.pgliteDir, REQUEST_LOG: join(dir, 'requests.log') }
-      : 'pgliteMemory' in store || store.kind === 'pglite' ? { DATA_DIR: ':memory:', REQUEST_LOG: join(dir, 'requests.log') }
+    'pgliteDir' in store
+      ? { DATA_DIR: store.pgliteDir, REQUEST_LOG: join(dir, 'requests.log') }
+      : 'pgliteMemory' in store || store.kind === 'pglite'
+        ? { DATA_DIR: ':memory:', REQUEST_LOG: join(dir, 'requests.log') }
         : { DATABASE_URL: store.url!, DATA_DIR: dir };
   const bundle = join(ROOT, 'dist', 'escrow-settlement.mjs');
-  if (CFG.service === 'bundle' && !existsSync(bundle)) throw new Error('BENCH_SERVICE=bundle needs dist/escrow-settlement.mjs: run npm run build');
+  if (CFG.service === 'bundle' && !existsSync(bundle))
+    throw new Error('BENCH_SERVICE=bundle needs dist/escrow-settlement.mjs: run npm run build');
   const args = [...CFG.nodeArgs, ...(CFG.service === 'bundle' ? [bundle] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,

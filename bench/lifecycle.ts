@@ -65,7 +65,13 @@ export async function httpLifecycle(
 ): Promise<any> {
   let t = performance.now();
   const created = expectStatus(
-    await c.req('POST', '/v1/escrows', { amount: '25.50', asset: 'USDC', payerAgentId: agents.payer, payeeAgentId: agents.payee, terms: TERMS }),
+    await c.req('POST', '/v1/escrows', {
+      amount: '25.50',
+      asset: 'USDC',
+      payerAgentId: agents.payer,
+      payeeAgentId: agents.payee,
+      terms: TERMS,
+    }),
     201,
     'POST /v1/escrows',
   );
@@ -79,7 +85,11 @@ export async function httpLifecycle(
   record('fund', t2 - t);
   onStep?.(id, 'fund', performance.timeOrigin + t2);
   t = t2;
-  const delivered = expectStatus(await c.req('POST', `/v1/escrows/${id}/delivery`, { agentId: agents.payee, payload: PAYLOAD }), 201, 'POST …/delivery');
+  const delivered = expectStatus(
+    await c.req('POST', `/v1/escrows/${id}/delivery`, { agentId: agents.payee, payload: PAYLOAD }),
+    201,
+    'POST …/delivery',
+  );
   t2 = performance.now();
   record('deliver', t2 - t);
   onStep?.(id, 'deliver', performance.timeOrigin + t2);
@@ -140,7 +150,8 @@ const SQL = {
                  terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at)
                VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16)`,
   leafSeq: 'CREATE SEQUENCE IF NOT EXISTS floor_leaf_seq MINVALUE 0 START 0',
-  delivery: 'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+  delivery:
+    'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
   verdict: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
   journal: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9)
@@ -173,8 +184,17 @@ export const ids = (n: number) => {
 
 function escrowJson(id: string, state: string) {
   return {
-    id, state, payer: PAYER, payee: PAYEE, amount: '25.5', asset: 'USDC', terms: TERMS, timeouts: DEFAULT_TIMEOUTS,
-    custody: { status: 'unfunded' }, createdAt: AT, updatedAt: AT,
+    id,
+    state,
+    payer: PAYER,
+    payee: PAYEE,
+    amount: '25.5',
+    asset: 'USDC',
+    terms: TERMS,
+    timeouts: DEFAULT_TIMEOUTS,
+    custody: { status: 'unfunded' },
+    createdAt: AT,
+    updatedAt: AT,
   };
 }
 
@@ -184,8 +204,19 @@ export function entries(from: number, list: Array<{ event: string; body: Record<
 
 function proofDoc(n: ReturnType<typeof ids>) {
   return JSON.stringify({
-    id: n.prf, escrowId: n.esc, outcome: 'released', payer: PAYER_KEY, payee: PAYEE_KEY, amount: '25.5', asset: 'USDC',
-    termsHash: hex('1'), deliveryHash: hex('2'), verdictId: n.vrd, trailHead: hex('3'), trailLength: 4, issuedAt: AT,
+    id: n.prf,
+    escrowId: n.esc,
+    outcome: 'released',
+    payer: PAYER_KEY,
+    payee: PAYEE_KEY,
+    amount: '25.5',
+    asset: 'USDC',
+    termsHash: hex('1'),
+    deliveryHash: hex('2'),
+    verdictId: n.vrd,
+    trailHead: hex('3'),
+    trailLength: 4,
+    issuedAt: AT,
     signature: { signer: hex('4'), signature: '5'.repeat(128) },
   });
 }
@@ -195,30 +226,64 @@ export async function floorClose(
   tx: { query: Db['query']; batch: Db['batch'] },
   escrowId: string,
   e: { now: Date; faultPending: boolean },
-  opts: { n: ReturnType<typeof ids>; outcome: 'released' | 'refunded'; writes: Stmt[]; trail: TrailEntry[]; verdict: string; payer: string; payee: string },
+  opts: {
+    n: ReturnType<typeof ids>;
+    outcome: 'released' | 'refunded';
+    writes: Stmt[];
+    trail: TrailEntry[];
+    verdict: string;
+    payer: string;
+    payee: string;
+  },
 ): Promise<void> {
   const now = e.now;
-  const settled = await CUSTODY.settle(tx, { escrowId, reference: `cst_${escrowId.slice(4)}`, outcome: opts.outcome, payerAmount: BigInt(opts.payer), payeeAmount: BigInt(opts.payee), asset: 'USDC', faultPending: e.faultPending });
+  const settled = await CUSTODY.settle(tx, {
+    escrowId,
+    reference: `cst_${escrowId.slice(4)}`,
+    outcome: opts.outcome,
+    payerAmount: BigInt(opts.payer),
+    payeeAmount: BigInt(opts.payee),
+    asset: 'USDC',
+    faultPending: e.faultPending,
+  });
   if (!settled.ok) throw new Error(`floor custody: ${settled.error}`);
   const last = opts.trail[opts.trail.length - 1];
-  await tx.batch([fuse([
-    ...opts.writes,
-    { text: SQL.journal, params: [escrowId, 'confirmed', opts.outcome, opts.payer, opts.payee, null, `cst_${escrowId.slice(4)}`, CLOSING_JSON, now] },
-    trailWrite(escrowId, opts.trail),
-    escrowUpdate(escrowId, {
-      state: opts.outcome === 'released' ? 'settled' : 'refunded', deadlineAt: null, custodyStatus: 'settled', verdict: opts.verdict,
-      trailLength: last.index + 1, trailHead: last.hash, now,
-    }),
-    { text: SQL.proof, params: [opts.n.prf, escrowId, hex('8'), proofDoc(opts.n), now] },
-    sequenceLeaf(opts.n.prf, hex('8')),
-  ])]);
+  await tx.batch([
+    fuse([
+      ...opts.writes,
+      {
+        text: SQL.journal,
+        params: [escrowId, 'confirmed', opts.outcome, opts.payer, opts.payee, null, `cst_${escrowId.slice(4)}`, CLOSING_JSON, now],
+      },
+      trailWrite(escrowId, opts.trail),
+      escrowUpdate(escrowId, {
+        state: opts.outcome === 'released' ? 'settled' : 'refunded',
+        deadlineAt: null,
+        custodyStatus: 'settled',
+        verdict: opts.verdict,
+        trailLength: last.index + 1,
+        trailHead: last.hash,
+        now,
+      }),
+      { text: SQL.proof, params: [opts.n.prf, escrowId, hex('8'), proofDoc(opts.n), now] },
+      sequenceLeaf(opts.n.prf, hex('8')),
+    ]),
+  ]);
 }
 
 export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number, seconds: number): Promise<LifecycleRun> }> {
   const payerId = 'agt_floorpayer000000000000000';
   const payeeId = 'agt_floorpayee000000000000000';
-  for (const [id, key, label] of [[payerId, PAYER_KEY, 'payer'], [payeeId, PAYEE_KEY, 'payee']]) {
-    await db.query('INSERT INTO agents (id, label, public_key, secret_key, created_at) VALUES ($1, $2, $3, $4, now())', [id, label, key, hex('9')]);
+  for (const [id, key, label] of [
+    [payerId, PAYER_KEY, 'payer'],
+    [payeeId, PAYEE_KEY, 'payee'],
+  ]) {
+    await db.query('INSERT INTO agents (id, label, public_key, secret_key, created_at) VALUES ($1, $2, $3, $4, now())', [
+      id,
+      label,
+      key,
+      hex('9'),
+    ]);
   }
   await db.query(SQL.leafSeq);
   let seq = 0;
@@ -229,13 +294,32 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     let t = performance.now();
     const [{ now }] = await db.query(SQL.parties, [[payerId, payeeId]]);
     await db.tx(async (tx) => {
-      await tx.batch([fuse([
-        {
-          text: SQL.insertEscrow,
-          params: [id, JSON.stringify(PAYER), JSON.stringify(PAYEE), null, PAYER_KEY, PAYEE_KEY, null, '25500000', 'USDC', TERMS_JSON, hex('1'), TIMEOUTS_JSON, null, null, hex('e'), now],
-        },
-        trailWrite(id, entries(0, [{ event: 'escrow.created', body: { escrow: escrowJson(id, 'created') } }]), []),
-      ])]);
+      await tx.batch([
+        fuse([
+          {
+            text: SQL.insertEscrow,
+            params: [
+              id,
+              JSON.stringify(PAYER),
+              JSON.stringify(PAYEE),
+              null,
+              PAYER_KEY,
+              PAYEE_KEY,
+              null,
+              '25500000',
+              'USDC',
+              TERMS_JSON,
+              hex('1'),
+              TIMEOUTS_JSON,
+              null,
+              null,
+              hex('e'),
+              now,
+            ],
+          },
+          trailWrite(id, entries(0, [{ event: 'escrow.created', body: { escrow: escrowJson(id, 'created') } }]), []),
+        ]),
+      ]);
     });
     let t2 = performance.now();
     record('create', t2 - t);
@@ -243,10 +327,20 @@ export async function floorLifecycle(db: Db): Promise<{ run(concurrency: number,
     // fund
     await db.tx(async (tx) => {
       const e = await lockEscrow(tx, id);
-      await tx.batch([fuse([
-        trailWrite(id, entries(1, [{ event: 'escrow.funded', body: { deadlineAt: DEADLINE.toISOString() } }])),
-        escrowUpdate(id, { state: 'funded', deadlineAt: DEADLINE, custodyStatus: 'locked', verdict: 'none', trailLength: 2, trailHead: hex('e'), now: e.now }),
-      ])]);
+      await tx.batch([
+        fuse([
+          trailWrite(id, entries(1, [{ event: 'escrow.funded', body: { deadlineAt: DEADLINE.toISOString() } }])),
+          escrowUpdate(id, {
+            state: 'funded',
+            deadlineAt: DEADLINE,
+            custodyStatus: 'locked',
+            verdict: 'none',
+            trailLength: 2,
+            trailHead: hex('e'),
+            now: e.now,
+          }),
+        ]),
+      ]);
     });
     t2 = performance.now();
     record('fund', t2 - t);

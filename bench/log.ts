@@ -80,11 +80,37 @@ export async function logBench(store: Store, sizes: number[], samples: number): 
       // The fill is real: an inclusion and a consistency proof verify against the JS tree hashes.
       const idx = rand(size);
       const inc = await inclusionAt(db, idx, size);
-      if (!verifyInclusion(leafOf(idx), idx, size, inc.auditPath.map((h) => fromHex(h)), fromHex(inc.rootHash))) throw new Error(`log fill ${size}: inclusion proof does not verify`);
+      if (
+        !verifyInclusion(
+          leafOf(idx),
+          idx,
+          size,
+          inc.auditPath.map((h) => fromHex(h)),
+          fromHex(inc.rootHash),
+        )
+      )
+        throw new Error(`log fill ${size}: inclusion proof does not verify`);
       const m = 1 + rand(size);
       const con = await consistencyBetween(db, m, size);
-      if (!verifyConsistency(m, size, fromHex(con.firstRoot), fromHex(con.secondRoot), con.path.map((h) => fromHex(h)))) throw new Error(`log fill ${size}: consistency proof does not verify`);
-      const s = { root: [] as number[], inclusion: [] as number[], consistency: [] as number[], uncached: [] as number[], cached: [] as number[], tile: [] as number[], point: [] as number[] };
+      if (
+        !verifyConsistency(
+          m,
+          size,
+          fromHex(con.firstRoot),
+          fromHex(con.secondRoot),
+          con.path.map((h) => fromHex(h)),
+        )
+      )
+        throw new Error(`log fill ${size}: consistency proof does not verify`);
+      const s = {
+        root: [] as number[],
+        inclusion: [] as number[],
+        consistency: [] as number[],
+        uncached: [] as number[],
+        cached: [] as number[],
+        tile: [] as number[],
+        point: [] as number[],
+      };
       const fullTiles = Math.floor(size / 256);
       const warm = Math.min(out.length === 0 ? 60 : 20, samples);
       for (let i = 0; i < warm + samples; i++) {
@@ -108,8 +134,15 @@ export async function logBench(store: Store, sizes: number[], samples: number): 
         }
       }
       out.push({
-        size, fillMs, root: dist(s.root), inclusion: dist(s.inclusion), consistency: dist(s.consistency),
-        httpHeadUncached: dist(s.uncached), httpHeadCached: dist(s.cached), httpTile: dist(s.tile), pointRead: dist(s.point),
+        size,
+        fillMs,
+        root: dist(s.root),
+        inclusion: dist(s.inclusion),
+        consistency: dist(s.consistency),
+        httpHeadUncached: dist(s.uncached),
+        httpHeadCached: dist(s.cached),
+        httpTile: dist(s.tile),
+        pointRead: dist(s.point),
       });
     }
   } finally {

@@ -18,7 +18,14 @@ export interface MemoryRun {
   unpaginated: { ms: number; bytes: number; rssMb: number; hwmMb: number };
 }
 
-const ROUTES = ['GET /health', '10 × GET /v1/escrows?limit=1000 (cursor)', 'GET /v1/escrows?state=funded&limit=1000', '100 × GET /v1/escrows/{id}', 'GET /v1/log/head', '20 × create → fund → deliver'];
+const ROUTES = [
+  'GET /health',
+  '10 × GET /v1/escrows?limit=1000 (cursor)',
+  'GET /v1/escrows?state=funded&limit=1000',
+  '100 × GET /v1/escrows/{id}',
+  'GET /v1/log/head',
+  '20 × create → fund → deliver',
+];
 
 export async function memoryAfter(n: number): Promise<MemoryRun> {
   const t = performance.now();

@@ -19,7 +19,30 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { relative } from 'node:path';
-import { CFG, ROOT, backendCpu, backendCpuDelta, childTarget, cpuWindow, type CpuSplit, cleanup, sleep, floorAppName, log, newStore, rawDb, round, rssSampler, serviceAppName, sessionSampler, startChild, STORE, type Child, type SessionStats, type Store } from './lib.ts';
+import {
+  CFG,
+  ROOT,
+  backendCpu,
+  backendCpuDelta,
+  childTarget,
+  cpuWindow,
+  type CpuSplit,
+  cleanup,
+  sleep,
+  floorAppName,
+  log,
+  newStore,
+  rawDb,
+  round,
+  rssSampler,
+  serviceAppName,
+  sessionSampler,
+  startChild,
+  STORE,
+  type Child,
+  type SessionStats,
+  type Store,
+} from './lib.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { floorLifecycle, rawInsertUpdate, serviceLifecycle, STEPS, type LifecycleRun } from './lifecycle.ts';
 import { statementsPerLifecycle } from './statements.ts';
@@ -41,10 +64,15 @@ interface Row {
 
 const rows: Row[] = [];
 const perLifecycle = (w: CpuSplit, n: number) => ({
-  service: w.serviceMs / n, client: w.benchMs / n, backends: (w.backendsMs ?? NaN) / n, database: w.restMs / n, machineCores: w.machineMs / w.elapsedMs,
+  service: w.serviceMs / n,
+  client: w.benchMs / n,
+  backends: (w.backendsMs ?? NaN) / n,
+  database: w.restMs / n,
+  machineCores: w.machineMs / w.elapsedMs,
 });
 const raw: Record<string, unknown> = {};
-const add = (r: Partial<Row> & Pick<Row, 'run' | 'measure'>) => rows.push({ service: '', floor: '', ratio: '', target: '', result: '', ...r });
+const add = (r: Partial<Row> & Pick<Row, 'run' | 'measure'>) =>
+  rows.push({ service: '', floor: '', ratio: '', target: '', result: '', ...r });
 const pass = (ok: boolean): Row['result'] => (ok ? 'PASS' : 'MISS');
 const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const ms = (p50: number, p99: number) => `${f(p50, 2)} / ${f(p99, 2)} ms`;
@@ -70,7 +98,11 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     const floorDb = rawDb(floorStore);
     const floor = await floorLifecycle(floorDb);
     const idle = child.rss();
-    add({ run: '6 memory', measure: `service idle RSS after start (${STORE === 'postgres' ? 'Postgres store' : 'PGlite in the process'})`, service: `${f(idle.rssMb)} MB` });
+    add({
+      run: '6 memory',
+      measure: `service idle RSS after start (${STORE === 'postgres' ? 'Postgres store' : 'PGlite in the process'})`,
+      service: `${f(idle.rssMb)} MB`,
+    });
     const sampler = rssSampler(child);
     const runs: Array<{ service: LifecycleRun; floor: LifecycleRun; sessions: { service: SessionStats; floor: SessionStats } }> = [];
     for (const c of CFG.concurrency) {
@@ -100,7 +132,11 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     // The machine's raw write rate, beside: one INSERT + one UPDATE per transaction at c=16.
     const rawTx = await rawInsertUpdate(floorDb, 16, CFG.seconds);
     raw.rawInsertUpdate = rawTx;
-    add({ run: '1 lifecycle', measure: 'raw INSERT+UPDATE transactions/s at c=16 (postgres.js, the machine\'s write floor)', floor: f(rawTx.perSecond) });
+    add({
+      run: '1 lifecycle',
+      measure: "raw INSERT+UPDATE transactions/s at c=16 (postgres.js, the machine's write floor)",
+      floor: f(rawTx.perSecond),
+    });
     // Two service processes on one database, beside one (they share these cores: no speed-up is
     // expected; what matters is that nothing on the hot path waits on the other instance).
     if (STORE === 'postgres' && svcStore && CFG.concurrency.includes(16)) {
@@ -126,20 +162,32 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
         raw.cpuBound = { cores, lifecyclesPerSecondAtMost: bound, floor: one.floor.perSecond };
         const c2 = r2.cpuPerLifecycle!;
         add({
-          run: '1 lifecycle', measure: `c=16 two processes: CPU ms per lifecycle, services + bench client + their Postgres backends (machine busy ${f(c2.machineCores, 2)} of ${cores} cores)`,
+          run: '1 lifecycle',
+          measure: `c=16 two processes: CPU ms per lifecycle, services + bench client + their Postgres backends (machine busy ${f(c2.machineCores, 2)} of ${cores} cores)`,
           service: `${f(c2.service, 2)} + ${f(c2.client, 2)} + ${f(c2.backends, 2)}`,
         });
         add({
-          run: '1 lifecycle', measure: `the most this machine allows: ${cores} cores × 1000 ms / the lowest CPU ms per lifecycle measured above (service + client + backends), against the floor`,
-          service: f(bound), floor: f(one.floor.perSecond), ratio: pctOf(bound, one.floor.perSecond),
+          run: '1 lifecycle',
+          measure: `the most this machine allows: ${cores} cores × 1000 ms / the lowest CPU ms per lifecycle measured above (service + client + backends), against the floor`,
+          service: f(bound),
+          floor: f(one.floor.perSecond),
+          ratio: pctOf(bound, one.floor.perSecond),
         });
-        const on = (x: SessionStats) => Object.entries(x.waitingOn).slice(0, 3).map(([k, v]) => `${k} ${f(v * 100, 0)}%`).join(', ') || 'none';
+        const on = (x: SessionStats) =>
+          Object.entries(x.waitingOn)
+            .slice(0, 3)
+            .map(([k, v]) => `${k} ${f(v * 100, 0)}%`)
+            .join(', ') || 'none';
         add({
-          run: '1 lifecycle', measure: `c=16 over two service processes on one database: lifecycles/s (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(r2.steps.deliver.p50, r2.steps.deliver.p99)}`,
-          service: f(r2.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(r2.perSecond, one.floor.perSecond),
+          run: '1 lifecycle',
+          measure: `c=16 over two service processes on one database: lifecycles/s (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(r2.steps.deliver.p50, r2.steps.deliver.p99)}`,
+          service: f(r2.perSecond),
+          floor: f(one.floor.perSecond),
+          ratio: pctOf(r2.perSecond, one.floor.perSecond),
         });
         add({
-          run: '1 lifecycle', measure: `c=16 two processes: DB sessions waiting on a lock / idle in transaction (avg of ${st.samples} pg_stat_activity samples; waiting on: ${on(st)})`,
+          run: '1 lifecycle',
+          measure: `c=16 two processes: DB sessions waiting on a lock / idle in transaction (avg of ${st.samples} pg_stat_activity samples; waiting on: ${on(st)})`,
           service: `${f(st.lockWaiting, 2)} / ${f(st.idleInTx, 2)}`,
         });
       } finally {
@@ -155,13 +203,19 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
         const win = cpuWindow(pids);
         const be = await backendCpu(serviceAppName(svcStore));
         const rw = await w.run(16, CFG.seconds);
-        rw.cpuPerLifecycle = perLifecycle({ ...win.stop(), backendsMs: backendCpuDelta(be, await backendCpu(serviceAppName(svcStore))) }, rw.lifecycles);
+        rw.cpuPerLifecycle = perLifecycle(
+          { ...win.stop(), backendsMs: backendCpuDelta(be, await backendCpu(serviceAppName(svcStore))) },
+          rw.lifecycles,
+        );
         const one = runs.find((r) => r.service.concurrency === 16)!;
         raw.workers2 = { run: rw, workerPids: pids };
         const cw = rw.cpuPerLifecycle;
         add({
-          run: '1 lifecycle', measure: `c=16 against one instance with WORKERS=2 (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(rw.steps.deliver.p50, rw.steps.deliver.p99)}; CPU ms per lifecycle ${f(cw.service, 2)} + ${f(cw.client, 2)} + ${f(cw.backends, 2)}, machine busy ${f(cw.machineCores, 2)} of ${cpus().length} cores`,
-          service: f(rw.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(rw.perSecond, one.floor.perSecond),
+          run: '1 lifecycle',
+          measure: `c=16 against one instance with WORKERS=2 (one process: ${f(one.service.perSecond)}/s); deliver p50 / p99 ${ms(rw.steps.deliver.p50, rw.steps.deliver.p99)}; CPU ms per lifecycle ${f(cw.service, 2)} + ${f(cw.client, 2)} + ${f(cw.backends, 2)}, machine busy ${f(cw.machineCores, 2)} of ${cpus().length} cores`,
+          service: f(rw.perSecond),
+          floor: f(one.floor.perSecond),
+          ratio: pctOf(rw.perSecond, one.floor.perSecond),
         });
       } finally {
         await clustered.stop();
@@ -178,8 +232,11 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
         raw.noIntegrationWait = rn;
         const means = (r: typeof rn) => r.steps.create.mean + r.steps.fund.mean + r.steps.deliver.mean;
         add({
-          run: '1 lifecycle', measure: `c=16 diagnostic, closings not waiting for integration (LOG_INTEGRATE_WAIT_MS=0): p99 create / fund / deliver ${f(rn.steps.create.p99, 1)} / ${f(rn.steps.fund.p99, 1)} / ${f(rn.steps.deliver.p99, 1)} ms (waiting: ${f(one.service.steps.create.p99, 1)} / ${f(one.service.steps.fund.p99, 1)} / ${f(one.service.steps.deliver.p99, 1)}); sum of step means ${f(means(rn), 1)} ms (waiting: ${f(means(one.service), 1)}; 16 / lifecycles/s: ${f(16000 / rn.perSecond, 1)})`,
-          service: f(rn.perSecond), floor: f(one.floor.perSecond), ratio: pctOf(rn.perSecond, one.floor.perSecond),
+          run: '1 lifecycle',
+          measure: `c=16 diagnostic, closings not waiting for integration (LOG_INTEGRATE_WAIT_MS=0): p99 create / fund / deliver ${f(rn.steps.create.p99, 1)} / ${f(rn.steps.fund.p99, 1)} / ${f(rn.steps.deliver.p99, 1)} ms (waiting: ${f(one.service.steps.create.p99, 1)} / ${f(one.service.steps.fund.p99, 1)} / ${f(one.service.steps.deliver.p99, 1)}); sum of step means ${f(means(rn), 1)} ms (waiting: ${f(means(one.service), 1)}; 16 / lifecycles/s: ${f(16000 / rn.perSecond, 1)})`,
+          service: f(rn.perSecond),
+          floor: f(one.floor.perSecond),
+          ratio: pctOf(rn.perSecond, one.floor.perSecond),
         });
       } finally {
         await noWait.stop();
@@ -191,39 +248,60 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     raw.lifecycle = runs;
     if (svcStore) {
       // How the integrator batched the service's closings over every run above (a head is signed once per batch).
-      const [b] = await svcStore.db.query<{ heads: number; size: number }>('SELECT (SELECT count(*) FROM log_heads)::int AS heads, (SELECT size FROM log_state WHERE id = 1)::int AS size');
+      const [b] = await svcStore.db.query<{ heads: number; size: number }>(
+        'SELECT (SELECT count(*) FROM log_heads)::int AS heads, (SELECT size FROM log_state WHERE id = 1)::int AS size',
+      );
       raw.integration = { batches: b.heads, leaves: b.size };
-      add({ run: '1 lifecycle', measure: `log integration over the service's runs: ${b.size} leaves in ${b.heads} batches`, service: `${f(b.size / Math.max(1, b.heads), 2)} leaves per batch` });
+      add({
+        run: '1 lifecycle',
+        measure: `log integration over the service's runs: ${b.size} leaves in ${b.heads} batches`,
+        service: `${f(b.size / Math.max(1, b.heads), 2)} leaves per batch`,
+      });
     }
     raw.memoryRun1 = { vmHwmMb: hwmMb, vmRssMbAtEnd: rssMb, sampledMaxRssMb: sampledMax, service: CFG.service };
     // Beside the CPU per lifecycle below: what each lifecycle asks of the database.
     const stmts = await statementsPerLifecycle();
     raw.statementsPerLifecycle = stmts;
     add({
-      run: '1 lifecycle', measure: 'statements per lifecycle (c=1, counted in-process at the driver: BEGIN, COMMIT and the integration batch included)',
-      service: f(stmts.service, 1), floor: f(stmts.floor, 1), ratio: times(stmts.service, stmts.floor),
+      run: '1 lifecycle',
+      measure: 'statements per lifecycle (c=1, counted in-process at the driver: BEGIN, COMMIT and the integration batch included)',
+      service: f(stmts.service, 1),
+      floor: f(stmts.floor, 1),
+      ratio: times(stmts.service, stmts.floor),
     });
     for (const { service: s, floor: fl } of runs) {
       const gated = s.concurrency === 16;
-      const cs = s.cpuPerLifecycle!, cf = fl.cpuPerLifecycle!;
+      const cs = s.cpuPerLifecycle!,
+        cf = fl.cpuPerLifecycle!;
       add({
-        run: '1 lifecycle', measure: `c=${s.concurrency}: CPU ms per lifecycle: service process + bench client + its Postgres backends (+ the rest of the machine: Postgres' own processes, anything else) (machine busy ${f(cs.machineCores, 2)} of ${cpus().length} cores; floor: ${f(cf.machineCores, 2)})`,
+        run: '1 lifecycle',
+        measure: `c=${s.concurrency}: CPU ms per lifecycle: service process + bench client + its Postgres backends (+ the rest of the machine: Postgres' own processes, anything else) (machine busy ${f(cs.machineCores, 2)} of ${cpus().length} cores; floor: ${f(cf.machineCores, 2)})`,
         service: `${f(cs.service, 2)} + ${f(cs.client, 2)} + ${f(cs.backends, 2)} (${signed(cs.database - cs.backends)})`,
         floor: `0 + ${f(cf.client, 2)} + ${f(cf.backends, 2)} (${signed(cf.database - cf.backends)})`,
         ratio: times(cs.service + cs.client + cs.database, cf.client + cf.database),
       });
       add({
-        run: '1 lifecycle', measure: `c=${s.concurrency}: lifecycles/s (create→fund→deliver; service process CPU ${f(s.serviceCpu!.msPerLifecycle, 1)} ms per lifecycle, ${f(s.serviceCpu!.coreShare * 100, 0)}% of a core)`,
-        service: f(s.perSecond), floor: f(fl.perSecond), ratio: pctOf(s.perSecond, fl.perSecond),
-        target: gated ? '≥ 80% of floor' : '', result: gated ? pass(s.perSecond >= 0.8 * fl.perSecond) : '',
+        run: '1 lifecycle',
+        measure: `c=${s.concurrency}: lifecycles/s (create→fund→deliver; service process CPU ${f(s.serviceCpu!.msPerLifecycle, 1)} ms per lifecycle, ${f(s.serviceCpu!.coreShare * 100, 0)}% of a core)`,
+        service: f(s.perSecond),
+        floor: f(fl.perSecond),
+        ratio: pctOf(s.perSecond, fl.perSecond),
+        target: gated ? '≥ 80% of floor' : '',
+        result: gated ? pass(s.perSecond >= 0.8 * fl.perSecond) : '',
       });
     }
     if (STORE === 'postgres') {
       for (const { service: s, sessions } of runs) {
-        const on = (x: SessionStats) => Object.entries(x.waitingOn).slice(0, 2).map(([k, v]) => `${k} ${f(v * 100, 0)}%`).join(', ') || 'none';
+        const on = (x: SessionStats) =>
+          Object.entries(x.waitingOn)
+            .slice(0, 2)
+            .map(([k, v]) => `${k} ${f(v * 100, 0)}%`)
+            .join(', ') || 'none';
         add({
-          run: '1 lifecycle', measure: `c=${s.concurrency}: DB sessions waiting on a lock / idle in transaction (avg; service waits on: ${on(sessions.service)})`,
-          service: `${f(sessions.service.lockWaiting, 2)} / ${f(sessions.service.idleInTx, 2)}`, floor: `${f(sessions.floor.lockWaiting, 2)} / ${f(sessions.floor.idleInTx, 2)}`,
+          run: '1 lifecycle',
+          measure: `c=${s.concurrency}: DB sessions waiting on a lock / idle in transaction (avg; service waits on: ${on(sessions.service)})`,
+          service: `${f(sessions.service.lockWaiting, 2)} / ${f(sessions.service.idleInTx, 2)}`,
+          floor: `${f(sessions.floor.lockWaiting, 2)} / ${f(sessions.floor.idleInTx, 2)}`,
         });
       }
     }
@@ -231,15 +309,24 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       for (const step of STEPS) {
         const gated = s.concurrency === 16;
         add({
-          run: '1 lifecycle', measure: `c=${s.concurrency}: ${step} p50 / p99`,
-          service: ms(s.steps[step].p50, s.steps[step].p99), floor: ms(fl.steps[step].p50, fl.steps[step].p99),
-          ratio: `${times(s.steps[step].p99, fl.steps[step].p99)} (p99)`, target: gated ? 'p99 < 50 ms' : '', result: gated ? pass(s.steps[step].p99 < 50) : '',
+          run: '1 lifecycle',
+          measure: `c=${s.concurrency}: ${step} p50 / p99`,
+          service: ms(s.steps[step].p50, s.steps[step].p99),
+          floor: ms(fl.steps[step].p50, fl.steps[step].p99),
+          ratio: `${times(s.steps[step].p99, fl.steps[step].p99)} (p99)`,
+          target: gated ? 'p99 < 50 ms' : '',
+          result: gated ? pass(s.steps[step].p99 < 50) : '',
         });
       }
     }
     add({
-      run: '6 memory', measure: `service peak RSS during run 1 (VmHWM, ${CFG.service === 'bundle' ? 'bundle' : 'node --import tsx'})`,
-      service: `${f(hwmMb)} MB`, floor: '', ratio: '', target: '< 300 MB', result: pass(hwmMb < 300),
+      run: '6 memory',
+      measure: `service peak RSS during run 1 (VmHWM, ${CFG.service === 'bundle' ? 'bundle' : 'node --import tsx'})`,
+      service: `${f(hwmMb)} MB`,
+      floor: '',
+      ratio: '',
+      target: '< 300 MB',
+      result: pass(hwmMb < 300),
     });
   }
   if (wantVerify) {
@@ -254,18 +341,27 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     raw.verify = { service: v, floor: fl };
     if (v.non2xx > 0) log(`verify: ${v.non2xx} answers were not 2xx`);
     add({
-      run: '2 verify', measure: `POST /v1/verify req/s (${v.tool}, ${v.connections} conns; p50 ${f(v.p50Ms, 2)} ms, p99 ${f(v.p99Ms, 2)} ms${v.non2xx ? `; ${v.non2xx} non-2xx` : ''}) vs raw Ed25519 verify/s`,
-      service: f(v.perSecond), floor: f(fl.perSecond), ratio: pctOf(v.perSecond, fl.perSecond),
+      run: '2 verify',
+      measure: `POST /v1/verify req/s (${v.tool}, ${v.connections} conns; p50 ${f(v.p50Ms, 2)} ms, p99 ${f(v.p99Ms, 2)} ms${v.non2xx ? `; ${v.non2xx} non-2xx` : ''}) vs raw Ed25519 verify/s`,
+      service: f(v.perSecond),
+      floor: f(fl.perSecond),
+      ratio: pctOf(v.perSecond, fl.perSecond),
     });
     const cc = cryptoCompare(proof, CFG.cryptoSeconds);
     raw.crypto = cc;
     add({
-      run: '2 verify', measure: 'Ed25519 sign/s: the service\'s library (noble, src/crypto/ed25519.ts) vs node:crypto (OpenSSL), same key and message',
-      service: f(cc.nobleSignPerSecond, 0), floor: f(cc.nodeSignPerSecond, 0), ratio: pctOf(cc.nobleSignPerSecond, cc.nodeSignPerSecond),
+      run: '2 verify',
+      measure: "Ed25519 sign/s: the service's library (noble, src/crypto/ed25519.ts) vs node:crypto (OpenSSL), same key and message",
+      service: f(cc.nobleSignPerSecond, 0),
+      floor: f(cc.nodeSignPerSecond, 0),
+      ratio: pctOf(cc.nobleSignPerSecond, cc.nodeSignPerSecond),
     });
     add({
-      run: '2 verify', measure: 'Ed25519 verify/s: noble (strict, the service\'s policy) vs node:crypto (OpenSSL)',
-      service: f(cc.nobleVerifyPerSecond, 0), floor: f(cc.nodeVerifyPerSecond, 0), ratio: pctOf(cc.nobleVerifyPerSecond, cc.nodeVerifyPerSecond),
+      run: '2 verify',
+      measure: "Ed25519 verify/s: noble (strict, the service's policy) vs node:crypto (OpenSSL)",
+      service: f(cc.nobleVerifyPerSecond, 0),
+      floor: f(cc.nodeVerifyPerSecond, 0),
+      ratio: pctOf(cc.nobleVerifyPerSecond, cc.nodeVerifyPerSecond),
     });
   }
 }
@@ -276,7 +372,7 @@ async function logRun(): Promise<void> {
   await store.close();
   raw.log = runs;
   const kinds = [
-    ['root', 'root (head\'s rootAt)'],
+    ['root', "root (head's rootAt)"],
     ['inclusion', 'inclusion (inclusionAt)'],
     ['consistency', 'consistency (consistencyBetween)'],
     ['httpHeadUncached', 'GET /v1/log/head, uncached (root+sign+store)'],
@@ -285,8 +381,11 @@ async function logRun(): Promise<void> {
   for (const r of runs) {
     for (const [k, label] of kinds) {
       add({
-        run: '3 log', measure: `${sizeLabel(r.size)} leaves: ${label} p50 / p99`,
-        service: ms(r[k].p50, r[k].p99), floor: ms(r.pointRead.p50, r.pointRead.p99), ratio: times(r[k].p50, r.pointRead.p50),
+        run: '3 log',
+        measure: `${sizeLabel(r.size)} leaves: ${label} p50 / p99`,
+        service: ms(r[k].p50, r[k].p99),
+        floor: ms(r.pointRead.p50, r.pointRead.p99),
+        ratio: times(r[k].p50, r.pointRead.p50),
       });
     }
   }
@@ -296,9 +395,13 @@ async function logRun(): Promise<void> {
     for (const [k, label] of kinds) {
       const ratio = big[k].p50 / small[k].p50;
       add({
-        run: '3 log', measure: `${label}: p50 at ${sizeLabel(big.size)} / at ${sizeLabel(small.size)}`,
-        service: `${f(big[k].p50, 2)} / ${f(small[k].p50, 2)} ms`, floor: `${f(big.pointRead.p50, 2)} / ${f(small.pointRead.p50, 2)} ms`,
-        ratio: `${f(ratio, 2)}x`, target: 'within 3x', result: pass(ratio <= 3),
+        run: '3 log',
+        measure: `${label}: p50 at ${sizeLabel(big.size)} / at ${sizeLabel(small.size)}`,
+        service: `${f(big[k].p50, 2)} / ${f(small[k].p50, 2)} ms`,
+        floor: `${f(big.pointRead.p50, 2)} / ${f(small.pointRead.p50, 2)} ms`,
+        ratio: `${f(ratio, 2)}x`,
+        target: 'within 3x',
+        result: pass(ratio <= 3),
       });
     }
   }
@@ -336,31 +439,52 @@ async function sweepRun(): Promise<void> {
   raw.sweep = { serviceAlone: alone, service: s, floor: fl, serviceTwoPasses: alone2, floorTwoPasses: fl2, twoInstances: two };
   const cpu = (r: SweepRun) => `${f(r.cpuPerClose.process, 2)} + ${f(r.cpuPerClose.backends, 2)}`;
   add({
-    run: '4 sweep', measure: `close ${sizeLabel(n)} expired escrows, 1 instance, nothing else running: s (escrows/s)`,
-    service: `${f(alone.ms / 1000, 2)} s (${f(alone.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
-    ratio: pctOf(alone.perSecond, fl.perSecond), target: 'closings/s ≥ 80% of floor', result: pass(alone.perSecond >= 0.8 * fl.perSecond),
+    run: '4 sweep',
+    measure: `close ${sizeLabel(n)} expired escrows, 1 instance, nothing else running: s (escrows/s)`,
+    service: `${f(alone.ms / 1000, 2)} s (${f(alone.perSecond, 0)}/s)`,
+    floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
+    ratio: pctOf(alone.perSecond, fl.perSecond),
+    target: 'closings/s ≥ 80% of floor',
+    result: pass(alone.perSecond >= 0.8 * fl.perSecond),
   });
   add({
-    run: '4 sweep', measure: 'that sweep: CPU ms per closing, this process (the in-process service, or the floor\'s client) + its Postgres backends',
-    service: cpu(alone), floor: cpu(fl), ratio: times(alone.cpuPerClose.total, fl.cpuPerClose.total),
+    run: '4 sweep',
+    measure: "that sweep: CPU ms per closing, this process (the in-process service, or the floor's client) + its Postgres backends",
+    service: cpu(alone),
+    floor: cpu(fl),
+    ratio: times(alone.cpuPerClose.total, fl.cpuPerClose.total),
   });
   add({
-    run: '4 sweep', measure: `the same with 2 passes side by side, service and floor (CPU ms per closing ${cpu(alone2)} vs ${cpu(fl2)}; machine bound at that CPU: ${f(cpus().length * 1000 / alone2.cpuPerClose.total, 0)} vs ${f(cpus().length * 1000 / fl2.cpuPerClose.total, 0)}/s)`,
-    service: `${f(alone2.ms / 1000, 2)} s (${f(alone2.perSecond, 0)}/s)`, floor: `${f(fl2.ms / 1000, 2)} s (${f(fl2.perSecond, 0)}/s)`,
+    run: '4 sweep',
+    measure: `the same with 2 passes side by side, service and floor (CPU ms per closing ${cpu(alone2)} vs ${cpu(fl2)}; machine bound at that CPU: ${f((cpus().length * 1000) / alone2.cpuPerClose.total, 0)} vs ${f((cpus().length * 1000) / fl2.cpuPerClose.total, 0)}/s)`,
+    service: `${f(alone2.ms / 1000, 2)} s (${f(alone2.perSecond, 0)}/s)`,
+    floor: `${f(fl2.ms / 1000, 2)} s (${f(fl2.perSecond, 0)}/s)`,
     ratio: pctOf(alone2.perSecond, fl2.perSecond),
   });
   add({
-    run: '4 sweep', measure: `the same sweep while a user's deliveries run in the same process: s (escrows/s)`,
-    service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`, ratio: pctOf(s.perSecond, fl.perSecond),
+    run: '4 sweep',
+    measure: `the same sweep while a user's deliveries run in the same process: s (escrows/s)`,
+    service: `${f(s.ms / 1000, 2)} s (${f(s.perSecond, 0)}/s)`,
+    floor: `${f(fl.ms / 1000, 2)} s (${f(fl.perSecond, 0)}/s)`,
+    ratio: pctOf(s.perSecond, fl.perSecond),
   });
   add({
-    run: '4 sweep', measure: `a user's deliver p50 / p99 while that sweep runs (${s.deliverDuringSweep.n} probes; idle: ${ms(s.deliverIdle.p50, s.deliverIdle.p99)})`,
-    service: ms(s.deliverDuringSweep.p50, s.deliverDuringSweep.p99), floor: '', ratio: '', target: 'p99 < 50 ms', result: pass(s.deliverDuringSweep.p99 < 50),
+    run: '4 sweep',
+    measure: `a user's deliver p50 / p99 while that sweep runs (${s.deliverDuringSweep.n} probes; idle: ${ms(s.deliverIdle.p50, s.deliverIdle.p99)})`,
+    service: ms(s.deliverDuringSweep.p50, s.deliverDuringSweep.p99),
+    floor: '',
+    ratio: '',
+    target: 'p99 < 50 ms',
+    result: pass(s.deliverDuringSweep.p99 < 50),
   });
   add({
-    run: '4 sweep', measure: `same, 2 instances together (closed ${two.byInstance.join(' + ')}; proofs ${two.proofs}, distinct ${two.distinctEscrows}, log ${two.logSize})`,
-    service: `${f(two.ms / 1000, 2)} s (${f(two.perSecond, 0)}/s)`, floor: `${f(fl.ms / 1000, 2)} s`,
-    ratio: times(two.ms, fl.ms), target: 'exactly once: proofs == escrows', result: pass(two.exactlyOnce),
+    run: '4 sweep',
+    measure: `same, 2 instances together (closed ${two.byInstance.join(' + ')}; proofs ${two.proofs}, distinct ${two.distinctEscrows}, log ${two.logSize})`,
+    service: `${f(two.ms / 1000, 2)} s (${f(two.perSecond, 0)}/s)`,
+    floor: `${f(fl.ms / 1000, 2)} s`,
+    ratio: times(two.ms, fl.ms),
+    target: 'exactly once: proofs == escrows',
+    result: pass(two.exactlyOnce),
   });
 }
 
@@ -369,15 +493,27 @@ async function webhookRun(child: Child): Promise<void> {
   const w = await webhookBench(child, CFG.webhookSeconds, CFG.webhookConcurrency, CFG.webhookDrainSeconds);
   raw.webhooks = w;
   add({
-    run: '5 webhooks', measure: `${w.concurrency} concurrent escrows, 1 receiver: delivered events/s (produced ${f(w.producedPerSecond, 0)}/s; ${w.delivered}/${w.produced} delivered, ${w.duplicates} dup) vs raw POST/s with ${w.floor.inFlight} in flight`,
-    service: f(w.deliveredPerSecond), floor: f(w.floor.perSecond), ratio: pctOf(w.deliveredPerSecond, w.floor.perSecond),
+    run: '5 webhooks',
+    measure: `${w.concurrency} concurrent escrows, 1 receiver: delivered events/s (produced ${f(w.producedPerSecond, 0)}/s; ${w.delivered}/${w.produced} delivered, ${w.duplicates} dup) vs raw POST/s with ${w.floor.inFlight} in flight`,
+    service: f(w.deliveredPerSecond),
+    floor: f(w.floor.perSecond),
+    ratio: pctOf(w.deliveredPerSecond, w.floor.perSecond),
   });
   add({
-    run: '5 webhooks', measure: `end to end, commit (answer returned) → receipt p50 / p99 (from event at: p99 ${f(w.e2eFromAt.p99, 0)} ms; backlog drained at ${f(w.drainPerSecond, 0)}/s, gap between receipts p50 ${f(w.gap.p50, 2)} ms, service CPU ${f(w.drainCpu.msPerEvent, 1)} ms/event = ${f(w.drainCpu.coreShare * 100, 0)}% of a core)`,
-    service: ms(w.e2e.p50, w.e2e.p99), floor: '', ratio: '', target: 'p99 < 1 s', result: pass(w.e2e.p99 < 1000),
+    run: '5 webhooks',
+    measure: `end to end, commit (answer returned) → receipt p50 / p99 (from event at: p99 ${f(w.e2eFromAt.p99, 0)} ms; backlog drained at ${f(w.drainPerSecond, 0)}/s, gap between receipts p50 ${f(w.gap.p50, 2)} ms, service CPU ${f(w.drainCpu.msPerEvent, 1)} ms/event = ${f(w.drainCpu.coreShare * 100, 0)}% of a core)`,
+    service: ms(w.e2e.p50, w.e2e.p99),
+    floor: '',
+    ratio: '',
+    target: 'p99 < 1 s',
+    result: pass(w.e2e.p99 < 1000),
   });
   add({
-    run: '5 webhooks', measure: 'a held backlog drains at events/s', service: f(w.drainPerSecond, 0), target: '≥ 500/s', result: pass(w.drainPerSecond >= 500),
+    run: '5 webhooks',
+    measure: 'a held backlog drains at events/s',
+    service: f(w.drainPerSecond, 0),
+    target: '≥ 500/s',
+    result: pass(w.drainPerSecond >= 500),
   });
 }
 
@@ -388,7 +524,13 @@ async function sandboxIdleRss(): Promise<void> {
     await sleep(3000);
     const r = child.rss();
     raw.sandboxIdle = r;
-    add({ run: '6 memory', measure: 'PGlite sandbox idle RSS (DATA_DIR=:memory:, 3 s after listening; VmRSS / VmHWM)', service: `${f(r.rssMb)} / ${f(r.hwmMb)} MB`, target: '< 300 MB', result: pass(r.rssMb < 300) });
+    add({
+      run: '6 memory',
+      measure: 'PGlite sandbox idle RSS (DATA_DIR=:memory:, 3 s after listening; VmRSS / VmHWM)',
+      service: `${f(r.rssMb)} / ${f(r.hwmMb)} MB`,
+      target: '< 300 MB',
+      result: pass(r.rssMb < 300),
+    });
   } finally {
     await child.stop();
   }
@@ -399,17 +541,31 @@ async function memoryRun(): Promise<void> {
   const m = await memoryAfter(CFG.memoryEscrows);
   raw.memoryAfter = m;
   add({
-    run: '6 memory', measure: `RSS with ${sizeLabel(m.escrows)} escrows, fresh process after paged lists, 100 reads, head, 20 lifecycles (VmRSS / VmHWM)`,
-    service: `${f(m.afterRoutes.rssMb)} / ${f(m.afterRoutes.hwmMb)} MB`, target: '< 300 MB', result: pass(m.afterRoutes.hwmMb < 300),
+    run: '6 memory',
+    measure: `RSS with ${sizeLabel(m.escrows)} escrows, fresh process after paged lists, 100 reads, head, 20 lifecycles (VmRSS / VmHWM)`,
+    service: `${f(m.afterRoutes.rssMb)} / ${f(m.afterRoutes.hwmMb)} MB`,
+    target: '< 300 MB',
+    result: pass(m.afterRoutes.hwmMb < 300),
   });
   add({
-    run: '6 memory', measure: `then GET /v1/escrows unpaginated (${sizeLabel(m.escrows)} rows, ${f(m.unpaginated.bytes / 1e6)} MB body, ${f(m.unpaginated.ms, 0)} ms) VmRSS / VmHWM`,
-    service: `${f(m.unpaginated.rssMb)} / ${f(m.unpaginated.hwmMb)} MB`, target: '< 300 MB', result: pass(m.unpaginated.hwmMb < 300),
+    run: '6 memory',
+    measure: `then GET /v1/escrows unpaginated (${sizeLabel(m.escrows)} rows, ${f(m.unpaginated.bytes / 1e6)} MB body, ${f(m.unpaginated.ms, 0)} ms) VmRSS / VmHWM`,
+    service: `${f(m.unpaginated.rssMb)} / ${f(m.unpaginated.hwmMb)} MB`,
+    target: '< 300 MB',
+    result: pass(m.unpaginated.hwmMb < 300),
   });
 }
 
 function table(): string {
-  const head: Row = { run: 'Run', measure: 'Measure', service: 'Service', floor: 'Floor', ratio: 'Service/Floor', target: 'Target', result: 'Result' as Row['result'] };
+  const head: Row = {
+    run: 'Run',
+    measure: 'Measure',
+    service: 'Service',
+    floor: 'Floor',
+    ratio: 'Service/Floor',
+    target: 'Target',
+    result: 'Result' as Row['result'],
+  };
   const cols = Object.keys(head) as Array<keyof Row>;
   const all = [head, ...rows];
   const width = (k: keyof Row) => Math.max(...all.map((r) => String(r[k]).length));
@@ -468,7 +624,9 @@ async function main(): Promise<void> {
   const text = table();
   const header = `escrow-settlement bench: ${STORE_LABEL}${CFG.quick ? ', BENCH_QUICK' : ''}; node ${process.version}, ${meta.cpus}; load ${load0.map((n) => n.toFixed(2)).join(' ')}; ${f(meta.seconds, 0)} s`;
   process.stdout.write(`${header}\n\n${text}\n`);
-  const targets = rows.filter((r) => r.result).map((r) => ({ run: r.run, measure: r.measure, target: r.target, value: r.ratio || r.service, result: r.result }));
+  const targets = rows
+    .filter((r) => r.result)
+    .map((r) => ({ run: r.run, measure: r.measure, target: r.target, value: r.ratio || r.service, result: r.result }));
   writeFileSync(CFG.out, JSON.stringify({ meta, header, table: rows, targets, raw }, null, 2) + '\n');
   log(`wrote ${CFG.out}`);
 }

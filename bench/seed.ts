@@ -8,8 +8,17 @@ const PAYER = JSON.stringify({ publicKey: hex('a'), label: 'payer' });
 const PAYEE = JSON.stringify({ publicKey: hex('b'), label: 'payee' });
 const CREATED_BODY = JSON.stringify({
   escrow: {
-    id: 'esc_00000000000000000000000000', state: 'created', payer: JSON.parse(PAYER), payee: JSON.parse(PAYEE), amount: '25.5', asset: 'USDC',
-    terms: TERMS, timeouts: DEFAULT_TIMEOUTS, custody: { status: 'unfunded' }, createdAt: '2025-01-01T00:00:00.000Z', updatedAt: '2025-01-01T00:00:00.000Z',
+    id: 'esc_00000000000000000000000000',
+    state: 'created',
+    payer: JSON.parse(PAYER),
+    payee: JSON.parse(PAYEE),
+    amount: '25.5',
+    asset: 'USDC',
+    terms: TERMS,
+    timeouts: DEFAULT_TIMEOUTS,
+    custody: { status: 'unfunded' },
+    createdAt: '2025-01-01T00:00:00.000Z',
+    updatedAt: '2025-01-01T00:00:00.000Z',
   },
 });
 
@@ -27,7 +36,19 @@ export async function seedFunded(q: Queryable, n: number, prefix: string, deadli
        SELECT $1 || lpad(i::text, 21, '0'), 'funded', $2, $3, $4, $5, 25500000, 'USDC', $6, $7, $8, ${due},
               'locked', 'none', 2, $9, now() - interval '2 hours', now() - interval '2 hours'
          FROM generate_series($10::int, $11::int) AS i`,
-      [`esc_${prefix}`, PAYER, PAYEE, hex('a'), hex('b'), JSON.stringify(TERMS), hex('1'), JSON.stringify(DEFAULT_TIMEOUTS), hex('e'), from, to],
+      [
+        `esc_${prefix}`,
+        PAYER,
+        PAYEE,
+        hex('a'),
+        hex('b'),
+        JSON.stringify(TERMS),
+        hex('1'),
+        JSON.stringify(DEFAULT_TIMEOUTS),
+        hex('e'),
+        from,
+        to,
+      ],
     );
     await q.query(
       `INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body)

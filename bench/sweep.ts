@@ -6,7 +6,21 @@ import { sweepOnce, SWEEP_BATCH } from '../src/jobs/sweep.ts';
 import { readLocked } from '../src/escrow/escrowRow.ts';
 import type { App } from '../src/app.ts';
 import { entries, FLOOR_SQL as SQL, floorClose, ids, PAYLOAD, TERMS } from './lifecycle.ts';
-import { backendCpu, backendCpuDelta, dist, floorAppName, inProcessApp, log, rawDb, round, samePool, sleep, storeAppName, type Dist, type Store } from './lib.ts';
+import {
+  backendCpu,
+  backendCpuDelta,
+  dist,
+  floorAppName,
+  inProcessApp,
+  log,
+  rawDb,
+  round,
+  samePool,
+  sleep,
+  storeAppName,
+  type Dist,
+  type Store,
+} from './lib.ts';
 import { seedFunded } from './seed.ts';
 
 const BATCH = SWEEP_BATCH; // what the running service sweeps per pass (src/jobs/sweep.ts)
@@ -37,13 +51,15 @@ async function withCpu<T>(appName: string, n: number, fn: () => Promise<T>): Pro
 
 /** `passes` loops of sweepOnce side by side until one finds nothing due. */
 async function sweepLoops(app: App, passes: number): Promise<void> {
-  await Promise.all(Array.from({ length: passes }, async () => {
-    for (;;) {
-      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
-      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
-      if (r.ran && r.closed === 0) break;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: passes }, async () => {
+      for (;;) {
+        const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
+        if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
+        if (r.ran && r.closed === 0) break;
+      }
+    }),
+  );
   // The sweep is done when its leaves are in the log: timed until the integrator has them all.
   await app.svc.proofLog.drain();
 }
@@ -64,13 +80,23 @@ async function counts(db: Db) {
             (SELECT size FROM log_state WHERE id = 1)::int AS log_size, (SELECT count(*) FROM escrows WHERE state = 'refunded')::int AS refunded,
             (SELECT count(*) FROM log_nodes WHERE level = 0)::int AS leaves`,
   );
-  return { proofs: r.proofs as number, distinctEscrows: r.distinct_escrows as number, logSize: r.log_size as number, refunded: r.refunded as number, leaves: r.leaves as number };
+  return {
+    proofs: r.proofs as number,
+    distinctEscrows: r.distinct_escrows as number,
+    logSize: r.log_size as number,
+    refunded: r.refunded as number,
+    leaves: r.leaves as number,
+  };
 }
 
 async function call(app: App, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await app.fetch(new Request(`http://bench.local${path}`, {
-    method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-  }), { ip: '127.0.0.1' });
+  const res = await app.fetch(
+    new Request(`http://bench.local${path}`, {
+      method,
+      ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    }),
+    { ip: '127.0.0.1' },
+  );
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
   return JSON.parse(text);
@@ -86,7 +112,13 @@ async function deliveryProbe(app: App, until: () => boolean, max = Infinity): Pr
   const payee = (await call(app, 'POST', '/v1/agents', { label: 'payee' })).id;
   const lat: number[] = [];
   while (!until() && lat.length < max) {
-    const e = await call(app, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', payerAgentId: payer, payeeAgentId: payee, terms: TERMS });
+    const e = await call(app, 'POST', '/v1/escrows', {
+      amount: '1',
+      asset: 'USDC',
+      payerAgentId: payer,
+      payeeAgentId: payee,
+      terms: TERMS,
+    });
     await call(app, 'POST', `/v1/escrows/${e.id}/fund`);
     const t = performance.now();
     await call(app, 'POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee, payload: PAYLOAD });
@@ -101,7 +133,13 @@ async function deliveryProbe(app: App, until: () => boolean, max = Infinity): Pr
  * meanwhile (their latency is the measure; they also take the sweep's event loop, so the sweep's own
  * rate against its floor is measured in a run without them).
  */
-export async function sweepService(store: Store, n: number, idleProbes: number, probeDuring = true, passes = 1): Promise<SweepRun & { deliverIdle: Dist; deliverDuringSweep: Dist }> {
+export async function sweepService(
+  store: Store,
+  n: number,
+  idleProbes: number,
+  probeDuring = true,
+  passes = 1,
+): Promise<SweepRun & { deliverIdle: Dist; deliverDuringSweep: Dist }> {
   await seedFunded(store.db, n, 'swp', 'past');
   const app = inProcessApp(store.db);
   // The delivery probe alone first (the seeded escrows are not swept yet: nothing else runs).
@@ -119,7 +157,8 @@ export async function sweepService(store: Store, n: number, idleProbes: number, 
   const deliverDuringSweep = dist(await probe);
   const c = await counts(store.db);
   const probes = deliverIdle.n + deliverDuringSweep.n;
-  if (c.refunded !== n || c.proofs !== n + probes || c.logSize !== n + probes) throw new Error(`sweep closed ${c.refunded}/${n} (proofs ${c.proofs}, log ${c.logSize}, probes ${probes})`);
+  if (c.refunded !== n || c.proofs !== n + probes || c.logSize !== n + probes)
+    throw new Error(`sweep closed ${c.refunded}/${n} (proofs ${c.proofs}, log ${c.logSize}, probes ${probes})`);
   return { escrows: n, ms, perSecond: (n * 1000) / ms, passes, cpuPerClose, deliverIdle, deliverDuringSweep };
 }
 
@@ -134,30 +173,40 @@ export async function sweepFloor(store: Store, n: number, passes = 1): Promise<S
   await db.query(SQL.leafSeq);
   let seq = 0;
   const t = performance.now();
-  const [, cpuPerClose] = await withCpu(floorAppName(store), n, () => Promise.all(Array.from({ length: passes }, async () => { for (;;) {
-    const closed = await db.tx(async (tx) => {
-      const due = await tx.query<{ id: string }>(SQL.due, [BATCH]);
-      const locked = await readLocked(tx, due.map((d) => d.id));
-      for (const e of locked) await tx.savepoint(async (sp) => {
-        const n2 = ids(seq++);
-        const id = e.id;
-        await floorClose(sp, id, e, {
-          n: n2,
-          outcome: 'refunded',
-          verdict: 'none',
-          payer: '25500000',
-          payee: '0',
-          writes: [],
-          trail: entries(2, [
-            { event: 'escrow.timeout', body: { stage: 'deliver', outcome: 'refunded' } },
-            { event: 'proof.issued', body: { proofId: n2.prf, outcome: 'refunded' } },
-          ]),
-        });
-      });
-      return due.length;
-    });
-    if (closed === 0) break;
-  } })));
+  const [, cpuPerClose] = await withCpu(floorAppName(store), n, () =>
+    Promise.all(
+      Array.from({ length: passes }, async () => {
+        for (;;) {
+          const closed = await db.tx(async (tx) => {
+            const due = await tx.query<{ id: string }>(SQL.due, [BATCH]);
+            const locked = await readLocked(
+              tx,
+              due.map((d) => d.id),
+            );
+            for (const e of locked)
+              await tx.savepoint(async (sp) => {
+                const n2 = ids(seq++);
+                const id = e.id;
+                await floorClose(sp, id, e, {
+                  n: n2,
+                  outcome: 'refunded',
+                  verdict: 'none',
+                  payer: '25500000',
+                  payee: '0',
+                  writes: [],
+                  trail: entries(2, [
+                    { event: 'escrow.timeout', body: { stage: 'deliver', outcome: 'refunded' } },
+                    { event: 'proof.issued', body: { proofId: n2.prf, outcome: 'refunded' } },
+                  ]),
+                });
+              });
+            return due.length;
+          });
+          if (closed === 0) break;
+        }
+      }),
+    ),
+  );
   const ms = performance.now() - t;
   const c = await counts(store.db);
   if (c.proofs !== n || c.refunded !== n) throw new Error(`floor sweep closed ${c.refunded}/${n}`);
@@ -170,18 +219,26 @@ export async function sweepTwoInstances(store: Store, n: number): Promise<SweepP
   const apps = [inProcessApp(store.db), inProcessApp(samePool(store))];
   const skippedPasses = 0; // passes no longer take a sweep lock: none is skipped
   const t = performance.now();
-  const byInstance = await Promise.all(apps.map(async (app) => {
-    let closed = 0;
-    for (;;) {
-      const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
-      if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
-      closed += r.closed;
-      if (r.closed === 0) return closed;
-    }
-  }));
+  const byInstance = await Promise.all(
+    apps.map(async (app) => {
+      let closed = 0;
+      for (;;) {
+        const r = await sweepOnce(app.svc, { batch: BATCH, onError: (id, err) => log(`sweep error on ${id}: ${err}`) });
+        if (r.errors > 0 || r.failed > 0) throw new Error(`sweep: ${r.errors} errors, ${r.failed} custody failures`);
+        closed += r.closed;
+        if (r.closed === 0) return closed;
+      }
+    }),
+  );
   await Promise.all(apps.map((app) => app.svc.proofLog.drain()));
   const ms = performance.now() - t;
   const c = await counts(store.db);
-  const exactlyOnce = c.proofs === n && c.distinctEscrows === n && c.logSize === n && c.leaves === n && c.refunded === n && byInstance[0] + byInstance[1] === n;
+  const exactlyOnce =
+    c.proofs === n &&
+    c.distinctEscrows === n &&
+    c.logSize === n &&
+    c.leaves === n &&
+    c.refunded === n &&
+    byInstance[0] + byInstance[1] === n;
   return { escrows: n, ms, perSecond: (n * 1000) / ms, byInstance: byInstance as [number, number], skippedPasses, ...c, exactlyOnce };
 }

@@ -67,10 +67,25 @@ async function runNode(url: string, body: string, connections: number, seconds: 
   });
   c.close();
   const d = dist(lat);
-  return { tool: 'node', connections, seconds, requests: lat.length, perSecond: (lat.length * 1000) / elapsed, non2xx, p50Ms: d.p50, p99Ms: d.p99 };
+  return {
+    tool: 'node',
+    connections,
+    seconds,
+    requests: lat.length,
+    perSecond: (lat.length * 1000) / elapsed,
+    non2xx,
+    p50Ms: d.p50,
+    p99Ms: d.p99,
+  };
 }
 
-export async function verifyService(url: string, proof: any, connections: number, seconds: number, warmupSeconds: number): Promise<VerifyRun> {
+export async function verifyService(
+  url: string,
+  proof: any,
+  connections: number,
+  seconds: number,
+  warmupSeconds: number,
+): Promise<VerifyRun> {
   const body = JSON.stringify(proof);
   const c = client(url, 1);
   const r = expectStatus(await c.req('POST', '/v1/verify', body), 200, 'POST /v1/verify');
@@ -117,8 +132,16 @@ export function cryptoCompare(proof: any, seconds: number) {
   const message = canonicalBytes(proofBody(proof));
   const kp = generateKeyPair();
   // PKCS#8 / SPKI DER prefixes for a raw Ed25519 seed / public key (RFC 8410).
-  const priv = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), kp.secretKey]), format: 'der', type: 'pkcs8' });
-  const pub = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), kp.publicKey]), format: 'der', type: 'spki' });
+  const priv = createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), kp.secretKey]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const pub = createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), kp.publicKey]),
+    format: 'der',
+    type: 'spki',
+  });
   const sig = sign(message, kp.secretKey);
   const nodeSig = nodeSign(null, message, priv);
   if (!Buffer.from(sig).equals(nodeSig)) throw new Error('noble and node:crypto Ed25519 signatures differ');

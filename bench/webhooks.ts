@@ -115,10 +115,15 @@ export async function webhookBench(child: Child, seconds: number, concurrency: n
     const produce = (secs: number, record: boolean) =>
       runFor(concurrency, secs, async (_w, until) => {
         while (performance.now() < until) {
-          await httpLifecycle(c, agents, () => {}, (escrowId, step, at) => {
-            if (record) committed.set(`${escrowId}:${step}`, at);
-            produced += step === 'deliver' ? 3 : 1;
-          });
+          await httpLifecycle(
+            c,
+            agents,
+            () => {},
+            (escrowId, step, at) => {
+              if (record) committed.set(`${escrowId}:${step}`, at);
+              produced += step === 'deliver' ? 3 : 1;
+            },
+          );
           if (record) lifecycles++;
         }
       });
@@ -186,7 +191,12 @@ export async function webhookBench(child: Child, seconds: number, concurrency: n
       backlog: { events: backlogEvents, ms: drainMsBacklog, heldAtOnce },
       drainCpu: { msPerEvent: drainCpuMs / (drainedAll.length || 1), coreShare: drainCpuMs / Math.max(1, drainWallMs) },
       gap: dist(gaps),
-      floor: { posts, perSecond: (posts * 1000) / floorMs, bodyBytes: Math.round(sample.reduce((a, b) => a + b.length, 0) / sample.length), inFlight: PER_URL },
+      floor: {
+        posts,
+        perSecond: (posts * 1000) / floorMs,
+        bodyBytes: Math.round(sample.reduce((a, b) => a + b.length, 0) / sample.length),
+        inFlight: PER_URL,
+      },
     };
   } finally {
     for (const answer of held.splice(0)) answer();

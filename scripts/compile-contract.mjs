@@ -71,7 +71,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const path = join(root, OUT);
   if (process.argv.includes('--check')) {
     let current = '';
-    try { current = readFileSync(path, 'utf8'); } catch { /* missing: differs */ }
+    try {
+      current = readFileSync(path, 'utf8');
+    } catch {
+      /* missing: differs */
+    }
     if (current !== text) {
       process.stderr.write(`${OUT} does not match ${SOURCE} compiled now; run: node scripts/compile-contract.mjs\n`);
       process.exit(1);

@@ -16,9 +16,11 @@ function cause(error) {
   try {
     let e = error;
     // node:test wraps the thrown value: { failureType, cause }.
-    while (e && e.cause && (e.code === 'ERR_TEST_FAILURE' || e.failureType)) e = e.cause;
+    while (e?.cause && (e.code === 'ERR_TEST_FAILURE' || e.failureType)) e = e.cause;
     const message = e && typeof e === 'object' && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : JSON.stringify(e);
-    const text = String(message ?? '').trim().split('\n')[0];
+    const text = String(message ?? '')
+      .trim()
+      .split('\n')[0];
     return text.length > 160 ? `${text.slice(0, 157)}...` : text;
   } catch {
     return '(a thrown value that cannot be printed)';
@@ -62,7 +64,9 @@ export default async function* summary(source) {
   }
   const out = [];
   const n = (k) => counts[k] ?? 0;
-  out.push(`tests ${n('tests')}: ${n('pass')} passed, ${n('fail')} failed, ${n('skipped')} skipped, ${n('cancelled')} cancelled, ${n('todo')} todo`);
+  out.push(
+    `tests ${n('tests')}: ${n('pass')} passed, ${n('fail')} failed, ${n('skipped')} skipped, ${n('cancelled')} cancelled, ${n('todo')} todo`,
+  );
   if (skips.size) {
     out.push('skipped:');
     for (const [why, k] of [...skips].sort((a, b) => b[1] - a[1])) out.push(`  ${k} × ${why}`);

@@ -39,6 +39,7 @@ const E2E = [
   'test/webhooks/crash.test.ts', // a service killed mid-delivery
   'test/mcp/stdio.test.ts', // the stdio MCP server as a child process against a started service
   'test/mcp/deno.test.ts', // /mcp under Deno
+  'test/x402/facilitator-docs.test.ts', // the docs' resource server and payer as child processes
   'test/x402/facilitator-flow.test.ts', // @x402/core against a started service, the CLI verifying the proof
 ];
 
@@ -80,9 +81,21 @@ function runPhase(files, concurrency, env) {
     if (!files.length) return resolve({ code: 0, summary: '' });
     const tmp = mkdtempSync(join(tmpdir(), 'escrow-test-'));
     const summary = join(tmp, 'summary.txt');
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
-      '--test-reporter=tap', '--test-reporter-destination=stdout',
-      `--test-reporter=${join(ROOT, 'scripts/test-summary.mjs')}`, `--test-reporter-destination=${summary}`, ...files], { stdio: 'inherit', env });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--test',
+        `--test-concurrency=${concurrency}`,
+        '--test-reporter=tap',
+        '--test-reporter-destination=stdout',
+        `--test-reporter=${join(ROOT, 'scripts/test-summary.mjs')}`,
+        `--test-reporter-destination=${summary}`,
+        ...files,
+      ],
+      { stdio: 'inherit', env },
+    );
     const forward = (sig) => {
       stopped = sig;
       child.kill(sig);
@@ -103,15 +116,25 @@ async function main() {
   const named = args.filter((a) => a !== '--e2e');
   const all = testFiles('test');
   for (const f of named) if (!existsSync(f)) fail(`no such test file: ${f}`);
-  for (const e of [...E2E, ...TIMED]) if (!all.some((f) => matches([e], f))) fail(`scripts/test.mjs names ${e}, but no test file matches it`);
+  for (const e of [...E2E, ...TIMED])
+    if (!all.some((f) => matches([e], f))) fail(`scripts/test.mjs names ${e}, but no test file matches it`);
   const files = named.length ? named : all.filter((f) => matches(E2E, f) === e2e);
   const coverage = !named.length && !e2e;
   const parallel = Number(process.env.TEST_CONCURRENCY) || (e2e ? 1 : Math.max(2, availableParallelism()));
   // Phases: the independent files in parallel, then the self-timing ones alone.
-  const phases = [[files.filter((f) => !TIMED.includes(f)), parallel], [files.filter((f) => TIMED.includes(f)), 1]];
+  const phases = [
+    [files.filter((f) => !TIMED.includes(f)), parallel],
+    [files.filter((f) => TIMED.includes(f)), 1],
+  ];
 
-  const label = named.length ? `${files.length} named file(s)` : e2e ? 'the end-to-end group (npm run test:e2e)' : 'the fast group (npm test; the end-to-end files run with npm run test:e2e)';
-  console.log(`# ${label}: ${files.length} files, ${parallel} at a time${phases[1][0].length ? ` (then ${phases[1][0].length} self-timing files alone)` : ''}${coverage ? ', with coverage' : ''}`);
+  const label = named.length
+    ? `${files.length} named file(s)`
+    : e2e
+      ? 'the end-to-end group (npm run test:e2e)'
+      : 'the fast group (npm test; the end-to-end files run with npm run test:e2e)';
+  console.log(
+    `# ${label}: ${files.length} files, ${parallel} at a time${phases[1][0].length ? ` (then ${phases[1][0].length} self-timing files alone)` : ''}${coverage ? ', with coverage' : ''}`,
+  );
   if (files.some((f) => f.startsWith('test/console/')) && !CHROMIUM.some((p) => existsSync(p)) && !process.env.CI) {
     console.log('# NO CHROMIUM: the console browser tests are skipped; install it with: apt-get install -y chromium fonts-liberation');
   }
@@ -130,14 +153,20 @@ async function main() {
   let code = results.find((r) => r.code !== 0)?.code ?? 0;
   let coverageNote = '';
   if (coverage) {
-    const c8 = spawnSync(process.execPath, [join(ROOT, 'node_modules/c8/bin/c8.js'), 'report', `--temp-directory=${covDir}`], { stdio: 'inherit' });
+    const c8 = spawnSync(process.execPath, [join(ROOT, 'node_modules/c8/bin/c8.js'), 'report', `--temp-directory=${covDir}`], {
+      stdio: 'inherit',
+    });
     if (c8.status !== 0) {
-      coverageNote = 'COVERAGE below package.json\'s threshold (c8\'s ERROR line above names it)';
+      coverageNote = "COVERAGE below package.json's threshold (c8's ERROR line above names it)";
       if (code === 0) code = c8.status ?? 1;
     }
   }
   const s = Math.round((performance.now() - started) / 1000);
-  const texts = results.filter((r) => r.summary).map((r, i) => (results.filter((x) => x.summary).length > 1 ? `${i === 0 ? 'parallel' : 'self-timing, alone'}: ${r.summary}` : r.summary));
+  const texts = results
+    .filter((r) => r.summary)
+    .map((r, i) =>
+      results.filter((x) => x.summary).length > 1 ? `${i === 0 ? 'parallel' : 'self-timing, alone'}: ${r.summary}` : r.summary,
+    );
   const verdict = code === 0 ? 'PASS' : `FAIL (exit ${code})`;
   if (coverageNote) texts.push(coverageNote);
   console.log(`\n==== ${label}\n${texts.join('\n')}\n${verdict} in ${Math.floor(s / 60)} min ${s % 60} s`);

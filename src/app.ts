@@ -109,7 +109,8 @@ export function createApp(deps: AppDeps): App {
       ctx.caller = await authenticate(def, ctx.request, svc, ctx.caller.ip);
     } catch (err) {
       // Without a valid key the client is its address: the 401 spends authfail:<ip>, its own unit (docs/protocol.md §18.4).
-      if (err instanceof AppError && err.code === 'unauthorized') ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
+      if (err instanceof AppError && err.code === 'unauthorized')
+        ctx.rate = await spend(svc.rateLimiter, failedAuthBudget(ctx.caller.ip, svc.config));
       throw err;
     }
     if (def.sandboxOnly && svc.config.apiKey !== undefined) {
@@ -141,7 +142,10 @@ export function createApp(deps: AppDeps): App {
     if (method === 'OPTIONS') {
       if (allow.length === 0) throw new AppError('not_found', 'no route for this path');
       const preflight = corsOrigin !== null && request.headers.has('access-control-request-method');
-      return new Response(null, { status: 204, headers: { allow: allow.join(', '), ...(preflight ? preflightHeaders(corsOrigin, allow.join(', ')) : {}) } });
+      return new Response(null, {
+        status: 204,
+        headers: { allow: allow.join(', '), ...(preflight ? preflightHeaders(corsOrigin, allow.join(', ')) : {}) },
+      });
     }
     const routed = method === 'HEAD' ? new Request(request.url, { method: 'GET', headers: request.headers }) : request;
     const res = (await router.fetch(routed, ctx)) as Response | undefined;
@@ -189,7 +193,11 @@ export function createApp(deps: AppDeps): App {
     // The rate-limit statement read the clock already; only a request refused before it costs a query.
     if (ctx.tellNow && !(ctx.serviceSigned && response.status < 400)) {
       if (ctx.rate?.serviceNow) response.headers.set('x-service-now', ctx.rate.serviceNow);
-      else await serviceNow(svc.db).then((now) => response.headers.set('x-service-now', now), () => {});
+      else
+        await serviceNow(svc.db).then(
+          (now) => response.headers.set('x-service-now', now),
+          () => {},
+        );
     }
     if (corsOrigin !== null) for (const [k, v] of Object.entries(corsHeaders(corsOrigin))) response.headers.set(k, v);
     else if (svc.config.corsOrigins.length > 0) response.headers.append('vary', 'Origin');
@@ -199,7 +207,16 @@ export function createApp(deps: AppDeps): App {
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       const { keyId, ip } = ctx.caller;
       try {
-        deps.requestLog.write({ at, requestId, method: request.method, route: ctx.route?.path ?? null, status: response.status, durationMs, keyId, ip });
+        deps.requestLog.write({
+          at,
+          requestId,
+          method: request.method,
+          route: ctx.route?.path ?? null,
+          status: response.status,
+          durationMs,
+          keyId,
+          ip,
+        });
       } catch (err) {
         // A full disk must not turn answered requests into failures; the operator log hears of it.
         deps.onError?.(err, requestId);

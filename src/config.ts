@@ -58,7 +58,10 @@ export interface Config extends WitnessSettings {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`);
     this.name = 'ConfigError';
   }
@@ -89,14 +92,18 @@ function backoff(env: Env): number[] {
   if (raw === undefined || raw === '') return [1000, 5000, 25000, 60000];
   const parts = raw.split(',').map((s) => s.trim());
   if (parts.length > 20 || parts.some((p) => !/^\d+$/.test(p) || Number(p) > 86_400_000)) {
-    throw new ConfigError('WEBHOOK_BACKOFF_MS', `must be a comma list of at most 20 waits in ms (each <= 86400000), got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      'WEBHOOK_BACKOFF_MS',
+      `must be a comma list of at most 20 waits in ms (each <= 86400000), got ${JSON.stringify(raw)}`,
+    );
   }
   return parts.map(Number);
 }
 
 function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount'> {
   const custody = env.CUSTODY || 'simulated';
-  if (custody !== 'simulated' && custody !== 'chain') throw new ConfigError('CUSTODY', `must be simulated or chain, got ${JSON.stringify(env.CUSTODY)}`);
+  if (custody !== 'simulated' && custody !== 'chain')
+    throw new ConfigError('CUSTODY', `must be simulated or chain, got ${JSON.stringify(env.CUSTODY)}`);
   if (custody === 'simulated') return { custody };
   const url = env.CHAIN_RPC_URL;
   if (!url) throw new ConfigError('CHAIN_RPC_URL', 'is required with CUSTODY=chain (the JSON-RPC URL of a local development chain)');
@@ -106,9 +113,11 @@ function chain(env: Env): Pick<Config, 'custody' | 'chainRpcUrl' | 'chainAccount
   } catch {
     parsed = undefined;
   }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('CHAIN_RPC_URL', `must be an http(s) URL, got ${JSON.stringify(url)}`);
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    throw new ConfigError('CHAIN_RPC_URL', `must be an http(s) URL, got ${JSON.stringify(url)}`);
   const account = env.CHAIN_ACCOUNT || undefined;
-  if (account !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(account)) throw new ConfigError('CHAIN_ACCOUNT', `must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(account)}`);
+  if (account !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(account))
+    throw new ConfigError('CHAIN_ACCOUNT', `must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(account)}`);
   return { custody, chainRpcUrl: url, ...(account ? { chainAccount: account } : {}) };
 }
 
@@ -120,9 +129,13 @@ function workers(env: Env, databaseUrl: string | undefined): number | 'auto' {
   const raw = env.WORKERS?.trim();
   if (raw === undefined || raw === '') return 1;
   const n: number | 'auto' = raw.toLowerCase() === 'auto' ? 'auto' : /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (n !== 'auto' && !(n >= 1 && n <= 64)) throw new ConfigError('WORKERS', `must be a whole number from 1 to 64, or auto (one per core), got ${JSON.stringify(env.WORKERS)}`);
+  if (n !== 'auto' && !(n >= 1 && n <= 64))
+    throw new ConfigError('WORKERS', `must be a whole number from 1 to 64, or auto (one per core), got ${JSON.stringify(env.WORKERS)}`);
   if (n !== 1 && databaseUrl === undefined) {
-    throw new ConfigError('WORKERS', `${raw} needs DATABASE_URL: the embedded PGlite lives in one process's memory, so several worker processes cannot share it (set DATABASE_URL, or WORKERS=1)`);
+    throw new ConfigError(
+      'WORKERS',
+      `${raw} needs DATABASE_URL: the embedded PGlite lives in one process's memory, so several worker processes cannot share it (set DATABASE_URL, or WORKERS=1)`,
+    );
   }
   return n;
 }
@@ -143,8 +156,20 @@ function publicUrl(env: Env, host: string, port: number): string {
   } catch {
     u = undefined;
   }
-  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password || raw.includes('#') || raw.includes('?')) {
-    throw new ConfigError('PUBLIC_URL', `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`);
+  if (
+    !u ||
+    (u.protocol !== 'http:' && u.protocol !== 'https:') ||
+    u.search ||
+    u.hash ||
+    u.username ||
+    u.password ||
+    raw.includes('#') ||
+    raw.includes('?')
+  ) {
+    throw new ConfigError(
+      'PUBLIC_URL',
+      `must be an absolute http(s) URL without credentials, query or fragment, e.g. https://escrow.example.com, got ${JSON.stringify(raw)}`,
+    );
   }
   return (u.origin + u.pathname).replace(/\/+$/, '');
 }
@@ -153,18 +178,25 @@ function publicUrl(env: Env, host: string, port: number): string {
 function corsOrigins(env: Env): string[] {
   const raw = env.CORS_ORIGINS;
   if (raw === undefined || raw.trim() === '') return [];
-  return raw.split(',').map((s) => s.trim()).filter((s) => s !== '').map((o) => {
-    let u: URL | undefined;
-    try {
-      u = new URL(o);
-    } catch {
-      u = undefined;
-    }
-    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o.replace(/\/$/, '').toLowerCase()) {
-      throw new ConfigError('CORS_ORIGINS', `must be a comma list of origins like https://app.example.com (scheme, host, optional port; no path or wildcard), got ${JSON.stringify(o)}`);
-    }
-    return u.origin;
-  });
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((o) => {
+      let u: URL | undefined;
+      try {
+        u = new URL(o);
+      } catch {
+        u = undefined;
+      }
+      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o.replace(/\/$/, '').toLowerCase()) {
+        throw new ConfigError(
+          'CORS_ORIGINS',
+          `must be a comma list of origins like https://app.example.com (scheme, host, optional port; no path or wildcard), got ${JSON.stringify(o)}`,
+        );
+      }
+      return u.origin;
+    });
 }
 
 /**
@@ -185,7 +217,10 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d{1,3}
 function exposure(env: Env, host: string, apiKey: string | undefined): boolean {
   const sandboxPublic = bool(env, 'SANDBOX_PUBLIC', false);
   if (apiKey === undefined && !sandboxPublic && !LOOPBACK.test(host)) {
-    throw new ConfigError('HOST', `${host} is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose`);
+    throw new ConfigError(
+      'HOST',
+      `${host} is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose`,
+    );
   }
   return sandboxPublic;
 }
@@ -193,7 +228,11 @@ function exposure(env: Env, host: string, apiKey: string | undefined): boolean {
 /** A CAIP-2 chain id in the escrow namespace: `escrow:` and a reference of 1-32 of [-_a-zA-Z0-9]. */
 function x402Network(env: Env): string {
   const raw = env.X402_NETWORK || 'escrow:sandbox';
-  if (!/^escrow:[-_a-zA-Z0-9]{1,32}$/.test(raw)) throw new ConfigError('X402_NETWORK', `must be a CAIP-2 network in the escrow namespace, e.g. escrow:sandbox, got ${JSON.stringify(raw)}`);
+  if (!/^escrow:[-_a-zA-Z0-9]{1,32}$/.test(raw))
+    throw new ConfigError(
+      'X402_NETWORK',
+      `must be a CAIP-2 network in the escrow namespace, e.g. escrow:sandbox, got ${JSON.stringify(raw)}`,
+    );
   return raw;
 }
 
@@ -206,7 +245,8 @@ export function parseConfig(env: Env): Config {
   if (apiKey !== undefined && apiKey.length < 16) throw new ConfigError('API_KEY', 'must be at least 16 characters');
   // A client sends the key in `Authorization: Bearer <key>`: a header carries only visible ASCII, so
   // any other character (é, a space, a control) would make a key no client could ever present.
-  if (apiKey !== undefined && !/^[\x21-\x7e]+$/.test(apiKey)) throw new ConfigError('API_KEY', 'must be printable ASCII without spaces (characters ! to ~), as an Authorization header can carry');
+  if (apiKey !== undefined && !/^[\x21-\x7e]+$/.test(apiKey))
+    throw new ConfigError('API_KEY', 'must be printable ASCII without spaces (characters ! to ~), as an Authorization header can carry');
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
@@ -218,7 +258,8 @@ export function parseConfig(env: Env): Config {
   const noDir = dataDir === ':memory:' || (databaseUrl !== undefined && !env.DATA_DIR);
   const requestLog = env.REQUEST_LOG || (noDir ? undefined : `${dataDir.replace(/\/+$/, '')}/requests.log`);
   const logOrigin = env.LOG_ORIGIN || 'escrow-settlement.local/log';
-  if (/[\s+]/.test(logOrigin) || logOrigin.length > 255) throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
+  if (/[\s+]/.test(logOrigin) || logOrigin.length > 255)
+    throw new ConfigError('LOG_ORIGIN', 'must be a non-empty line without spaces or "+"');
   const port = int(env, 'PORT', 4280, 0, 65535);
   return Object.freeze({
     port,

@@ -37,7 +37,8 @@ let config: Config;
 try {
   config = parseConfig(Deno.env.toObject());
   // node:cluster is the Node edge's (src/node/cluster.ts): here, run several processes on one DATABASE_URL.
-  if (config.workers !== 1) throw new ConfigError('WORKERS', 'the Deno edge serves from one process; run several Deno processes on one DATABASE_URL instead');
+  if (config.workers !== 1)
+    throw new ConfigError('WORKERS', 'the Deno edge serves from one process; run several Deno processes on one DATABASE_URL instead');
 } catch (e) {
   if (e instanceof ConfigError) {
     log(`bad configuration: ${e.message}`);
@@ -54,7 +55,8 @@ const server = Deno.serve(
   {
     port: config.port,
     hostname: config.host,
-    onListen: ({ hostname, port }) => log('listening', { url: `http://${hostname}:${port}`, runtime: 'deno', mode: config.apiKey ? 'hosted' : 'sandbox' }),
+    onListen: ({ hostname, port }) =>
+      log('listening', { url: `http://${hostname}:${port}`, runtime: 'deno', mode: config.apiKey ? 'hosted' : 'sandbox' }),
   },
   (req, info) => app.fetch(req, { ip: info.remoteAddr.hostname }),
 );

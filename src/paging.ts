@@ -63,7 +63,12 @@ export function pageQuery(query: URLSearchParams, list: string, extra: readonly 
  * Cuts rows read with LIMIT limit + 1 into a page and the cursor of the next one (null at the end).
  * Without a limit every row is the page and there is no cursor.
  */
-export function cutPage<T>(rows: T[], limit: number | undefined, list: string, keyOf: (row: T) => bigint | number | string): { page: T[]; nextCursor: string | null } {
+export function cutPage<T>(
+  rows: T[],
+  limit: number | undefined,
+  list: string,
+  keyOf: (row: T) => bigint | number | string,
+): { page: T[]; nextCursor: string | null } {
   if (limit === undefined || rows.length <= limit) return { page: rows, nextCursor: null };
   const page = rows.slice(0, limit);
   return { page, nextCursor: encodeCursor(list, keyOf(page[page.length - 1])) };

@@ -20,7 +20,13 @@ function describe(err: StructError, root: string): string {
   // The first failure, read off the error itself: err.failures() builds every failure, and a body of
   // 300,000 array elements or 90,000 unknown keys (within 1 MB) then cost seconds of CPU per request.
   const prefix = err.path.length === 0 ? '' : `At path: ${err.path.join('.')} -- `;
-  const f = { path: err.path, type: err.type, value: err.value, refinement: err.refinement, message: err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message };
+  const f = {
+    path: err.path,
+    type: err.type,
+    value: err.value,
+    refinement: err.refinement,
+    message: err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message,
+  };
   const at = fieldPath(f.path, root);
   if (f.type === 'never') return `${at} is not a known field`;
   if (f.value === undefined && f.refinement === undefined) return `${at} is required`;
@@ -41,26 +47,60 @@ export function annotate<S extends Struct<any, any>>(struct: S, schema: Record<s
 export const annotationOf = (struct: Struct<any, any>) => annotations.get(struct.coercer);
 
 const HEX64 = /^[0-9a-f]{64}$/;
-export const hex64 = annotate(define<string>('hex64', (v) => (typeof v === 'string' && HEX64.test(v)) || 'must be 64 lowercase hex characters'),
-  { type: 'string', pattern: '^[0-9a-f]{64}$' });
-export const sigHex = annotate(define<string>('signature', (v) => (typeof v === 'string' && /^[0-9a-f]{128}$/.test(v)) || 'must be a 128-character lowercase hex Ed25519 signature'),
-  { type: 'string', pattern: '^[0-9a-f]{128}$' });
-export const amountStr = annotate(define<string>('amount', (v) =>
-  (typeof v === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(v) && !/^0+(\.0+)?$/.test(v)) ||
-  'must be a decimal string greater than 0 with at most 6 fraction digits, e.g. "10.5"'),
-  { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount > 0, at most 6 fraction digits' });
+export const hex64 = annotate(
+  define<string>('hex64', (v) => (typeof v === 'string' && HEX64.test(v)) || 'must be 64 lowercase hex characters'),
+  { type: 'string', pattern: '^[0-9a-f]{64}$' },
+);
+export const sigHex = annotate(
+  define<string>(
+    'signature',
+    (v) => (typeof v === 'string' && /^[0-9a-f]{128}$/.test(v)) || 'must be a 128-character lowercase hex Ed25519 signature',
+  ),
+  { type: 'string', pattern: '^[0-9a-f]{128}$' },
+);
+export const amountStr = annotate(
+  define<string>(
+    'amount',
+    (v) =>
+      (typeof v === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(v) && !/^0+(\.0+)?$/.test(v)) ||
+      'must be a decimal string greater than 0 with at most 6 fraction digits, e.g. "10.5"',
+  ),
+  { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount > 0, at most 6 fraction digits' },
+);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
-export const timestamp = annotate(define<string>('timestamp', (v) =>
-  (typeof v === 'string' && ISO.test(v) && !Number.isNaN(Date.parse(v))) || 'must be an ISO 8601 date-time with a zone, e.g. "2026-11-21T10:00:00.000Z"'),
-  { type: 'string', format: 'date-time' });
+export const timestamp = annotate(
+  define<string>(
+    'timestamp',
+    (v) =>
+      (typeof v === 'string' && ISO.test(v) && !Number.isNaN(Date.parse(v))) ||
+      'must be an ISO 8601 date-time with a zone, e.g. "2026-11-21T10:00:00.000Z"',
+  ),
+  { type: 'string', format: 'date-time' },
+);
 // NUL (U+0000) is refused: Postgres text cannot hold it, so it would fail at the database as a 500.
-export const boundedString = (max: number, min = 0) => annotate(
-  refine(size(string(), min, max), 'text', (v) => !v.includes('\u0000') || 'must not contain the NUL character (U+0000)'),
-  { type: 'string', ...(min ? { minLength: min } : {}), maxLength: max });
-export const asset = annotate(refine(size(string(), 1, 64), 'asset', (v) => /^[A-Za-z0-9._:-]+$/.test(v) || 'must match ^[A-Za-z0-9._:-]+$'),
-  { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._:-]+$' });
+export const boundedString = (max: number, min = 0) =>
+  annotate(
+    refine(size(string(), min, max), 'text', (v) => !v.includes('\u0000') || 'must not contain the NUL character (U+0000)'),
+    { type: 'string', ...(min ? { minLength: min } : {}), maxLength: max },
+  );
+export const asset = annotate(
+  refine(size(string(), 1, 64), 'asset', (v) => /^[A-Za-z0-9._:-]+$/.test(v) || 'must match ^[A-Za-z0-9._:-]+$'),
+  { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._:-]+$' },
+);
 export const label = boundedString(200);
-export const idOf = (prefix: string) => annotate(define<string>(`${prefix} id`, (v) => (typeof v === 'string' && v.length <= 64 && v.startsWith(`${prefix}_`)) || `must be an id starting with ${prefix}_`),
-  { type: 'string', pattern: `^${prefix}_`, maxLength: 64 });
-export const positiveInt = (max = 2_147_483_647) => annotate(define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) || `must be a whole number from 1 to ${max}`),
-  { type: 'integer', minimum: 1, maximum: max });
+export const idOf = (prefix: string) =>
+  annotate(
+    define<string>(
+      `${prefix} id`,
+      (v) => (typeof v === 'string' && v.length <= 64 && v.startsWith(`${prefix}_`)) || `must be an id starting with ${prefix}_`,
+    ),
+    { type: 'string', pattern: `^${prefix}_`, maxLength: 64 },
+  );
+export const positiveInt = (max = 2_147_483_647) =>
+  annotate(
+    define<number>(
+      'integer',
+      (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) || `must be a whole number from 1 to ${max}`,
+    ),
+    { type: 'integer', minimum: 1, maximum: max },
+  );

@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run with PASS/MISS per target', { timeout: 240_000 }, async () => {
+test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run with PASS/MISS per target', {
+  timeout: 240_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
   const out = join(dir, 'results.json');
   try {
@@ -40,16 +42,30 @@ test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run
     assert.equal(result.meta.store, 'pglite');
     assert.equal(result.meta.quick, true);
     const runs = new Set(result.table.map((r: { run: string }) => r.run));
-    for (const run of ['1 lifecycle', '2 verify', '3 log', '4 sweep', '5 webhooks', '6 memory']) assert.ok(runs.has(run), `a row for ${run}`);
+    for (const run of ['1 lifecycle', '2 verify', '3 log', '4 sweep', '5 webhooks', '6 memory'])
+      assert.ok(runs.has(run), `a row for ${run}`);
     const targets = result.targets as Array<{ target: string; result: string }>;
-    for (const t of ['≥ 80% of floor', 'p99 < 50 ms', 'within 3x', 'closings/s ≥ 80% of floor', 'exactly once: proofs == escrows', '< 300 MB']) {
-      assert.ok(targets.some((x) => x.target === t), `a target row for ${t}`);
+    for (const t of [
+      '≥ 80% of floor',
+      'p99 < 50 ms',
+      'within 3x',
+      'closings/s ≥ 80% of floor',
+      'exactly once: proofs == escrows',
+      '< 300 MB',
+    ]) {
+      assert.ok(
+        targets.some((x) => x.target === t),
+        `a target row for ${t}`,
+      );
     }
     for (const t of targets) assert.match(t.result, /^(PASS|MISS)$/);
     // Exactly once is a correctness property, not a speed: it must hold even on a slow machine.
     assert.equal(targets.find((x) => x.target.startsWith('exactly once'))!.result, 'PASS');
     assert.equal(result.raw.sweep.twoInstances.exactlyOnce, true);
-    assert.ok(result.raw.lifecycle.every((r: any) => r.service.lifecycles > 0 && r.floor.lifecycles > 0), 'both sides ran lifecycles');
+    assert.ok(
+      result.raw.lifecycle.every((r: any) => r.service.lifecycles > 0 && r.floor.lifecycles > 0),
+      'both sides ran lifecycles',
+    );
     assert.equal(result.raw.webhooks.delivered, result.raw.webhooks.produced, 'every webhook event arrived');
   } finally {
     rmSync(dir, { recursive: true, force: true });

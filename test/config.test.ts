@@ -47,7 +47,10 @@ const bad: Array<[Record<string, string>, string]> = [
 ];
 for (const [env, variable] of bad) {
   test(`a bad ${variable} stops start-up with a message naming it`, () => {
-    assert.throws(() => parseConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}:`));
+    assert.throws(
+      () => parseConfig(env),
+      (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}:`),
+    );
   });
 }
 
@@ -65,23 +68,37 @@ test('WORKERS: 1 by default (empty is unset), 1–64 or auto; more than one need
   assert.equal(parseConfig({ WORKERS: 'auto', DATABASE_URL: pg }).workers, 'auto', 'auto is resolved by the Node edge');
   assert.equal(parseConfig({ WORKERS: 'AUTO', DATABASE_URL: pg }).workers, 'auto');
   const refused = (env: Record<string, string>, pattern: RegExp) =>
-    assert.throws(() => parseConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === 'WORKERS' && pattern.test(e.message) && !e.message.includes('\n'));
-  for (const v of ['0', '65', 'abc', '-1', '1.5', '2x', 'auto2']) refused({ WORKERS: v, DATABASE_URL: pg }, /^WORKERS: must be a whole number from 1 to 64, or auto/);
+    assert.throws(
+      () => parseConfig(env),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'WORKERS' && pattern.test(e.message) && !e.message.includes('\n'),
+    );
+  for (const v of ['0', '65', 'abc', '-1', '1.5', '2x', 'auto2'])
+    refused({ WORKERS: v, DATABASE_URL: pg }, /^WORKERS: must be a whole number from 1 to 64, or auto/);
   refused({ WORKERS: '2' }, /^WORKERS: 2 needs DATABASE_URL: the embedded PGlite lives in one process's memory/);
   refused({ WORKERS: 'auto', DATA_DIR: ':memory:' }, /^WORKERS: auto needs DATABASE_URL/);
 });
 
 test('API_KEY must be printable ASCII without spaces: a key an Authorization header can carry', () => {
   for (const key of ['ünïcödé-kéy-12345678', 'a key with spaces 1234', 'tab\there-1234567890', 'k'.repeat(16) + '\u00a0']) {
-    assert.throws(() => parseConfig({ API_KEY: key }), (e: unknown) => e instanceof ConfigError && e.variable === 'API_KEY' && /printable ASCII/.test(e.message), JSON.stringify(key));
+    assert.throws(
+      () => parseConfig({ API_KEY: key }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'API_KEY' && /printable ASCII/.test(e.message),
+      JSON.stringify(key),
+    );
   }
   assert.equal(parseConfig({ API_KEY: '!~azAZ09-._+/=' + 'k'.repeat(4) }).apiKey, '!~azAZ09-._+/=kkkk');
 });
 
 test('every variable the configuration reads is in the configuration table that --help prints, and only those', () => {
   // src/config.ts, the witness settings it includes, and the postgres.js options the Node edge reads.
-  const source = ['../src/config.ts', '../src/witness/config.ts', '../src/db/pgOptions.ts'].map((f) => readFileSync(new URL(f, import.meta.url), 'utf8')).join('\n');
-  const read = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool|onOff)\(env, '([A-Z][A-Z0-9_]+)'|(?:ConfigError|fail)\('([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2] ?? m[3]));
+  const source = ['../src/config.ts', '../src/witness/config.ts', '../src/db/pgOptions.ts']
+    .map((f) => readFileSync(new URL(f, import.meta.url), 'utf8'))
+    .join('\n');
+  const read = new Set(
+    [
+      ...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool|onOff)\(env, '([A-Z][A-Z0-9_]+)'|(?:ConfigError|fail)\('([A-Z][A-Z0-9_]+)'/g),
+    ].map((m) => m[1] ?? m[2] ?? m[3]),
+  );
   const table = CONFIG_VARIABLES.map((v) => v.name);
   assert.equal(new Set(table).size, table.length, 'no variable twice');
   assert.deepEqual([...read].sort(), [...table].sort());
@@ -94,7 +111,10 @@ test('arguments: none starts, --help/-h/help print the table, anything else is r
   for (const a of ['--help', '-h', 'help']) assert.equal(readArguments([a]).action, 'help');
   const port = readArguments(['--port', '4290']);
   assert.equal(port.action, 'refuse');
-  assert.match((port as { line: string }).line, /^escrow-settlement: unknown argument "--port": .*set PORT=… in the environment instead \(see --help\)$/);
+  assert.match(
+    (port as { line: string }).line,
+    /^escrow-settlement: unknown argument "--port": .*set PORT=… in the environment instead \(see --help\)$/,
+  );
   const other = readArguments(['--verbose']);
   assert.doesNotMatch((other as { line: string }).line, /set .*=…/, 'no variable is suggested for an argument that names none');
   assert.equal(readArguments(['--help', '--port']).action, 'refuse');

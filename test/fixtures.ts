@@ -15,7 +15,14 @@ export const PASSING_TERMS = { description: 'a report with a title', checks: [{ 
 export async function escrow(h: Harness, opts: Record<string, unknown> = {}) {
   const payer = await agent(h, 'payer');
   const payee = await agent(h, 'payee');
-  const r = await h.req('POST', '/v1/escrows', { amount: '10', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id, ...opts });
+  const r = await h.req('POST', '/v1/escrows', {
+    amount: '10',
+    asset: 'USDC',
+    terms: PASSING_TERMS,
+    payerAgentId: payer.id,
+    payeeAgentId: payee.id,
+    ...opts,
+  });
   assert.equal(r.status, 201, r.text);
   return { payer, payee, escrow: r.body as Record<string, any>, id: r.body.id as string };
 }
@@ -57,7 +64,11 @@ export function clientKey() {
 }
 
 export function nodeVerifyHex(publicKeyHex: string, message: string | Uint8Array, signatureHex: string): boolean {
-  const key = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' });
+  const key = createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicKeyHex, 'hex')]),
+    format: 'der',
+    type: 'spki',
+  });
   return nodeVerify(null, typeof message === 'string' ? Buffer.from(message) : message, key, Buffer.from(signatureHex, 'hex'));
 }
 

@@ -34,7 +34,10 @@ export interface Harness {
 let schemaSeq = 0;
 
 /** Opens a fresh, migrated store of the given kind. */
-export async function openStore(kind: StoreKind, opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function openStore(
+  kind: StoreKind,
+  opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {},
+): Promise<{ db: Db; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const db = await openPglite(':memory:');
     await migrate(db);
@@ -88,7 +91,12 @@ export function requester(app: App, observe?: Observe): Harness['req'] {
 }
 
 /** A harness on a fresh store (or a shared one), its app built with `deps` beside the store and config. */
-export async function makeHarness(kind: StoreKind, env: Record<string, string> = {}, shared?: { db: Db }, deps: Partial<AppDeps> = {}): Promise<Harness> {
+export async function makeHarness(
+  kind: StoreKind,
+  env: Record<string, string> = {},
+  shared?: { db: Db },
+  deps: Partial<AppDeps> = {},
+): Promise<Harness> {
   const store = shared ? { db: shared.db, drop: async () => {} } : await openStore(kind);
   const config = parseConfig({ DATA_DIR: ':memory:', ...env });
   const app = createApp({ db: store.db, config, ...deps });
@@ -105,7 +113,15 @@ export async function twoInstances(tag: string, env: Record<string, string> = {}
   const s2 = await openStore('postgres', { schema });
   const a = await makeHarness('postgres', env, { db: s1.db });
   const b = await makeHarness('postgres', env, { db: s2.db });
-  return { a, b, db: s1.db, close: async () => { await s1.db.close(); await s2.drop(); } };
+  return {
+    a,
+    b,
+    db: s1.db,
+    close: async () => {
+      await s1.db.close();
+      await s2.drop();
+    },
+  };
 }
 
 /**

@@ -28,7 +28,13 @@ if (!proof) throw new Error(`not settled: ${JSON.stringify(verdict.results)}`);
 // Audit with no network: issuer signature, evidence trail, log inclusion, signed tree head.
 const { keys } = await api.issuerKeys(); // pin these once, out of band
 const audit = verifyBundle(await api.proofs.bundle(proof.id), { trustedKeys: keys });
-if (!audit.ok) throw new Error(audit.checks.filter((c) => !c.ok).map((c) => c.detail).join('; '));
+if (!audit.ok)
+  throw new Error(
+    audit.checks
+      .filter((c) => !c.ok)
+      .map((c) => c.detail)
+      .join('; '),
+  );
 console.log(`${proof.outcome} ${proof.amount} ${proof.asset}: proof ${proof.id} verifies offline`);
 
 // x402: pay for the demo resource; the payment runs the same lifecycle and names its proof.

@@ -35,16 +35,22 @@ test('docs/protocol.md lists every route the router serves', () => {
 });
 
 test('docs/protocol.md lists every error code with its status', () => {
-  for (const [code, e] of Object.entries(ERROR_CODES)) assert.ok(protocolDoc.includes(`| \`${code}\` | ${e.status} |`), `docs/protocol.md lacks ${code}`);
+  for (const [code, e] of Object.entries(ERROR_CODES))
+    assert.ok(protocolDoc.includes(`| \`${code}\` | ${e.status} |`), `docs/protocol.md lacks ${code}`);
 });
 
-test('the README first session runs verbatim: agents to a proof verified offline', { timeout: 180_000, skip: spawnSync('sh', ['-c', 'command -v curl && command -v jq']).status !== 0 && 'needs curl and jq' }, async () => {
+test('the README first session runs verbatim: agents to a proof verified offline', {
+  timeout: 180_000,
+  skip: spawnSync('sh', ['-c', 'command -v curl && command -v jq']).status !== 0 && 'needs curl and jq',
+}, async () => {
   const script = block('A first session', 'sh');
   const tmp = mkdtempSync(join(tmpdir(), 'escrow-readme-'));
   const s = await startService(TSX, { DATA_DIR: ':memory:' });
   try {
     const r = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', script], {
-      cwd: ROOT, encoding: 'utf8', timeout: 120_000,
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: s.url, TMPDIR: tmp, npm_config_update_notifier: 'false' },
     });
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
@@ -59,7 +65,10 @@ test('the README first session runs verbatim: agents to a proof verified offline
   }
 });
 
-test('the README first session runs against a hosted service with its curl wrapper and a bearer key', { timeout: 180_000, skip: spawnSync('sh', ['-c', 'command -v curl && command -v jq']).status !== 0 && 'needs curl and jq' }, async () => {
+test('the README first session runs against a hosted service with its curl wrapper and a bearer key', {
+  timeout: 180_000,
+  skip: spawnSync('sh', ['-c', 'command -v curl && command -v jq']).status !== 0 && 'needs curl and jq',
+}, async () => {
   const section = readme.slice(readme.indexOf('\n## A first session\n'));
   const wrapper = /```sh\n(curl\(\) \{[\s\S]*?)\n```/.exec(section);
   assert.ok(wrapper, 'the hosted curl wrapper block under "A first session"');
@@ -68,11 +77,22 @@ test('the README first session runs against a hosted service with its curl wrapp
   const s = await startService(TSX, { DATA_DIR: ':memory:', API_KEY: apiKey });
   try {
     // Without the wrapper the hosted service refuses the session's first call.
-    const bare = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', `${s.url}/v1/agents`, '-d', '{}'], { encoding: 'utf8' });
+    const bare = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', `${s.url}/v1/agents`, '-d', '{}'], {
+      encoding: 'utf8',
+    });
     assert.equal(bare.stdout, '401');
     const r = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', `${wrapper[1]}\n${block('A first session', 'sh')}`], {
-      cwd: ROOT, encoding: 'utf8', timeout: 120_000,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: s.url, API_KEY: apiKey, TMPDIR: tmp, npm_config_update_notifier: 'false' },
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        BASE: s.url,
+        API_KEY: apiKey,
+        TMPDIR: tmp,
+        npm_config_update_notifier: 'false',
+      },
     });
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /"state":"funded"/);

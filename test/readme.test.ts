@@ -61,6 +61,9 @@ test(`the README client example runs to the end against a sandbox (${fromReadme 
 
 test('the example is taken from the README section when there is one', () => {
   assert.equal(clientExample('# x\n## Other\n```ts\nno\n```\n'), null);
-  assert.equal(clientExample('## Client library\ntext\n```sh\nnpm i\n```\n```ts\nconst a = 1;\n```\n```ts\nlater\n```\n## Next\n'), 'const a = 1;\n');
+  assert.equal(
+    clientExample('## Client library\ntext\n```sh\nnpm i\n```\n```ts\nconst a = 1;\n```\n```ts\nlater\n```\n## Next\n'),
+    'const a = 1;\n',
+  );
   assert.throws(() => clientExample('## Client library\nno code\n## Next\n```ts\nx\n```\n'), /no ```ts block/);
 });

@@ -13,7 +13,11 @@ export async function createAgent(q: Queryable, label: string, owner: string | n
   const kp = generateKeyPair();
   const agent = { id: newId('agt'), label, publicKey: toHex(kp.publicKey) };
   await q.query('INSERT INTO agents (id, label, public_key, secret_key, created_at, owner_key) VALUES ($1, $2, $3, $4, svc_now(), $5)', [
-    agent.id, label, agent.publicKey, toHex(kp.secretKey), owner,
+    agent.id,
+    label,
+    agent.publicKey,
+    toHex(kp.secretKey),
+    owner,
   ]);
   return agent;
 }

@@ -40,7 +40,13 @@ export async function mintKey(q: Queryable, opts: { label?: string; rateLimitMax
     [newId('key'), opts.label ?? '', sha256Hex(secret), opts.rateLimitMax ?? null],
   );
   const rec = toRecord(row);
-  return { id: rec.id, label: rec.label, secret, createdAt: rec.createdAt, ...(rec.rateLimitMax !== undefined ? { rateLimitMax: rec.rateLimitMax } : {}) };
+  return {
+    id: rec.id,
+    label: rec.label,
+    secret,
+    createdAt: rec.createdAt,
+    ...(rec.rateLimitMax !== undefined ? { rateLimitMax: rec.rateLimitMax } : {}),
+  };
 }
 
 /**
@@ -48,7 +54,11 @@ export async function mintKey(q: Queryable, opts: { label?: string; rateLimitMax
  * caller can tell whether another page exists); the root key (API_KEY) is configuration, not a
  * record, so it is not listed.
  */
-export async function listKeys(q: Queryable, after: bigint | null = null, limit?: number): Promise<Array<{ record: ApiKeyRecord; seq: string }>> {
+export async function listKeys(
+  q: Queryable,
+  after: bigint | null = null,
+  limit?: number,
+): Promise<Array<{ record: ApiKeyRecord; seq: string }>> {
   const rows = await q.query<KeyRow & { seq: string }>(
     `SELECT ${COLS}, seq::text AS seq FROM api_keys WHERE seq > $1 ORDER BY seq${limit === undefined ? '' : ' LIMIT $2'}`,
     limit === undefined ? [(after ?? 0n).toString()] : [(after ?? 0n).toString(), limit + 1],
@@ -63,7 +73,8 @@ export async function listKeys(q: Queryable, after: bigint | null = null, limit?
  */
 export async function revokeKey(q: Queryable, id: string): Promise<ApiKeyRecord> {
   // docs/protocol.md §18.2: the root key cannot be revoked through the API; it is the deployment's API_KEY.
-  if (id === 'root') throw new AppError('forbidden', 'the root key is the deployment\'s API_KEY and cannot be revoked here; change API_KEY and restart');
+  if (id === 'root')
+    throw new AppError('forbidden', "the root key is the deployment's API_KEY and cannot be revoked here; change API_KEY and restart");
   // Row lock on this key for the statement: a concurrent revocation waits, then keeps this revokedAt.
   // The same statement bumps the revocation generation, which every instance reads with each
   // request's rate-limit statement, so cached authentications are re-checked (src/http/authCache.ts).

@@ -15,7 +15,13 @@ const VISIBLE = {
 } as const;
 
 /** 404 unless the caller may see the escrow, the proof of an escrow, or the mandate named by `id`. */
-export async function assertVisible(q: Queryable, caller: { keyId: string | null }, kind: keyof typeof VISIBLE, id: string, field?: string): Promise<void> {
+export async function assertVisible(
+  q: Queryable,
+  caller: { keyId: string | null },
+  kind: keyof typeof VISIBLE,
+  id: string,
+  field?: string,
+): Promise<void> {
   const key = scopeOf(caller);
   if (key === null) return;
   const rows = await q.query(VISIBLE[kind], [id, key]);
@@ -25,18 +31,26 @@ export async function assertVisible(q: Queryable, caller: { keyId: string | null
 /** Records that a confined key registered (or re-registered) a mandate, so it may see and use it. */
 export async function claimMandate(q: Queryable, caller: { keyId: string | null }, mandateId: string): Promise<void> {
   const key = scopeOf(caller);
-  if (key !== null) await q.query('INSERT INTO mandate_tenants (key_id, mandate_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [key, mandateId]);
+  if (key !== null)
+    await q.query('INSERT INTO mandate_tenants (key_id, mandate_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [key, mandateId]);
 }
 
 /**
  * The keys that will see a new escrow: its creator (when confined) and the owners of the agents it
  * names. A confined creator may name only its own agents: another key's agent is 404 `field`.
  */
-export async function tenantsOf(q: Queryable, scope: string | null, agents: Array<[field: string, id: string | undefined]>): Promise<string[]> {
+export async function tenantsOf(
+  q: Queryable,
+  scope: string | null,
+  agents: Array<[field: string, id: string | undefined]>,
+): Promise<string[]> {
   const named = agents.filter((a): a is [string, string] => a[1] !== undefined);
-  const owners = named.length === 0 ? [] : await q.query<{ id: string; owner_key: string | null }>(
-    'SELECT id, owner_key FROM agents WHERE id = ANY($1::text[])', [named.map((a) => a[1])],
-  );
+  const owners =
+    named.length === 0
+      ? []
+      : await q.query<{ id: string; owner_key: string | null }>('SELECT id, owner_key FROM agents WHERE id = ANY($1::text[])', [
+          named.map((a) => a[1]),
+        ]);
   const ownerOf = new Map(owners.map((r) => [r.id, r.owner_key]));
   if (scope !== null) for (const [field, id] of named) if (ownerOf.get(id) !== scope) throw notFound(`${field}: no agent ${id}`);
   const keys = new Set<string>();
@@ -46,13 +60,22 @@ export async function tenantsOf(q: Queryable, scope: string | null, agents: Arra
 }
 
 /** 404 naming the field when a confined caller names an agent it did not register. */
-export async function assertOwnAgents(q: Queryable, caller: { keyId: string | null }, ids: Array<[field: string, id: string | undefined]>): Promise<void> {
+export async function assertOwnAgents(
+  q: Queryable,
+  caller: { keyId: string | null },
+  ids: Array<[field: string, id: string | undefined]>,
+): Promise<void> {
   const scope = scopeOf(caller);
   if (scope !== null) await tenantsOf(q, scope, ids);
 }
 
 /** The statement, in the creating transaction, that records who sees a new escrow. */
-export const tenantRows = (escrowId: string, keys: string[]): Stmt[] => keys.length === 0 ? [] : [{
-  text: 'INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, e.seq, e.id FROM unnest($1::text[]) AS k, escrows e WHERE e.id = $2',
-  params: [keys, escrowId],
-}];
+export const tenantRows = (escrowId: string, keys: string[]): Stmt[] =>
+  keys.length === 0
+    ? []
+    : [
+        {
+          text: 'INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, e.seq, e.id FROM unnest($1::text[]) AS k, escrows e WHERE e.id = $2',
+          params: [keys, escrowId],
+        },
+      ];

@@ -67,5 +67,7 @@ export async function writeConsoleAssets() {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const r = await writeConsoleAssets();
-  console.log(`console: ${r.jsBytes} B JS (${r.jsGzip} B gzipped), ${r.cssBytes} B CSS; ${r.changed ? 'wrote' : 'unchanged'} src/console/assets.gen.ts`);
+  console.log(
+    `console: ${r.jsBytes} B JS (${r.jsGzip} B gzipped), ${r.cssBytes} B CSS; ${r.changed ? 'wrote' : 'unchanged'} src/console/assets.gen.ts`,
+  );
 }

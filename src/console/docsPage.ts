@@ -28,14 +28,17 @@ export function schemaType(s: Json | undefined, depth = 0): string {
     return propsTable(s, depth + 1);
   }
   const facts = ['pattern', 'format', 'minimum', 'maximum', 'minLength', 'maxLength', 'maxItems']
-    .filter((k) => s[k] !== undefined).map((k) => `${k} ${esc(String(s[k]))}`);
+    .filter((k) => s[k] !== undefined)
+    .map((k) => `${k} ${esc(String(s[k]))}`);
   return `<span class="t">${esc(String(t ?? 'any'))}</span>${facts.length ? ` <span class="facts">(${facts.join(', ')})</span>` : ''}`;
 }
 
 function propsTable(s: Json, depth: number): string {
   const req = new Set<string>(s.required ?? []);
-  const rows = Object.entries(s.properties as Record<string, Json>).map(([k, v]) =>
-    `<tr><td><code>${esc(k)}</code>${req.has(k) ? ' <span class="req">required</span>' : ''}</td><td>${schemaType(v, depth)}${v.description ? `<br>${text(v.description)}` : ''}</td></tr>`);
+  const rows = Object.entries(s.properties as Record<string, Json>).map(
+    ([k, v]) =>
+      `<tr><td><code>${esc(k)}</code>${req.has(k) ? ' <span class="req">required</span>' : ''}</td><td>${schemaType(v, depth)}${v.description ? `<br>${text(v.description)}` : ''}</td></tr>`,
+  );
   return `<table class="props"><thead><tr><th scope="col">field</th><th scope="col">type</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
@@ -47,14 +50,24 @@ function operation(path: string, method: string, op: Json): string {
   return `<section class="op" id="${anchor(method, path)}" aria-labelledby="${anchor(method, path)}-h">
 <h3 id="${anchor(method, path)}-h"><span class="method m-${method}">${method.toUpperCase()}</span> <code>${esc(path)}</code> ${auth}</h3>
 <p>${text(op.summary)}</p>${op.description ? `<p>${text(op.description)}</p>` : ''}
-${params.length ? `<h4>Parameters</h4><table><thead><tr><th scope="col">name</th><th scope="col">in</th><th scope="col">type</th><th scope="col">description</th></tr></thead><tbody>${params.map((p) =>
-    `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <span class="req">required</span>' : ''}</td><td>${esc(p.in)}</td><td>${schemaType(p.schema)}</td><td>${text(p.description)}</td></tr>`).join('')}</tbody></table>` : ''}
+${
+  params.length
+    ? `<h4>Parameters</h4><table><thead><tr><th scope="col">name</th><th scope="col">in</th><th scope="col">type</th><th scope="col">description</th></tr></thead><tbody>${params
+        .map(
+          (p) =>
+            `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <span class="req">required</span>' : ''}</td><td>${esc(p.in)}</td><td>${schemaType(p.schema)}</td><td>${text(p.description)}</td></tr>`,
+        )
+        .join('')}</tbody></table>`
+    : ''
+}
 ${body ? `<h4>Request body</h4>${schemaType(body)}` : ''}
-<h4>Responses</h4><table><thead><tr><th scope="col">status</th><th scope="col">description</th><th scope="col">body</th></tr></thead><tbody>${responses.map(([status, r]) => {
-    const content = r.content ? Object.entries(r.content as Record<string, Json>)[0] : undefined;
-    const codes = status >= '400' ? [...String(r.description ?? '').matchAll(/`([a-z_]+)`:/g)].map((m) => m[1]) : [];
-    return `<tr><td>${esc(status)}</td><td>${codes.length ? codes.map((c) => `<a href="/docs/errors#${esc(c)}"><code>${esc(c)}</code></a>`).join(', ') : text(r.description)}</td><td>${content ? `<span class="facts">${esc(content[0])}</span> ${schemaType(content[1].schema)}` : ''}</td></tr>`;
-  }).join('')}</tbody></table>
+<h4>Responses</h4><table><thead><tr><th scope="col">status</th><th scope="col">description</th><th scope="col">body</th></tr></thead><tbody>${responses
+    .map(([status, r]) => {
+      const content = r.content ? Object.entries(r.content as Record<string, Json>)[0] : undefined;
+      const codes = status >= '400' ? [...String(r.description ?? '').matchAll(/`([a-z_]+)`:/g)].map((m) => m[1]) : [];
+      return `<tr><td>${esc(status)}</td><td>${codes.length ? codes.map((c) => `<a href="/docs/errors#${esc(c)}"><code>${esc(c)}</code></a>`).join(', ') : text(r.description)}</td><td>${content ? `<span class="facts">${esc(content[0])}</span> ${schemaType(content[1].schema)}` : ''}</td></tr>`;
+    })
+    .join('')}</tbody></table>
 </section>`;
 }
 
@@ -68,11 +81,15 @@ export function docsPage(doc: Json): string {
       if (!op) continue;
       const tag = op.tags?.[0] ?? 'other';
       (byTag.get(tag) ?? byTag.set(tag, []).get(tag)!).push(operation(path, m, op));
-      (toc.get(tag) ?? toc.set(tag, []).get(tag)!).push(`<li><a href="#${anchor(m, path)}"><span class="method m-${m}">${m.toUpperCase()}</span> ${esc(path)}</a></li>`);
+      (toc.get(tag) ?? toc.set(tag, []).get(tag)!).push(
+        `<li><a href="#${anchor(m, path)}"><span class="method m-${m}">${m.toUpperCase()}</span> ${esc(path)}</a></li>`,
+      );
     }
   }
-  const schemas = Object.entries((doc.components?.schemas ?? {}) as Record<string, Json>)
-    .map(([name, s]) => `<section class="schema" id="schema-${esc(name)}" aria-labelledby="schema-${esc(name)}-h"><h3 id="schema-${esc(name)}-h">${esc(name)}</h3>${schemaType(s)}</section>`);
+  const schemas = Object.entries((doc.components?.schemas ?? {}) as Record<string, Json>).map(
+    ([name, s]) =>
+      `<section class="schema" id="schema-${esc(name)}" aria-labelledby="schema-${esc(name)}-h"><h3 id="schema-${esc(name)}-h">${esc(name)}</h3>${schemaType(s)}</section>`,
+  );
   const body = `<a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">Escrow settlement</a><nav aria-label="Site"><a href="/console">Console</a> <a href="/docs" aria-current="page">API reference</a> <a href="/docs/errors">Error codes</a> <a href="/v1/openapi.json">OpenAPI JSON</a></nav></header>
 <div class="docs">

@@ -1,6 +1,7 @@
 // Response headers of every page and asset the console serves: a strict Content-Security-Policy
 // (no inline script or style, same-origin only, never framed) and no sniffing or referrers.
-export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
 
 const COMMON = {
   'content-security-policy': CSP,

@@ -19,14 +19,19 @@ ${body}
 
 /** The console: the script renders everything; `console-mode` tells it whether to ask for a key. */
 export function consolePage(mode: 'hosted' | 'sandbox', version: string): string {
-  return page('Escrow settlement console', `<a class="skip" href="#main">Skip to content</a>
+  return page(
+    'Escrow settlement console',
+    `<a class="skip" href="#main">Skip to content</a>
 <div id="app"><main id="main" tabindex="-1"><h1>Escrow settlement console</h1><p>Loading… (the console needs JavaScript)</p></main></div>`,
-  { script: true, meta: `\n<meta name="console-mode" content="${mode}"><meta name="service-version" content="${esc(version)}">` });
+    { script: true, meta: `\n<meta name="console-mode" content="${mode}"><meta name="service-version" content="${esc(version)}">` },
+  );
 }
 
 /** Hosted `/`: where to go, since the API itself needs a key. */
 export function landingPage(version: string): string {
-  return page('Escrow settlement service', `<main id="main" class="landing">
+  return page(
+    'Escrow settlement service',
+    `<main id="main" class="landing">
 <h1>Escrow settlement service</h1>
 <p>Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Version ${esc(version)}.</p>
 <ul class="cards">
@@ -36,7 +41,8 @@ export function landingPage(version: string): string {
 <li><a href="/docs/errors">Error codes</a>: each code, its status, cause and fix.</li>
 <li><a href="/.well-known/proof-issuer.json">Issuer keys</a>: pin them to verify proofs offline.</li>
 </ul>
-</main>`);
+</main>`,
+  );
 }
 
 /** A docs page around server-rendered HTML (no script at all). */

@@ -57,7 +57,10 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
   async function send(what: string, tx: TxRequest, note = ''): Promise<{ sent: Sent; error: string | null }> {
     const sent = await sendAndWait(rpc, tx, wait);
     if (!sent.receipt) {
-      return { sent, error: `${what} transaction ${sent.hash} not confirmed within ${wait.confirmTimeoutMs} ms; a retry reads the chain before sending again${note}` };
+      return {
+        sent,
+        error: `${what} transaction ${sent.hash} not confirmed within ${wait.confirmTimeoutMs} ms; a retry reads the chain before sending again${note}`,
+      };
     }
     if (BigInt(sent.receipt.status) !== 1n) {
       const reason = await whyReverted(rpc, tx, sent.receipt);
@@ -89,7 +92,10 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
             : { ok: false, error: `escrowRef ${escrowRef} already holds another lock on chain (${fmt(hold.amount)}, ${hold.state})` };
         }
         const { error } = await send('lock', {
-          from: account, to: contract, value: amount, gas: GAS.lock,
+          from: account,
+          to: contract,
+          value: amount,
+          gas: GAS.lock,
           data: encodeCall(SIG.lock, [{ bytes32: escrowRef }, { address: payer }, { address: payee }]),
         });
         return error ? { ok: false, error } : { ok: true };
@@ -102,19 +108,31 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
       const escrowRef = escrowRefOf(req.escrowId);
       const payerWei = toWei(req.payerAmount);
       const payeeWei = toWei(req.payeeAmount);
-      const confirmed = (txHash: Hex): SettleResult => ({ ok: true, reference: req.reference, anchor: { chain, contract, escrowRef, txHash } });
+      const confirmed = (txHash: Hex): SettleResult => ({
+        ok: true,
+        reference: req.reference,
+        anchor: { chain, contract, escrowRef, txHash },
+      });
       try {
         // Read the chain before sending anything (see the top of this file).
         const hold = await readHold(rpc, contract, escrowRef);
         if (hold.state === 'paid') {
           if (hold.payerPaid !== payerWei || hold.payeePaid !== payeeWei) {
-            return { ok: false, error: `escrowRef ${escrowRef} was already paid out on chain with other amounts (payer ${fmt(hold.payerPaid)}, payee ${fmt(hold.payeePaid)}); nothing was sent: reconcile by hand` };
+            return {
+              ok: false,
+              error: `escrowRef ${escrowRef} was already paid out on chain with other amounts (payer ${fmt(hold.payerPaid)}, payee ${fmt(hold.payeePaid)}); nothing was sent: reconcile by hand`,
+            };
           }
           const paidBy = await findPaidTx(rpc, contract, escrowRef, hold.settledBlock);
-          if (!paidBy) return { ok: false, error: `escrowRef ${escrowRef} is paid out on chain but its Paid event was not found in block ${hold.settledBlock}` };
+          if (!paidBy)
+            return {
+              ok: false,
+              error: `escrowRef ${escrowRef} is paid out on chain but its Paid event was not found in block ${hold.settledBlock}`,
+            };
           return confirmed(paidBy);
         }
-        if (hold.state === 'none') return { ok: false, error: `escrowRef ${escrowRef} holds no lock on chain (was the escrow funded under chain custody?)` };
+        if (hold.state === 'none')
+          return { ok: false, error: `escrowRef ${escrowRef} holds no lock on chain (was the escrow funded under chain custody?)` };
         if (hold.amount !== payerWei + payeeWei) {
           return { ok: false, error: `escrowRef ${escrowRef} holds ${fmt(hold.amount)} but the closing pays ${fmt(payerWei + payeeWei)}` };
         }
@@ -122,10 +140,16 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
         // that holds no lock, so the contract reverts it on chain and the revert path is exercised.
         const fault = await o.sandboxFault(tx, req.faultPending);
         const target = fault ? keccakHex(`${req.escrowId}#sandbox-fault`) : escrowRef;
-        const { sent, error } = await send('payout', {
-          from: account, to: contract, gas: GAS.settle,
-          data: encodeCall(SIG.settle, [{ bytes32: target }, { uint: payerWei }, { uint: payeeWei }]),
-        }, fault ? ' [sandbox fail-next]' : '');
+        const { sent, error } = await send(
+          'payout',
+          {
+            from: account,
+            to: contract,
+            gas: GAS.settle,
+            data: encodeCall(SIG.settle, [{ bytes32: target }, { uint: payerWei }, { uint: payeeWei }]),
+          },
+          fault ? ' [sandbox fail-next]' : '',
+        );
         return error ? { ok: false, error } : confirmed(sent.hash);
       } catch (err) {
         return { ok: false, error: describe(err) };

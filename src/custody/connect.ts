@@ -39,7 +39,10 @@ export async function probeChain(opts: ChainOptions): Promise<ChainProbe> {
     throw new ConfigError('CHAIN_RPC_URL', `cannot read the chain id from ${opts.rpcUrl} (${(err as Error).message})`);
   }
   if (!LOCAL_CHAIN_IDS.includes(chainId)) {
-    throw new ConfigError('CHAIN_RPC_URL', `chain id ${chainId} is not a local development chain (accepted: ${LOCAL_CHAIN_IDS.join(', ')}); chain custody refuses to start`);
+    throw new ConfigError(
+      'CHAIN_RPC_URL',
+      `chain id ${chainId} is not a local development chain (accepted: ${LOCAL_CHAIN_IDS.join(', ')}); chain custody refuses to start`,
+    );
   }
   const accounts = (await rpc.call<string[]>('eth_accounts')).map((a) => a.toLowerCase());
   const wanted = opts.account?.toLowerCase();
@@ -47,7 +50,8 @@ export async function probeChain(opts: ChainOptions): Promise<ChainProbe> {
     throw new ConfigError('CHAIN_ACCOUNT', `${opts.account} is not an unlocked account of the node at CHAIN_RPC_URL`);
   }
   const account = (wanted ?? accounts[0]) as Hex | undefined;
-  if (!account) throw new ConfigError('CHAIN_ACCOUNT', 'the node at CHAIN_RPC_URL has no unlocked accounts; start it with dev accounts or name one');
+  if (!account)
+    throw new ConfigError('CHAIN_ACCOUNT', 'the node at CHAIN_RPC_URL has no unlocked accounts; start it with dev accounts or name one');
   return { rpc, chainId, account };
 }
 
@@ -67,21 +71,31 @@ export async function ensureContract(db: Db, probe: ChainProbe, wait: { confirmT
       const address = rows[0].address;
       const code = await rpc.call<string>('eth_getCode', [address, 'latest']);
       if (code === '0x' || code === '') {
-        throw new ConfigError('CHAIN_RPC_URL', `the escrow contract ${address} this database recorded for ${chain} has no code there (was the dev chain reset?); use that chain again or a fresh database`);
+        throw new ConfigError(
+          'CHAIN_RPC_URL',
+          `the escrow contract ${address} this database recorded for ${chain} has no code there (was the dev chain reset?); use that chain again or a fresh database`,
+        );
       }
       const operator = await readOperator(rpc, address);
-      if (operator !== account) throw new ConfigError('CHAIN_ACCOUNT', `the escrow contract ${address} is operated by ${operator}, not ${account}`);
+      if (operator !== account)
+        throw new ConfigError('CHAIN_ACCOUNT', `the escrow contract ${address} is operated by ${operator}, not ${account}`);
       return address;
     }
     const sent = await sendAndWait(rpc, { from: account, data: ESCROW_BYTECODE, gas: GAS.deploy }, wait);
     const address = sent.receipt?.contractAddress?.toLowerCase() as Hex | undefined;
     if (!sent.receipt || BigInt(sent.receipt.status) !== 1n || !address) {
-      throw new ConfigError('CHAIN_RPC_URL', `deploying the escrow contract failed (transaction ${sent.hash} ${sent.receipt ? 'reverted' : 'not confirmed'})`);
+      throw new ConfigError(
+        'CHAIN_RPC_URL',
+        `deploying the escrow contract failed (transaction ${sent.hash} ${sent.receipt ? 'reverted' : 'not confirmed'})`,
+      );
     }
-    await tx.query(
-      'INSERT INTO chain_contracts (chain, address, operator, deploy_tx, source_sha256) VALUES ($1, $2, $3, $4, $5)',
-      [chain, address, account, sent.hash, ESCROW_SOURCE_SHA256],
-    );
+    await tx.query('INSERT INTO chain_contracts (chain, address, operator, deploy_tx, source_sha256) VALUES ($1, $2, $3, $4, $5)', [
+      chain,
+      address,
+      account,
+      sent.hash,
+      ESCROW_SOURCE_SHA256,
+    ]);
     return address;
   });
 }
@@ -90,9 +104,20 @@ export async function ensureContract(db: Db, probe: ChainProbe, wait: { confirmT
  * Everything CUSTODY=chain needs at start: the local-chain check, the account, the contract, the
  * adapter. `sandboxFault` spends a pending sandbox fault (src/custody/simulated.ts takeSandboxFault).
  */
-export async function connectChainCustody(db: Db, opts: ChainOptions & { sandboxFault: SandboxFault }, probed?: ChainProbe): Promise<ChainCustody> {
-  const probe = probed ?? await probeChain(opts);
+export async function connectChainCustody(
+  db: Db,
+  opts: ChainOptions & { sandboxFault: SandboxFault },
+  probed?: ChainProbe,
+): Promise<ChainCustody> {
+  const probe = probed ?? (await probeChain(opts));
   const wait = { confirmTimeoutMs: opts.confirmTimeoutMs ?? 30_000, pollMs: opts.pollMs ?? 200 };
   const contract = await ensureContract(db, probe, wait);
-  return createChainCustody({ rpc: probe.rpc, chainId: probe.chainId, contract, account: probe.account, sandboxFault: opts.sandboxFault, ...wait });
+  return createChainCustody({
+    rpc: probe.rpc,
+    chainId: probe.chainId,
+    contract,
+    account: probe.account,
+    sandboxFault: opts.sandboxFault,
+    ...wait,
+  });
 }

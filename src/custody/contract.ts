@@ -7,8 +7,12 @@ import { readHold, SIG, type Hold, type Receipt } from '@escrow-settlement/proto
 export { readHold, SIG, type Hold, type Receipt };
 
 export const ERRORS = [
-  'NotOperator(address)', 'ZeroAmount()', 'AlreadyLocked(bytes32)', 'NotLocked(bytes32)',
-  'AmountMismatch(bytes32,uint256,uint256)', 'TransferFailed(address,uint256)',
+  'NotOperator(address)',
+  'ZeroAmount()',
+  'AlreadyLocked(bytes32)',
+  'NotLocked(bytes32)',
+  'AmountMismatch(bytes32,uint256,uint256)',
+  'TransferFailed(address,uint256)',
 ] as const;
 
 export const PAID_TOPIC = eventTopic(SIG.Paid);
@@ -48,13 +52,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** eth_sendTransaction from an unlocked account, then eth_getTransactionReceipt until mined or the time limit passes. */
 export async function sendAndWait(rpc: Rpc, tx: TxRequest, wait: WaitOptions): Promise<Sent> {
-  const hash = await rpc.call<Hex>('eth_sendTransaction', [{
-    from: tx.from,
-    ...(tx.to ? { to: tx.to } : {}),
-    data: tx.data,
-    gas: hex(tx.gas),
-    ...(tx.value ? { value: hex(tx.value) } : {}),
-  }]);
+  const hash = await rpc.call<Hex>('eth_sendTransaction', [
+    {
+      from: tx.from,
+      ...(tx.to ? { to: tx.to } : {}),
+      data: tx.data,
+      gas: hex(tx.gas),
+      ...(tx.value ? { value: hex(tx.value) } : {}),
+    },
+  ]);
   return { hash, receipt: await waitReceipt(rpc, hash, wait) };
 }
 
@@ -72,7 +78,10 @@ export async function waitReceipt(rpc: Rpc, hash: string, { confirmTimeoutMs, po
 export async function whyReverted(rpc: Rpc, tx: TxRequest, receipt: Receipt): Promise<string | undefined> {
   const before = BigInt(receipt.blockNumber) - 1n;
   try {
-    await rpc.call('eth_call', [{ from: tx.from, to: tx.to, data: tx.data, gas: hex(tx.gas), ...(tx.value ? { value: hex(tx.value) } : {}) }, hex(before < 0n ? 0n : before)]);
+    await rpc.call('eth_call', [
+      { from: tx.from, to: tx.to, data: tx.data, gas: hex(tx.gas), ...(tx.value ? { value: hex(tx.value) } : {}) },
+      hex(before < 0n ? 0n : before),
+    ]);
     return undefined;
   } catch (err) {
     if (!(err instanceof RpcError)) return undefined;
@@ -84,9 +93,14 @@ export async function whyReverted(rpc: Rpc, tx: TxRequest, receipt: Receipt): Pr
 
 /** The transaction that paid out escrowRef: its Paid event in the block the contract recorded. */
 export async function findPaidTx(rpc: Rpc, contract: string, escrowRef: string, block: bigint): Promise<Hex | null> {
-  const logs = await rpc.call<Array<{ transactionHash: Hex; removed?: boolean }>>('eth_getLogs', [{
-    address: contract, topics: [PAID_TOPIC, escrowRef], fromBlock: hex(block), toBlock: hex(block),
-  }]);
+  const logs = await rpc.call<Array<{ transactionHash: Hex; removed?: boolean }>>('eth_getLogs', [
+    {
+      address: contract,
+      topics: [PAID_TOPIC, escrowRef],
+      fromBlock: hex(block),
+      toBlock: hex(block),
+    },
+  ]);
   const live = logs.filter((l) => !l.removed);
   return live.length ? live[0].transactionHash : null;
 }

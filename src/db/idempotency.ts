@@ -21,7 +21,8 @@ export const FRESH = `SELECT request_hash, status, body, headers FROM idempotenc
   WHERE scope = $1 AND status IS NOT NULL AND created_at > now() - interval '24 hours'`;
 
 export function replay(row: Row, requestHash: string): Response {
-  if (row.request_hash !== requestHash) throw unprocessable('this Idempotency-Key was already used with a different request body; use a new key');
+  if (row.request_hash !== requestHash)
+    throw unprocessable('this Idempotency-Key was already used with a different request body; use a new key');
   return new Response(row.body, { status: row.status!, headers: { ...JSON.parse(row.headers ?? '{}'), 'idempotent-replayed': 'true' } });
 }
 
@@ -42,20 +43,31 @@ export async function idemClaim(tx: Queryable, slot: IdemSlot | undefined): Prom
 /** The statement a command adds to its transaction so the stored response commits with the effect. */
 export function idemStore(slot: IdemSlot | undefined, status: number, body: unknown): Stmt[] {
   if (!slot) return [];
-  return [{
-    // Replaces an expired record of the same scope (or a pending row an older version left behind).
-    text: `INSERT INTO idempotency (scope, request_hash, status, body, headers, created_at) VALUES ($1, $2, $3, $4, $5, now())
+  return [
+    {
+      // Replaces an expired record of the same scope (or a pending row an older version left behind).
+      text: `INSERT INTO idempotency (scope, request_hash, status, body, headers, created_at) VALUES ($1, $2, $3, $4, $5, now())
            ON CONFLICT (scope) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = EXCLUDED.status, body = EXCLUDED.body,
              headers = EXCLUDED.headers, created_at = EXCLUDED.created_at`,
-    params: [slot.scope, slot.requestHash, status, JSON.stringify(body), JSON.stringify({ 'content-type': 'application/json; charset=utf-8' })],
-  }];
+      params: [
+        slot.scope,
+        slot.requestHash,
+        status,
+        JSON.stringify(body),
+        JSON.stringify({ 'content-type': 'application/json; charset=utf-8' }),
+      ],
+    },
+  ];
 }
 
 /**
  * Deletes stored responses past their 24 h retention, a bounded batch at a time, so the table does
  * not grow without bound (keys are otherwise only cleared lazily when reused). Returns how many.
  */
-export async function pruneIdempotency(db: { query: (text: string, params?: unknown[]) => Promise<unknown[]> }, batch = 1000): Promise<number> {
+export async function pruneIdempotency(
+  db: { query: (text: string, params?: unknown[]) => Promise<unknown[]> },
+  batch = 1000,
+): Promise<number> {
   const rows = await db.query(
     `DELETE FROM idempotency WHERE scope IN (
        SELECT scope FROM idempotency WHERE created_at < now() - interval '24 hours' LIMIT $1)

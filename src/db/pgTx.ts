@@ -49,11 +49,12 @@ export interface TxDeadlines {
 }
 
 /** One turn of the event loop: setImmediate where there is one (Node), else a zero timeout (Deno). */
-const nextTurn = (): Promise<void> => new Promise((resolve) => {
-  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-  if (immediate) immediate(resolve);
-  else setTimeout(resolve, 0);
-});
+const nextTurn = (): Promise<void> =>
+  new Promise((resolve) => {
+    const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+    if (immediate) immediate(resolve);
+    else setTimeout(resolve, 0);
+  });
 
 const deadlineError = (what: string, ms: number) =>
   Object.assign(new Error(`no answer from Postgres within ${ms / 1000} s (${what})`), { code: 'QUERY_DEADLINE' });
@@ -81,7 +82,12 @@ function bounded<T>(p: Promise<T>, ms: number, what: string, onLate?: (v: T) => 
  * with fn's error, or the first statement error, after ROLLBACK. The connection is released unless
  * it was lost.
  */
-export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: Tx) => Promise<T>, deadlines: TxDeadlines, prepare = true): Promise<T> {
+export async function pipelinedTx<T>(
+  reserve: () => Promise<Reserved>,
+  fn: (tx: Tx) => Promise<T>,
+  deadlines: TxDeadlines,
+  prepare = true,
+): Promise<T> {
   // A reservation that comes after its deadline goes straight back to the pool.
   const r = await bounded(reserve(), deadlines.reserveMs, 'waiting for a connection', (late) => late.release());
   let conn: Conn | undefined;
@@ -111,9 +117,15 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
       begun = true;
       // Sent with the statement below (postgres.js coalesces writes of one tick); its failure is
       // the statement's failure too, so its own promise only needs a handler.
-      r.unsafe('BEGIN', [], { onexecute } as never).execute().catch(() => {});
+      r.unsafe('BEGIN', [], { onexecute } as never)
+        .execute()
+        .catch(() => {});
     }
-    const q = r.unsafe(text, params as postgres.ParameterOrJSON<never>[], (alone ? { prepare, onexecute } : { prepare }) as never) as unknown as Promise<Row[]>;
+    const q = r.unsafe(
+      text,
+      params as postgres.ParameterOrJSON<never>[],
+      (alone ? { prepare, onexecute } : { prepare }) as never,
+    ) as unknown as Promise<Row[]>;
     return bounded(q, deadlines.statementMs, text.slice(0, 40)).catch((err) => {
       // Unanswered: the connection cannot be trusted with anything more, nor given back.
       if ((err as { code?: string }).code === 'QUERY_DEADLINE') lost ??= err;
@@ -154,7 +166,8 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
         state = 'done';
         if (rows.status === 'rejected') throw rows.reason;
         if (done.status === 'rejected') throw (level.failed ??= done.reason);
-        if ((done.value as unknown as { command?: string }).command !== 'COMMIT') throw (level.failed ??= new RolledBack('the transaction was rolled back'));
+        if ((done.value as unknown as { command?: string }).command !== 'COMMIT')
+          throw (level.failed ??= new RolledBack('the transaction was rolled back'));
         committed = true;
         return rows.value;
       },
@@ -178,7 +191,10 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
           if (child.failed) throw child.failed;
         } catch (err) {
           hooks.length = mark; // hooks of a rolled-back savepoint never run
-          if (!lost && state === 'open') await send(`ROLLBACK TO SAVEPOINT ${name}`).catch((e) => { level.failed ??= e; });
+          if (!lost && state === 'open')
+            await send(`ROLLBACK TO SAVEPOINT ${name}`).catch((e) => {
+              level.failed ??= e;
+            });
           throw err;
         }
         // Not waited for: it goes with the next statements (the next savepoint of a sweep pass); a
@@ -221,4 +237,3 @@ export async function pipelinedTx<T>(reserve: () => Promise<Reserved>, fn: (tx: 
     if (!lost) r.release();
   }
 }
-

@@ -43,7 +43,10 @@ const TX_DEADLINES = { reserveMs: QUERY_DEADLINE_MS, statementMs: 30_000 };
 function deadline<T>(p: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`no answer from Postgres within ${QUERY_DEADLINE_MS / 1000} s`), { code: 'QUERY_DEADLINE' })), QUERY_DEADLINE_MS);
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`no answer from Postgres within ${QUERY_DEADLINE_MS / 1000} s`), { code: 'QUERY_DEADLINE' })),
+      QUERY_DEADLINE_MS,
+    );
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
@@ -102,15 +105,16 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   const { url, host } = socketUrl(rawUrl);
   const driver = opts.driver ?? PG_DRIVER_DEFAULTS;
   const onStatement = opts.onStatement;
-  const make = () => postgres(url, {
-    ...(host ? { host } : {}),
-    ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
-    max: opts.max ?? 10,
-    onnotice: () => {},
-    // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
-    // needed, timestamps come back as Date.
-    connection: { application_name: opts.applicationName ?? 'escrow-settlement', ...(opts.schema ? { search_path: opts.schema } : {}) },
-  });
+  const make = () =>
+    postgres(url, {
+      ...(host ? { host } : {}),
+      ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
+      max: opts.max ?? 10,
+      onnotice: () => {},
+      // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
+      // needed, timestamps come back as Date.
+      connection: { application_name: opts.applicationName ?? 'escrow-settlement', ...(opts.schema ? { search_path: opts.schema } : {}) },
+    });
   let sql = make();
   let renewedAt = 0;
   let closing = false;
@@ -125,7 +129,8 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   };
   return {
     kind: 'postgres',
-    query: <T extends Row>(text: string, params?: unknown[]) => deadline(wrap(sql, driver.prepare).query<T>(text, params)).catch(renewOnOutage),
+    query: <T extends Row>(text: string, params?: unknown[]) =>
+      deadline(wrap(sql, driver.prepare).query<T>(text, params)).catch(renewOnOutage),
     batch: (stmts: Stmt[]) => deadline(wrap(sql, driver.prepare).batch(stmts)).catch(renewOnOutage),
     // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts).
     tx: <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage),

@@ -40,7 +40,16 @@ export interface DisputeJson {
   openedAt: string;
 }
 
-type Row = { id: string; escrow_id: string; state: DisputeJson['state']; opened_by: string; reason: string; evidence: string; ruling: string | null; opened_at: string };
+type Row = {
+  id: string;
+  escrow_id: string;
+  state: DisputeJson['state'];
+  opened_by: string;
+  reason: string;
+  evidence: string;
+  ruling: string | null;
+  opened_at: string;
+};
 
 const toJson = (r: Row): DisputeJson => ({
   id: r.id,
@@ -66,7 +75,13 @@ export async function getDispute(svc: CommandDeps, escrowId: string): Promise<Di
   return toJson(await disputeOf(svc.db, escrowId));
 }
 
-export async function openDispute(svc: CommandDeps, escrowId: string, act: PartyAct, reason: string, idem?: IdemSlot): Promise<DisputeJson> {
+export async function openDispute(
+  svc: CommandDeps,
+  escrowId: string,
+  act: PartyAct,
+  reason: string,
+  idem?: IdemSlot,
+): Promise<DisputeJson> {
   const signedFields = act.form === 'client' && reason !== '' ? { reason } : {};
   const actionHash = partyActHash(escrowId, act, 'dispute.open', signedFields);
   return svc.db.tx(async (tx) => {
@@ -82,19 +97,40 @@ export async function openDispute(svc: CommandDeps, escrowId: string, act: Party
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.decideWithinSeconds * 1000);
     // The bundle keeps the opening as signed: a sandbox agent's held key signs the reason too (docs/protocol.md §11.4).
     const signed = await signedAct(tx, escrowId, act, 'dispute.open', reason !== '' ? { reason } : {}, openedBy, at, entries[0].index);
-    await tx.batch([fuse([
-      { text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`, params: [d.id, escrowId, openedBy, reason, at] },
-      trailWrite(escrowId, entries),
-      partySignatureWrite(escrowId, [signed]),
-      escrowUpdate(escrowId, { state: 'disputed', deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
-      ...recordSigned(escrowId, [actionHash]),
-      ...idemStore(idem, 201, d),
-    ])]);
+    await tx.batch([
+      fuse([
+        {
+          text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`,
+          params: [d.id, escrowId, openedBy, reason, at],
+        },
+        trailWrite(escrowId, entries),
+        partySignatureWrite(escrowId, [signed]),
+        escrowUpdate(escrowId, {
+          state: 'disputed',
+          deadlineAt,
+          custodyStatus: e.custodyStatus,
+          verdict: e.verdict,
+          trailLength: e.trailLength + 1,
+          trailHead: entries[0].hash,
+          now: e.now,
+        }),
+        ...recordSigned(escrowId, [actionHash]),
+        ...idemStore(idem, 201, d),
+      ]),
+    ]);
     return d;
   });
 }
 
-export async function addEvidence(svc: CommandDeps, escrowId: string, act: PartyAct, note: string | undefined, payload: unknown, hasPayload: boolean, idem?: IdemSlot): Promise<DisputeJson> {
+export async function addEvidence(
+  svc: CommandDeps,
+  escrowId: string,
+  act: PartyAct,
+  note: string | undefined,
+  payload: unknown,
+  hasPayload: boolean,
+  idem?: IdemSlot,
+): Promise<DisputeJson> {
   const contentHash = sha256Hex(hasPayload ? canonicalPayload(payload) : canonicalPayload(note ?? ''));
   const fields: Record<string, unknown> = {};
   if (note !== undefined) fields.note = note;
@@ -115,14 +151,24 @@ export async function addEvidence(svc: CommandDeps, escrowId: string, act: Party
     const entries = extend(e.trailLength, e.trailHead, [{ event: 'dispute.evidence', body: { disputeId: d.id, party, contentHash } }], at);
     const signed = await signedAct(tx, escrowId, act, 'dispute.evidence', fields, party, at, entries[0].index);
     const out = toJson({ ...d, state, evidence: JSON.stringify(evidence) });
-    await tx.batch([fuse([
-      { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
-      trailWrite(escrowId, entries),
-      partySignatureWrite(escrowId, [signed]),
-      escrowUpdate(escrowId, { state: e.state, deadlineAt: e.deadlineAt, custodyStatus: e.custodyStatus, verdict: e.verdict, trailLength: e.trailLength + 1, trailHead: entries[0].hash, now: e.now }),
-      ...recordSigned(escrowId, [actionHash]),
-      ...idemStore(idem, 200, out),
-    ])]);
+    await tx.batch([
+      fuse([
+        { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
+        trailWrite(escrowId, entries),
+        partySignatureWrite(escrowId, [signed]),
+        escrowUpdate(escrowId, {
+          state: e.state,
+          deadlineAt: e.deadlineAt,
+          custodyStatus: e.custodyStatus,
+          verdict: e.verdict,
+          trailLength: e.trailLength + 1,
+          trailHead: entries[0].hash,
+          now: e.now,
+        }),
+        ...recordSigned(escrowId, [actionHash]),
+        ...idemStore(idem, 200, out),
+      ]),
+    ]);
     return out;
   });
 }
@@ -143,15 +189,21 @@ export function checkShares(outcome: RulingOutcome, shares: unknown): Shares | u
   if (extra) throw rulingError(`shares.${extra} is not a known field`);
   for (const k of ['payerBps', 'payeeBps'] as const) {
     const v = s[k];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 10000) throw rulingError(`shares.${k} must be an integer from 0 to 10000`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 10000)
+      throw rulingError(`shares.${k} must be an integer from 0 to 10000`);
   }
   if ((s.payerBps as number) + (s.payeeBps as number) !== 10000) throw rulingError('shares.payerBps + shares.payeeBps must equal 10000');
   return { payerBps: s.payerBps as number, payeeBps: s.payeeBps as number };
 }
 
 /** The body both parties (or the arbiter) sign (docs/protocol.md §6.3). */
-export const rulingBody = (escrowId: string, disputeId: string, outcome: RulingOutcome, rationale: string, shares?: Shares) =>
-  ({ escrowId, disputeId, outcome, rationale, ...(shares ? { shares } : {}) });
+export const rulingBody = (escrowId: string, disputeId: string, outcome: RulingOutcome, rationale: string, shares?: Shares) => ({
+  escrowId,
+  disputeId,
+  outcome,
+  rationale,
+  ...(shares ? { shares } : {}),
+});
 
 function decidedBy(e: Locked, signers: Set<string>): Ruling['decidedBy'] {
   if (signers.has(e.payer.publicKey) && signers.has(e.payee.publicKey)) return 'co-signature';
@@ -162,7 +214,12 @@ function decidedBy(e: Locked, signers: Set<string>): Ruling['decidedBy'] {
   throw rulingError(`the ruling lacks the required signatures: it needs ${missing}`);
 }
 
-export async function resolveDispute(svc: CommandDeps, escrowId: string, input: ResolveInput, idem?: IdemSlot): Promise<{ dispute: DisputeJson; proof: Proof }> {
+export async function resolveDispute(
+  svc: CommandDeps,
+  escrowId: string,
+  input: ResolveInput,
+  idem?: IdemSlot,
+): Promise<{ dispute: DisputeJson; proof: Proof }> {
   const shares = checkShares(input.outcome, input.shares);
   const rationale = input.rationale ?? '';
   const held = await loadAgents(svc.db, input.agentIds ?? [], 'agentIds');
@@ -181,7 +238,8 @@ export async function resolveDispute(svc: CommandDeps, escrowId: string, input: 
     const signers = new Set<string>();
     const sigs = new Map<string, string>();
     (input.signatures ?? []).forEach((s, i) => {
-      if (!verifyHex(s.signature, body, s.signer)) throw rulingError(`signatures[${i}] does not verify over JCS {escrowId, disputeId, outcome, rationale${shares ? ', shares' : ''}}`);
+      if (!verifyHex(s.signature, body, s.signer))
+        throw rulingError(`signatures[${i}] does not verify over JCS {escrowId, disputeId, outcome, rationale${shares ? ', shares' : ''}}`);
       signers.add(s.signer);
       sigs.set(s.signer, s.signature);
     });
@@ -191,12 +249,23 @@ export async function resolveDispute(svc: CommandDeps, escrowId: string, input: 
       signers.add(a.publicKey);
       if (!sigs.has(a.publicKey)) sigs.set(a.publicKey, signJson(signedBody, a.secretKey));
     }
-    const ruling: Ruling = { outcome: input.outcome, rationale, decidedAt: e.now.toISOString(), decidedBy: decidedBy(e, signers), ...(shares ? { shares } : {}) };
+    const ruling: Ruling = {
+      outcome: input.outcome,
+      rationale,
+      decidedAt: e.now.toISOString(),
+      decidedBy: decidedBy(e, signers),
+      ...(shares ? { shares } : {}),
+    };
     // The signatures of the parties and arbiter the ruling rests on, kept for the bundle (docs/protocol.md §11.4).
     const roles = new Set([e.payer.publicKey, e.payee.publicKey, ...(e.arbiter ? [e.arbiter.publicKey] : [])]);
-    const kept: PartySignatureRow[] = [...sigs].filter(([k]) => roles.has(k))
+    const kept: PartySignatureRow[] = [...sigs]
+      .filter(([k]) => roles.has(k))
       .map(([publicKey, signature]) => ({ kind: 'ruling', trailIndex: null, publicKey, signedBody, signature }));
-    const closed = await closeMatter(tx, svc, { e, closing: { kind: 'ruling', disputeId: d.id, ruling }, writes: [partySignatureWrite(escrowId, kept)] });
+    const closed = await closeMatter(tx, svc, {
+      e,
+      closing: { kind: 'ruling', disputeId: d.id, ruling },
+      writes: [partySignatureWrite(escrowId, kept)],
+    });
     if (closed.ok) {
       const answer = { dispute: toJson({ ...d, state: 'resolved', ruling: JSON.stringify(ruling) }), proof: closed.proof };
       const rest = [...recordSigned(escrowId, hashes), ...idemStore(idem, 200, answer)];
@@ -209,10 +278,10 @@ export async function resolveDispute(svc: CommandDeps, escrowId: string, input: 
   return { dispute, proof: r.closed.proof };
 }
 
-
-
 /** 409 `replayed` when every one of a ruling's signatures was accepted before (a partial overlap is a new ruling). */
 async function assertFreshAll(tx: Queryable, hashes: string[]): Promise<void> {
-  const seen = await tx.query<{ n: string }>('SELECT count(*)::text AS n FROM signed_actions WHERE action_hash = ANY($1::text[])', [[...new Set(hashes)]]);
+  const seen = await tx.query<{ n: string }>('SELECT count(*)::text AS n FROM signed_actions WHERE action_hash = ANY($1::text[])', [
+    [...new Set(hashes)],
+  ]);
   if (Number(seen[0].n) === new Set(hashes).size) await assertFresh(tx, hashes, 'ruling');
 }

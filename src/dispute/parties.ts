@@ -17,7 +17,13 @@ export type PartyAct =
  * covers JCS of {escrowId, action, …fields, signedAt}, so it cannot be replayed on another escrow
  * or action, and signedAt must be within 300 s of the service clock.
  */
-export async function actingParty(tx: Queryable, e: Locked, act: PartyAct, action: string, fields: Record<string, unknown>): Promise<string> {
+export async function actingParty(
+  tx: Queryable,
+  e: Locked,
+  act: PartyAct,
+  action: string,
+  fields: Record<string, unknown>,
+): Promise<string> {
   const parties = [e.payer.publicKey, e.payee.publicKey];
   if (act.form === 'sandbox') {
     const rows = await tx.query<{ public_key: string }>('SELECT public_key FROM agents WHERE id = $1', [act.agentId]);
@@ -31,7 +37,9 @@ export async function actingParty(tx: Queryable, e: Locked, act: PartyAct, actio
   if (skew > MAX_SKEW_MS) throw unprocessable(`signedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
   const body = { escrowId: e.id, action, ...fields, signedAt: act.signedAt };
   if (!verifyHex(act.signature.signature, canonicalBytes(body), act.party)) {
-    throw unprocessable(`signature.signature does not verify over JCS {escrowId, action: "${action}", ${Object.keys(fields).join(', ')}${Object.keys(fields).length ? ', ' : ''}signedAt} with the party key`);
+    throw unprocessable(
+      `signature.signature does not verify over JCS {escrowId, action: "${action}", ${Object.keys(fields).join(', ')}${Object.keys(fields).length ? ', ' : ''}signedAt} with the party key`,
+    );
   }
   return act.party;
 }
@@ -56,11 +64,22 @@ export async function assertFresh(tx: Queryable, hashes: Array<string | null>, w
   const hs = hashes.filter((h): h is string => h !== null);
   if (hs.length === 0) return;
   const seen = await tx.query('SELECT 1 FROM signed_actions WHERE action_hash = ANY($1::text[]) LIMIT 1', [hs]);
-  if (seen.length > 0) throw new AppError('replayed', `this signed ${what} was already accepted once; nothing was added. Sign a new one (a fresh signedAt) to act again`);
+  if (seen.length > 0)
+    throw new AppError(
+      'replayed',
+      `this signed ${what} was already accepted once; nothing was added. Sign a new one (a fresh signedAt) to act again`,
+    );
 }
 
 /** The rows recording accepted signed actions, for the applying transaction's batch. */
 export const recordSigned = (escrowId: string, hashes: Array<string | null>): Stmt[] => {
   const hs = [...new Set(hashes.filter((h): h is string => h !== null))];
-  return hs.length === 0 ? [] : [{ text: 'INSERT INTO signed_actions (action_hash, escrow_id) SELECT h, $2 FROM unnest($1::text[]) AS h ON CONFLICT DO NOTHING', params: [hs, escrowId] }];
+  return hs.length === 0
+    ? []
+    : [
+        {
+          text: 'INSERT INTO signed_actions (action_hash, escrow_id) SELECT h, $2 FROM unnest($1::text[]) AS h ON CONFLICT DO NOTHING',
+          params: [hs, escrowId],
+        },
+      ];
 };

@@ -23,7 +23,9 @@ export async function serviceNow(q: Queryable): Promise<string> {
 }
 
 export async function readClock(q: Queryable): Promise<ClockState> {
-  const [r] = await q.query<{ now: Date; offset_ms: string }>('SELECT svc_now() AS now, offset_ms::text AS offset_ms FROM clock WHERE id = 1');
+  const [r] = await q.query<{ now: Date; offset_ms: string }>(
+    'SELECT svc_now() AS now, offset_ms::text AS offset_ms FROM clock WHERE id = 1',
+  );
   return { now: r.now.toISOString(), offsetSeconds: Number(r.offset_ms) / 1000 };
 }
 
@@ -42,7 +44,9 @@ export async function advanceClock(q: Queryable, seconds: number): Promise<Clock
   );
   if (rows.length === 0) {
     const cur = await readClock(q);
-    throw badRequest(`advanceSeconds would move the clock past ${CLOCK_CEILING.toISOString()} (now ${cur.now}, offset ${cur.offsetSeconds} s): the clock must stay 10 years (the longest deadline) before year 9999`);
+    throw badRequest(
+      `advanceSeconds would move the clock past ${CLOCK_CEILING.toISOString()} (now ${cur.now}, offset ${cur.offsetSeconds} s): the clock must stay 10 years (the longest deadline) before year 9999`,
+    );
   }
   return { now: rows[0].now.toISOString(), offsetSeconds: Number(rows[0].offset_ms) / 1000 };
 }

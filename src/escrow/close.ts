@@ -59,13 +59,17 @@ function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[
     body: { disputeId, outcome: r.outcome, decidedBy: r.decidedBy, ...(r.shares ? { shares: r.shares } : {}) },
   });
   switch (c.kind) {
-    case 'release': return [];
-    case 'refund': return [{ event: 'escrow.refunded', body: { proofId } }];
-    case 'ruling': return [resolved(c.disputeId, c.ruling)];
-    case 'timeout': return [
-      { event: 'escrow.timeout', body: { stage: c.stage, outcome } },
-      ...(c.disputeId && c.ruling ? [resolved(c.disputeId, c.ruling)] : []),
-    ];
+    case 'release':
+      return [];
+    case 'refund':
+      return [{ event: 'escrow.refunded', body: { proofId } }];
+    case 'ruling':
+      return [resolved(c.disputeId, c.ruling)];
+    case 'timeout':
+      return [
+        { event: 'escrow.timeout', body: { stage: c.stage, outcome } },
+        ...(c.disputeId && c.ruling ? [resolved(c.disputeId, c.ruling)] : []),
+      ];
   }
 }
 
@@ -100,9 +104,7 @@ export interface CloseInput {
   whileWriting?: () => Promise<void>;
 }
 
-export type CloseResult =
-  | { ok: true; proof: Proof; state: EscrowState }
-  | { ok: false; error: string; attempt: number };
+export type CloseResult = { ok: true; proof: Proof; state: EscrowState } | { ok: false; error: string; attempt: number };
 
 export interface Signed {
   proofId: string;
@@ -123,40 +125,58 @@ const sent = (tx: Queryable) => ('sent' in tx ? (tx as Tx).sent() : Promise.reso
  * undefined where custody puts something of its own into the proof (chain custody's anchor).
  * The signature is spent if custody then fails: the proof is dropped, never stored.
  */
-export async function presignClosing(tx: Queryable, svc: CommandDeps, e: Locked, closing: Closing, pending: NewEvent[] = []): Promise<Signed | undefined> {
+export async function presignClosing(
+  tx: Queryable,
+  svc: CommandDeps,
+  e: Locked,
+  closing: Closing,
+  pending: NewEvent[] = [],
+): Promise<Signed | undefined> {
   if (svc.custody.kind !== 'simulated') return undefined;
   const { outcome, shares } = outcomeOf(closing);
   return signClosing(tx, e, closing, pending, { outcome, shares, at: e.now.toISOString() });
 }
 
 /** The proof of a confirmed closing, signed, its leaf hash, and the trail entries the closing appends. */
-async function signClosing(tx: Queryable, e: Locked, closing: Closing, pending: NewEvent[], o: { outcome: Outcome; shares?: Shares; at: string; anchor?: Proof['anchor'] }): Promise<Signed> {
+async function signClosing(
+  tx: Queryable,
+  e: Locked,
+  closing: Closing,
+  pending: NewEvent[],
+  o: { outcome: Outcome; shares?: Shares; at: string; anchor?: Proof['anchor'] },
+): Promise<Signed> {
   const proofId = newId('prf');
   const before = extend(e.trailLength, e.trailHead, [...pending, ...closingEvents(closing, proofId, o.outcome)], o.at);
   const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
   const key = await issuerSigner(tx, e.issuerKeyId);
   const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
-  const { proof, jcs, leafHashHex } = signProofOnce({
-    id: proofId,
-    escrowId: e.id,
-    outcome: o.outcome,
-    payer: e.payer.publicKey,
-    payee: e.payee.publicKey,
-    amount: formatAmount(e.amount),
-    asset: e.asset,
-    termsHash: e.termsHash,
-    ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
-    ...(e.verdictId ? { verdictId: e.verdictId } : {}),
-    ...(disputeId ?? e.disputeId ? { disputeId: disputeId ?? e.disputeId! } : {}),
-    ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
-    ...(o.shares ? { shares: o.shares } : {}),
-    // Chain-backed custody: where the payout happened, inside the signed body (docs/protocol.md §11.1, §21).
-    ...(o.anchor ? { anchor: o.anchor } : {}),
-    trailHead: head.hash,
-    trailLength: head.index + 1,
-    issuedAt: o.at,
-  }, key);
-  const entries = [...before, ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at)];
+  const { proof, jcs, leafHashHex } = signProofOnce(
+    {
+      id: proofId,
+      escrowId: e.id,
+      outcome: o.outcome,
+      payer: e.payer.publicKey,
+      payee: e.payee.publicKey,
+      amount: formatAmount(e.amount),
+      asset: e.asset,
+      termsHash: e.termsHash,
+      ...(e.deliveryHash ? { deliveryHash: e.deliveryHash } : {}),
+      ...(e.verdictId ? { verdictId: e.verdictId } : {}),
+      ...((disputeId ?? e.disputeId) ? { disputeId: disputeId ?? e.disputeId! } : {}),
+      ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
+      ...(o.shares ? { shares: o.shares } : {}),
+      // Chain-backed custody: where the payout happened, inside the signed body (docs/protocol.md §11.1, §21).
+      ...(o.anchor ? { anchor: o.anchor } : {}),
+      trailHead: head.hash,
+      trailLength: head.index + 1,
+      issuedAt: o.at,
+    },
+    key,
+  );
+  const entries = [
+    ...before,
+    ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at),
+  ];
   return { proofId, proof, entries, leafHashHex, jcs, disputeId };
 }
 
@@ -179,7 +199,12 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   // later rolls back, losing the journal; such an adapter must find its own earlier payout again
   // from a key derived from the escrow id (not from this journal) and confirm it instead of paying twice.
   const settling = svc.custody.settle(tx, {
-    escrowId: e.id, reference, outcome, payerAmount: amounts.payer, payeeAmount: amounts.payee, asset: e.asset,
+    escrowId: e.id,
+    reference,
+    outcome,
+    payerAmount: amounts.payer,
+    payeeAmount: amounts.payee,
+    asset: e.asset,
     faultPending: e.faultPending,
   });
   // Simulated custody puts nothing of its own into the proof (chain custody's anchor is known only
@@ -205,21 +230,32 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   });
 
   if (!settled.ok) {
-    const entries = extend(e.trailLength, e.trailHead, [...pending, { event: 'custody.failed', body: { attempt, error: settled.error } }], at);
+    const entries = extend(
+      e.trailLength,
+      e.trailHead,
+      [...pending, { event: 'custody.failed', body: { attempt, error: settled.error } }],
+      at,
+    );
     const last = entries[entries.length - 1];
     await write([
       ...(input.writes ?? []),
       journal('settle-failed', settled.error),
       trailWrite(e.id, entries),
       escrowUpdate(e.id, {
-        state: input.ifFailedState ?? e.state, deadlineAt: null, custodyStatus: 'settle-failed',
-        verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now,
+        state: input.ifFailedState ?? e.state,
+        deadlineAt: null,
+        custodyStatus: 'settle-failed',
+        verdict: input.verdict ?? e.verdict,
+        trailLength: last.index + 1,
+        trailHead: last.hash,
+        now,
       }),
     ]);
     return { ok: false, error: settled.error, attempt };
   }
 
-  const { proofId, proof, entries, leafHashHex, jcs, disputeId } = early ?? await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor });
+  const { proofId, proof, entries, leafHashHex, jcs, disputeId } =
+    early ?? (await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor }));
   const last = entries[entries.length - 1];
   const state = finalState(closing);
   const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
@@ -227,7 +263,15 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
     ...(input.writes ?? []),
     journal('confirmed', null),
     trailWrite(e.id, entries),
-    escrowUpdate(e.id, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict ?? e.verdict, trailLength: last.index + 1, trailHead: last.hash, now }),
+    escrowUpdate(e.id, {
+      state,
+      deadlineAt: null,
+      custodyStatus: 'settled',
+      verdict: input.verdict ?? e.verdict,
+      trailLength: last.index + 1,
+      trailHead: last.hash,
+      now,
+    }),
     {
       text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
       params: [proofId, e.id, leafHashHex, jcs, now],

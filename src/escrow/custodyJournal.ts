@@ -9,7 +9,18 @@ import { custodyFailed } from './refund.ts';
 import { proofOfEscrow } from '../proof/proofs.ts';
 import type { Proof } from '../proof/proof.ts';
 
-type Row = { escrow_id: string; status: string; outcome: string; payer_amount: string; payee_amount: string; attempts: number; last_error: string | null; reference: string; created_at: Date; updated_at: Date };
+type Row = {
+  escrow_id: string;
+  status: string;
+  outcome: string;
+  payer_amount: string;
+  payee_amount: string;
+  attempts: number;
+  last_error: string | null;
+  reference: string;
+  created_at: Date;
+  updated_at: Date;
+};
 
 export async function getCustody(svc: CommandDeps, escrowId: string) {
   const rows = await svc.db.query<Row>(

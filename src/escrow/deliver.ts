@@ -63,11 +63,15 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       submittedAt = at;
       // Signed here with the held key (public half derived once per key); not verified again.
       const signer = heldSigner(agentKey!.secretKey);
-      signature = { signer: agentKey!.publicKey, signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt))))) };
+      signature = {
+        signer: agentKey!.publicKey,
+        signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt))))),
+      };
     } else {
-      if (input.signature.signer !== e.payee.publicKey) throw unprocessable('signature.signer is not this escrow\'s payee key');
+      if (input.signature.signer !== e.payee.publicKey) throw unprocessable("signature.signer is not this escrow's payee key");
       const skew = Math.abs(Date.parse(input.submittedAt) - e.now.getTime());
-      if (skew > MAX_SKEW_MS) throw unprocessable(`submittedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
+      if (skew > MAX_SKEW_MS)
+        throw unprocessable(`submittedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
       const body = utf8(canonicalize(deliverySigningBody(escrowId, contentHash, input.submittedAt)));
       if (!verifyHex(input.signature.signature, body, e.payee.publicKey)) {
         throw unprocessable('signature.signature does not verify over JCS {escrowId, contentHash, submittedAt} with the payee key');
@@ -84,7 +88,10 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     const verdict = { id: verdictId, escrowId, deliveryId, passed: evaluation.passed, results: evaluation.results, decidedAt: at };
     const pending = [
       { event: 'delivery.submitted', body: { deliveryId, contentHash } },
-      { event: evaluation.passed ? 'verdict.passed' : 'verdict.failed', body: { verdictId, passed: evaluation.passed, failed: failedKinds } },
+      {
+        event: evaluation.passed ? 'verdict.passed' : 'verdict.failed',
+        body: { verdictId, passed: evaluation.passed, failed: failedKinds },
+      },
     ];
     const writes = [
       {
@@ -101,11 +108,21 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const last = entries[entries.length - 1];
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([fuse([
-        ...writes,
-        trailWrite(escrowId, entries),
-        escrowUpdate(escrowId, { state: 'delivered', deadlineAt, custodyStatus: e.custodyStatus, verdict: 'failed', trailLength: last.index + 1, trailHead: last.hash, now: e.now }),
-      ])]);
+      await tx.commitWith([
+        fuse([
+          ...writes,
+          trailWrite(escrowId, entries),
+          escrowUpdate(escrowId, {
+            state: 'delivered',
+            deadlineAt,
+            custodyStatus: e.custodyStatus,
+            verdict: 'failed',
+            trailLength: last.index + 1,
+            trailHead: last.hash,
+            now: e.now,
+          }),
+        ]),
+      ]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {

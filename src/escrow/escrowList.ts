@@ -40,7 +40,12 @@ function listSql(f: EscrowFilter, after: bigint | null, limit: number | null): {
 }
 
 /** One page of escrows in creation order, and the cursor of the next page (null at the end). */
-export async function listEscrows(svc: CommandDeps, f: EscrowFilter, after: bigint | null, limit: number): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
+export async function listEscrows(
+  svc: CommandDeps,
+  f: EscrowFilter,
+  after: bigint | null,
+  limit: number,
+): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
   const q = listSql(f, after, sqlLimit(limit));
   const rows = await svc.db.query(q.text, q.params);
   const { page, nextCursor } = cutPage(rows, limit, ESCROW_CURSOR, (r) => r.seq);
@@ -70,7 +75,7 @@ export async function streamAllEscrows(svc: CommandDeps, f: EscrowFilter, from: 
         started = true;
         controller.enqueue(enc.encode('{"escrows":['));
       }
-      const rows = firstPage ?? await page();
+      const rows = firstPage ?? (await page());
       firstPage = null;
       if (rows.length > 0) {
         const parts = rows.map((r) => JSON.stringify(toJson(fromRow(r))));

@@ -128,14 +128,19 @@ export async function lockEscrow(tx: Queryable, id: string): Promise<Locked> {
  * lockEscrow, reading an agent's keys in the same statement (a sandbox delivery signs with the
  * payee's held key): `agent` is null when there is no such agent.
  */
-export async function lockEscrowWith(tx: Queryable, id: string, agentId?: string): Promise<{ e: Locked; agent: { publicKey: string; secretKey: string } | null }> {
-  const rows = agentId === undefined
-    ? await tx.query('SELECT * FROM lock_escrow($1)', [id])
-    : await tx.query(
-      `SELECT l.*, a.public_key AS agent_public_key, a.secret_key AS agent_secret_key
+export async function lockEscrowWith(
+  tx: Queryable,
+  id: string,
+  agentId?: string,
+): Promise<{ e: Locked; agent: { publicKey: string; secretKey: string } | null }> {
+  const rows =
+    agentId === undefined
+      ? await tx.query('SELECT * FROM lock_escrow($1)', [id])
+      : await tx.query(
+          `SELECT l.*, a.public_key AS agent_public_key, a.secret_key AS agent_secret_key
          FROM lock_escrow($1) l LEFT JOIN agents a ON a.id = $2`,
-      [id, agentId],
-    );
+          [id, agentId],
+        );
   if (rows.length === 0) throw notFound(`no escrow ${id}`);
   const r = rows[0];
   return { e: lockedFrom(r), agent: r.agent_public_key ? { publicKey: r.agent_public_key, secretKey: r.agent_secret_key } : null };
@@ -213,15 +218,18 @@ export function trailWrite(escrowId: string, entries: TrailEntry[], newTenants?:
 }
 
 /** Updates the escrow's state, deadline, custody status and trail head in one statement. */
-export function escrowUpdate(id: string, set: {
-  state: EscrowState;
-  deadlineAt: Date | null;
-  custodyStatus: string;
-  verdict: string;
-  trailLength: number;
-  trailHead: string;
-  now: Date;
-}): Stmt {
+export function escrowUpdate(
+  id: string,
+  set: {
+    state: EscrowState;
+    deadlineAt: Date | null;
+    custodyStatus: string;
+    verdict: string;
+    trailLength: number;
+    trailHead: string;
+    now: Date;
+  },
+): Stmt {
   return {
     text: `UPDATE escrows SET state = $2, deadline_at = $3, custody_status = $4, verdict = $5,
              trail_length = $6, trail_head = $7, updated_at = $8 WHERE id = $1`,
@@ -235,7 +243,14 @@ export async function readTrail(q: Queryable, escrowId: string, upTo?: number): 
       WHERE escrow_id = $1 AND ($2::int IS NULL OR idx < $2) ORDER BY idx`,
     [escrowId, upTo ?? null],
   );
-  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+  return rows.map((r) => ({
+    index: Number(r.idx),
+    prevHash: r.prev_hash,
+    hash: r.hash,
+    at: r.at,
+    event: r.event,
+    body: JSON.parse(r.body),
+  }));
 }
 
 /**
@@ -249,5 +264,12 @@ export async function readTrailPage(q: Queryable, escrowId: string, after: bigin
       WHERE escrow_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
     [escrowId, after === null ? -1 : Number(after), limit + 1],
   );
-  return rows.map((r) => ({ index: Number(r.idx), prevHash: r.prev_hash, hash: r.hash, at: r.at, event: r.event, body: JSON.parse(r.body) }));
+  return rows.map((r) => ({
+    index: Number(r.idx),
+    prevHash: r.prev_hash,
+    hash: r.hash,
+    at: r.at,
+    event: r.event,
+    body: JSON.parse(r.body),
+  }));
 }

@@ -42,15 +42,27 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
  * The parties' keys and the database clock in one round trip: every agent named (payer, payee,
  * arbiter) is read by one statement, which also reads svc_now() for a creation without a mandate.
  */
-async function resolveParties(svc: CommandDeps, input: CreateInput): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date; tenants: string[] }> {
-  const named: Array<[string, PartyInput | undefined]> = [['payer', input.payer], ['payee', input.payee], ['arbiter', input.arbiter]];
+async function resolveParties(
+  svc: CommandDeps,
+  input: CreateInput,
+): Promise<{ parties: { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }; now: Date; tenants: string[] }> {
+  const named: Array<[string, PartyInput | undefined]> = [
+    ['payer', input.payer],
+    ['payee', input.payee],
+    ['arbiter', input.arbiter],
+  ];
   const ids = named.flatMap(([, p]) => (p && 'agentId' in p ? [p.agentId] : []));
   const [row] = await svc.db.query<{ now: Date; agents: string | null }>(
     `SELECT svc_now() AS now, (SELECT json_agg(json_build_object('id', id, 'label', label, 'publicKey', public_key, 'owner', owner_key))::text
                                FROM agents WHERE id = ANY($1::text[])) AS agents`,
     [ids],
   );
-  const byId = new Map<string, { label: string | null; publicKey: string; owner: string | null }>((JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string; owner: string | null }>).map((a) => [a.id, a]));
+  const byId = new Map<string, { label: string | null; publicKey: string; owner: string | null }>(
+    (JSON.parse(row.agents ?? '[]') as Array<{ id: string; label: string | null; publicKey: string; owner: string | null }>).map((a) => [
+      a.id,
+      a,
+    ]),
+  );
   // Tenancy (docs/protocol.md §18.3), read by the same statement: a confined creator names only its own agents
   // (another key's is 404, as if it did not exist); the creator and every named agent's owner see the escrow.
   const scope = input.scope ?? null;
@@ -83,12 +95,19 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
     if (input.mandateId) {
       // Lock: the mandate row (FOR UPDATE) — serialises escrow creations under one mandate so
       // the cumulative cap check and the spent increment are atomic; others wait, then see it.
-      const rows = await tx.query('SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1 FOR UPDATE', [input.mandateId]);
+      const rows = await tx.query('SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1 FOR UPDATE', [
+        input.mandateId,
+      ]);
       if (rows.length === 0) throw notFound(`mandateId: no mandate ${input.mandateId}`);
       const m = rows[0];
       now = m.now;
       checkMandateCaps(JSON.parse(m.caps) as MandateCaps, {
-        payer: parties.payer.publicKey, payee: parties.payee.publicKey, amount: input.amount, asset: input.asset, now, spent: BigInt(m.spent),
+        payer: parties.payer.publicKey,
+        payee: parties.payee.publicKey,
+        amount: input.amount,
+        asset: input.asset,
+        now,
+        spent: BigInt(m.spent),
       });
       mandateHash = m.hash;
       writes.push({ text: 'UPDATE mandates SET spent = spent + $2 WHERE id = $1', params: [input.mandateId, input.amount.toString()] });
@@ -119,34 +138,56 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
     };
     // Metadata stays out of the trail (so out of every trail hash, proof and bundle): docs/protocol.md §3.5.
-    const entries = extend(0, GENESIS, [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }], now.toISOString());
+    const entries = extend(
+      0,
+      GENESIS,
+      [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }],
+      now.toISOString(),
+    );
     escrow.trailLength = 1;
     escrow.trailHead = entries[0].hash;
     const json = toJson(escrow);
     // One statement (src/db/fuse.ts): the escrow with its tenants (they take its seq), the mandate's
     // spending, the trail entry with its outbox rows, the stored answer; sent alone when nothing
     // was locked first, so it is its own transaction, else with COMMIT behind it.
-    await tx.commitWith([fuse([
-      {
-        text: `${tenants.length ? 'WITH new_escrow AS (' : ''}INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
+    await tx.commitWith([
+      fuse([
+        {
+          text: `${tenants.length ? 'WITH new_escrow AS (' : ''}INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
                  terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
-               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)${tenants.length
-                 ? ` RETURNING id, seq)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)${
+                 tenants.length
+                   ? ` RETURNING id, seq)
                INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($18::text[]) AS k, new_escrow n`
-                 : ''}`,
-        params: [
-          escrow.id, JSON.stringify(escrow.payer), JSON.stringify(escrow.payee), escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
-          escrow.payer.publicKey, escrow.payee.publicKey, escrow.arbiter?.publicKey ?? null, input.amount.toString(), input.asset,
-          JSON.stringify(input.terms), escrow.termsHash, JSON.stringify(input.timeouts), escrow.mandateId, mandateHash, escrow.trailHead, now,
-          escrow.metadata ? JSON.stringify(escrow.metadata) : null,
-          ...(tenants.length ? [tenants] : []),
-        ],
-      },
-      ...writes,
-      trailWrite(escrow.id, entries, tenants),
-      ...(input.alsoWrite?.(escrow.id, now) ?? []),
-      ...idemStore(idem, 201, json),
-    ])]);
+                   : ''
+               }`,
+          params: [
+            escrow.id,
+            JSON.stringify(escrow.payer),
+            JSON.stringify(escrow.payee),
+            escrow.arbiter ? JSON.stringify(escrow.arbiter) : null,
+            escrow.payer.publicKey,
+            escrow.payee.publicKey,
+            escrow.arbiter?.publicKey ?? null,
+            input.amount.toString(),
+            input.asset,
+            JSON.stringify(input.terms),
+            escrow.termsHash,
+            JSON.stringify(input.timeouts),
+            escrow.mandateId,
+            mandateHash,
+            escrow.trailHead,
+            now,
+            escrow.metadata ? JSON.stringify(escrow.metadata) : null,
+            ...(tenants.length ? [tenants] : []),
+          ],
+        },
+        ...writes,
+        trailWrite(escrow.id, entries, tenants),
+        ...(input.alsoWrite?.(escrow.id, now) ?? []),
+        ...idemStore(idem, 201, json),
+      ]),
+    ]);
     return json;
   });
 }
@@ -158,18 +199,47 @@ export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot):
     const state = transition('fund', e);
     // Custody holds the amount before the escrow says it is funded; a refusal leaves it created.
     const held = await svc.custody.lock?.(tx, {
-      escrowId: id, reference: `cst_${id.slice(4)}`, amount: e.amount, asset: e.asset, payer: e.payer.publicKey, payee: e.payee.publicKey,
+      escrowId: id,
+      reference: `cst_${id.slice(4)}`,
+      amount: e.amount,
+      asset: e.asset,
+      payer: e.payer.publicKey,
+      payee: e.payee.publicKey,
     });
-    if (held && !held.ok) throw new AppError('custody_failed', `custody could not lock the funds (${held.error}); the escrow stays created: fund it again`);
+    if (held && !held.ok)
+      throw new AppError('custody_failed', `custody could not lock the funds (${held.error}); the escrow stays created: fund it again`);
     const deadlineAt = new Date(e.now.getTime() + e.timeouts.deliverWithinSeconds * 1000);
-    const entries = extend(e.trailLength, e.trailHead, [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }], e.now.toISOString());
-    const updated: EscrowRow = { ...e, state, deadlineAt, custodyStatus: 'locked', trailLength: e.trailLength + 1, trailHead: entries[0].hash, updatedAt: e.now };
+    const entries = extend(
+      e.trailLength,
+      e.trailHead,
+      [{ event: 'escrow.funded', body: { deadlineAt: deadlineAt.toISOString() } }],
+      e.now.toISOString(),
+    );
+    const updated: EscrowRow = {
+      ...e,
+      state,
+      deadlineAt,
+      custodyStatus: 'locked',
+      trailLength: e.trailLength + 1,
+      trailHead: entries[0].hash,
+      updatedAt: e.now,
+    };
     const json = toJson(updated);
-    await tx.commitWith([fuse([
-      trailWrite(id, entries),
-      escrowUpdate(id, { state, deadlineAt, custodyStatus: 'locked', verdict: e.verdict, trailLength: updated.trailLength, trailHead: updated.trailHead, now: e.now }),
-      ...idemStore(idem, 200, json),
-    ])]);
+    await tx.commitWith([
+      fuse([
+        trailWrite(id, entries),
+        escrowUpdate(id, {
+          state,
+          deadlineAt,
+          custodyStatus: 'locked',
+          verdict: e.verdict,
+          trailLength: updated.trailLength,
+          trailHead: updated.trailHead,
+          now: e.now,
+        }),
+        ...idemStore(idem, 200, json),
+      ]),
+    ]);
     return json;
   });
 }

@@ -30,7 +30,8 @@ export function validateMetadata(v: unknown): Metadata {
     if (BAD_CHAR.test(k)) throw badRequest(`${at} key must not contain NUL or a lone surrogate`);
     // Refused, not dropped: `out[k] = v` with k = "__proto__" would change out's prototype (or do
     // nothing) instead of storing the key, and the other two shadow what every object has.
-    if (RESERVED_KEYS.has(k)) throw badRequest(`${at} key "${k}" is reserved (__proto__, constructor and prototype are refused as metadata keys); rename it`);
+    if (RESERVED_KEYS.has(k))
+      throw badRequest(`${at} key "${k}" is reserved (__proto__, constructor and prototype are refused as metadata keys); rename it`);
     const val = (v as Record<string, unknown>)[k];
     if (typeof val !== 'string') throw badRequest(`${at} must be a string`);
     if (val.length > METADATA_MAX_VALUE) throw badRequest(`${at} is ${val.length} characters; at most ${METADATA_MAX_VALUE} are allowed`);
@@ -42,7 +43,10 @@ export function validateMetadata(v: unknown): Metadata {
 
 /** The request struct checks the shape only; validateMetadata (in the handler) names the offending key. */
 export const MetadataS = annotate(
-  define<Metadata>('metadata', (v) => (v !== null && typeof v === 'object' && !Array.isArray(v)) || 'must be a JSON object of string values'),
+  define<Metadata>(
+    'metadata',
+    (v) => (v !== null && typeof v === 'object' && !Array.isArray(v)) || 'must be a JSON object of string values',
+  ),
   {
     type: 'object',
     maxProperties: METADATA_MAX_KEYS,

@@ -40,8 +40,14 @@ export function partySignatureWrite(escrowId: string, sigs: PartySignatureRow[])
  * fields for this act; `at` is the service time used as signedAt for the sandbox form.
  */
 export async function signedAct(
-  tx: Queryable, escrowId: string, act: PartyAct, action: 'dispute.open' | 'dispute.evidence',
-  fields: Record<string, unknown>, party: string, at: string, trailIndex: number,
+  tx: Queryable,
+  escrowId: string,
+  act: PartyAct,
+  action: 'dispute.open' | 'dispute.evidence',
+  fields: Record<string, unknown>,
+  party: string,
+  at: string,
+  trailIndex: number,
 ): Promise<PartySignatureRow> {
   const kind = action;
   if (act.form === 'client') {

@@ -8,7 +8,10 @@ import type { Proof } from '../proof/proof.ts';
 
 /** 502 custody_failed, thrown only after the transaction that journaled the failure committed. */
 export function custodyFailed(r: Extract<CloseResult, { ok: false }>): AppError {
-  return new AppError('custody_failed', `custody could not settle (attempt ${r.attempt}: ${r.error}); the settlement is journaled: retry with POST /v1/escrows/{id}/custody/retry`);
+  return new AppError(
+    'custody_failed',
+    `custody could not settle (attempt ${r.attempt}: ${r.error}); the settlement is journaled: retry with POST /v1/escrows/{id}/custody/retry`,
+  );
 }
 
 export async function refundEscrow(svc: CommandDeps, id: string): Promise<Proof> {

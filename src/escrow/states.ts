@@ -39,7 +39,10 @@ export const TABLE: Record<Operation, Row[]> = {
   'custody-retry': [
     // The target state comes from the journaled closing; any pre-terminal state may be waiting.
     ...(['funded', 'delivered', 'disputed'] as const).map((from) => ({
-      from, when: (f: Facts) => f.custodyStatus === 'settle-failed', unless: 'no failed settlement is waiting', to: from,
+      from,
+      when: (f: Facts) => f.custodyStatus === 'settle-failed',
+      unless: 'no failed settlement is waiting',
+      to: from,
     })),
   ],
   timeout: [

@@ -30,7 +30,8 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
   if (def.access === 'public') return caller;
   const apiKey = svc.config.apiKey;
   if (apiKey === undefined) {
-    if (def.access === 'root') throw new AppError('forbidden', 'admin routes need the root key, and this deployment has no API_KEY configured');
+    if (def.access === 'root')
+      throw new AppError('forbidden', 'admin routes need the root key, and this deployment has no API_KEY configured');
     return caller;
   }
   const token = bearer(request);
@@ -39,7 +40,7 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
   if (timingSafeEqual(sha256(utf8(token)), sha256(utf8(apiKey)))) return { ...caller, keyId: 'root' };
   if (token.startsWith(SECRET_PREFIX)) {
     const secretHash = sha256Hex(token);
-    const key = svc.authCache.get(secretHash) ?? await lookupKey(svc, secretHash);
+    const key = svc.authCache.get(secretHash) ?? (await lookupKey(svc, secretHash));
     if (key) {
       if (def.access === 'root') throw new AppError('forbidden', 'this admin route needs the root key; minted keys cannot use it');
       return { ...caller, keyId: key.keyId, rateLimitMax: key.rateLimitMax, secretHash, generation: key.generation };
@@ -63,7 +64,11 @@ export async function lookupKey(svc: Services, secretHash: string): Promise<Cach
     svc.authCache.delete(secretHash);
     return null;
   }
-  const key: CachedKey = { keyId: r.id, ...(r.rate_limit_max !== null ? { rateLimitMax: r.rate_limit_max } : {}), generation: Number(r.gen) };
+  const key: CachedKey = {
+    keyId: r.id,
+    ...(r.rate_limit_max !== null ? { rateLimitMax: r.rate_limit_max } : {}),
+    generation: Number(r.gen),
+  };
   svc.authCache.set(secretHash, key);
   return key;
 }

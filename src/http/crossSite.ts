@@ -6,7 +6,8 @@ import { AppError } from '../errors.ts';
 /** Request headers a CORS client may send (the preflight's Access-Control-Allow-Headers). */
 const ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-payment, payment-signature, mcp-protocol-version';
 /** Response headers a CORS client may read besides the CORS-safelisted ones. */
-const EXPOSE_HEADERS = 'x-request-id, idempotent-replayed, allow, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, x-payment-response, x-service-now';
+const EXPOSE_HEADERS =
+  'x-request-id, idempotent-replayed, allow, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, x-payment-response, x-service-now';
 
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 
@@ -50,19 +51,29 @@ export function checkCrossSite(request: Request, url: URL, config: Config): Cros
   // In-process callers (tests, other runtimes' fetch) may send no Host header; the edges always do.
   const host = hostHeader === null ? url : parseHost(hostHeader);
   if (config.apiKey === undefined && hostHeader !== null && (host === null || !knownHost(host.hostname, config))) {
-    throw new AppError('misdirected_request', `this open sandbox does not answer to the host name ${JSON.stringify(hostHeader.slice(0, 100))}; use localhost, a loopback address or PUBLIC_URL's host`);
+    throw new AppError(
+      'misdirected_request',
+      `this open sandbox does not answer to the host name ${JSON.stringify(hostHeader.slice(0, 100))}; use localhost, a loopback address or PUBLIC_URL's host`,
+    );
   }
   const origin = request.headers.get('origin');
   if (origin !== null) {
     if (config.corsOrigins.includes(origin)) return { corsOrigin: origin };
     if (sameOrigin(origin, host, config)) return { corsOrigin: null };
-    throw new AppError('forbidden', `requests from the web origin ${JSON.stringify(origin.slice(0, 200))} are refused: it is not this service's own origin and not listed in CORS_ORIGINS`);
+    throw new AppError(
+      'forbidden',
+      `requests from the web origin ${JSON.stringify(origin.slice(0, 200))} are refused: it is not this service's own origin and not listed in CORS_ORIGINS`,
+    );
   }
   // No Origin: a navigation or a no-cors fetch. A top-level GET navigation (a link to the docs) is
   // harmless; any other cross-site one is refused (web.dev "Resource Isolation Policy").
   if (request.headers.get('sec-fetch-site') === 'cross-site') {
     const navigation = request.headers.get('sec-fetch-mode') === 'navigate' && (request.method === 'GET' || request.method === 'HEAD');
-    if (!navigation) throw new AppError('forbidden', 'cross-site browser requests are refused (Sec-Fetch-Site: cross-site without an Origin listed in CORS_ORIGINS)');
+    if (!navigation)
+      throw new AppError(
+        'forbidden',
+        'cross-site browser requests are refused (Sec-Fetch-Site: cross-site without an Origin listed in CORS_ORIGINS)',
+      );
   }
   return { corsOrigin: null };
 }
@@ -86,5 +97,10 @@ export function corsHeaders(origin: string): Record<string, string> {
 
 /** The preflight's extra headers: what the path allows, the headers clients send, a 10-minute cache. */
 export function preflightHeaders(origin: string, allow: string): Record<string, string> {
-  return { ...corsHeaders(origin), 'access-control-allow-methods': allow, 'access-control-allow-headers': ALLOW_HEADERS, 'access-control-max-age': '600' };
+  return {
+    ...corsHeaders(origin),
+    'access-control-allow-methods': allow,
+    'access-control-allow-headers': ALLOW_HEADERS,
+    'access-control-max-age': '600',
+  };
 }

@@ -50,9 +50,13 @@ const resetSeconds = (d: RateDecision) => Math.max(1, Math.ceil(d.resetMs / 1000
 /** The 429 for an over-budget decision, with Retry-After and the RateLimit-* headers (docs/protocol.md §18.4). */
 export function rateLimited(d: RateDecision, windowMs: number): AppError {
   const retry = resetSeconds(d);
-  return new AppError('rate_limited', `over the budget of ${d.limit} requests per ${windowMs / 1000} s for ${d.unit}; retry after ${retry} s`, {
-    headers: { 'Retry-After': String(retry), ...rateHeaders(d) },
-  });
+  return new AppError(
+    'rate_limited',
+    `over the budget of ${d.limit} requests per ${windowMs / 1000} s for ${d.unit}; retry after ${retry} s`,
+    {
+      headers: { 'Retry-After': String(retry), ...rateHeaders(d) },
+    },
+  );
 }
 
 /** Spends the budget and throws the 429 when it is exhausted; returns the decision for the headers. */
@@ -110,7 +114,14 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
     // The revocation generation rides on this statement, which every authenticated request makes
     // anyway: a cached key is re-verified only when a revocation happened (src/http/authCache.ts).
     // So does the service clock, for routes whose answers tell it (x-service-now): no round trip of its own.
-    return { ...budget, allowed, remaining: Math.max(0, budget.limit - row.hits), resetMs, generation: Number(row.gen), serviceNow: new Date(row.svc_now).toISOString() };
+    return {
+      ...budget,
+      allowed,
+      remaining: Math.max(0, budget.limit - row.hits),
+      resetMs,
+      generation: Number(row.gen),
+      serviceNow: new Date(row.svc_now).toISOString(),
+    };
   }
 
   async function newWindow(idx: number, now: number): Promise<void> {

@@ -22,7 +22,6 @@ export interface RateDecision extends Budget {
   serviceNow?: string;
 }
 
-
 export interface RateLimiter {
   readonly windowMs: number;
   /** Spends one request from the budget; never throws for "over budget", only for a database failure. */

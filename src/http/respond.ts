@@ -18,7 +18,11 @@ export function errorResponse(err: unknown): Response {
 /** The 503 the error boundary answers for an outage, or undefined when `err` is not one. */
 export function unavailableError(err: unknown): AppError | undefined {
   if (err instanceof AppError || !isDatabaseUnavailable(err)) return undefined;
-  return new AppError('unavailable', 'the database cannot be reached right now; retry shortly (a write retried with the same Idempotency-Key is not applied twice)', {
-    headers: { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
-  });
+  return new AppError(
+    'unavailable',
+    'the database cannot be reached right now; retry shortly (a write retried with the same Idempotency-Key is not applied twice)',
+    {
+      headers: { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
+    },
+  );
 }

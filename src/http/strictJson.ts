@@ -18,7 +18,8 @@ export function pathOf(segs: ReadonlyArray<Seg>, root = ''): string {
 export function stringProblem(s: string): string | null {
   if (s.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
   // String.prototype.isWellFormed (ES2024; Node 20, Deno) is not in this project's ES2023 lib typings.
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'must not contain a lone UTF-16 surrogate (strings must be well-formed Unicode, I-JSON RFC 7493 §2.1)';
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
+    return 'must not contain a lone UTF-16 surrogate (strings must be well-formed Unicode, I-JSON RFC 7493 §2.1)';
   return null;
 }
 
@@ -182,7 +183,10 @@ export function parseStrictJson(text: string, what = 'request body', root = ''):
   const keys = walk(value, [], root);
   if (keys !== members) {
     const dup = findDuplicateKey(text);
-    if (dup) throw badRequest(`${pathOf(dup, root)} appears twice in one object of the ${what}; duplicate keys are refused (I-JSON, RFC 7493 §2.3)`);
+    if (dup)
+      throw badRequest(
+        `${pathOf(dup, root)} appears twice in one object of the ${what}; duplicate keys are refused (I-JSON, RFC 7493 §2.3)`,
+      );
   }
   return value;
 }

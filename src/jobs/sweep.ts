@@ -56,7 +56,13 @@ async function closeExpired(tx: Queryable, svc: Services, d: Due, next: Due | un
     signed: d.signed,
     // The next closing's signature (its largest CPU cost) overlaps this one's round trip.
     // If that fails, the next closing signs for itself (and meets the error itself); never this one's.
-    ...(next ? { whileWriting: async () => { next.signed = await presignClosing(tx, svc, next.e, next.closing).catch(() => undefined); } } : {}),
+    ...(next
+      ? {
+          whileWriting: async () => {
+            next.signed = await presignClosing(tx, svc, next.e, next.closing).catch(() => undefined);
+          },
+        }
+      : {}),
   });
   return r.ok ? 'closed' : 'failed';
 }
@@ -76,7 +82,10 @@ async function closeExpired(tx: Queryable, svc: Services, d: Due, next: Due | un
  */
 export const SWEEP_BATCH = 60;
 
-export async function sweepOnce(svc: Services, opts: { batch?: number; onError?: (id: string, err: unknown) => void } = {}): Promise<SweepResult> {
+export async function sweepOnce(
+  svc: Services,
+  opts: { batch?: number; onError?: (id: string, err: unknown) => void } = {},
+): Promise<SweepResult> {
   // No lock of the sweep's own and none of the log's: closings only sequence their leaves (the
   // integrator indexes them after the commit), so passes on several instances run side by side on
   // disjoint escrows, and a user's command waits at most for the one escrow it shares with a pass.
@@ -93,7 +102,14 @@ export async function sweepOnce(svc: Services, opts: { batch?: number; onError?:
     // Read: every locked escrow of the pass in one statement (its snapshot is taken after the locks
     // are held, so it sees every commit to them), and each one checked again: a command may have
     // moved it between its deadline passing and this pass locking it.
-    const todo: Due[] = (await readLocked(tx, due.map((d) => d.id))).filter(isDue).map((e) => ({ e, closing: timeoutClosing(e) }));
+    const todo: Due[] = (
+      await readLocked(
+        tx,
+        due.map((d) => d.id),
+      )
+    )
+      .filter(isDue)
+      .map((e) => ({ e, closing: timeoutClosing(e) }));
     for (let i = 0; i < todo.length; i++) {
       const d = todo[i];
       try {

@@ -34,7 +34,10 @@ function tally(result: SendResult) {
  * sender holds, send them all at once, wait for every answer and write the results. Tests drive the
  * sender with this; the running service uses startWebhookSender.
  */
-export async function sendDueOnce(svc: Services, opts: { limit?: number; concurrency?: number; onError?: (err: unknown) => void } = {}): Promise<SendResult> {
+export async function sendDueOnce(
+  svc: Services,
+  opts: { limit?: number; concurrency?: number; onError?: (err: unknown) => void } = {},
+): Promise<SendResult> {
   const result: SendResult = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0, errors: 0 };
   const engine = new SenderEngine(svc, {
     perUrl: opts.concurrency ?? svc.config.webhookConcurrency,

@@ -59,7 +59,8 @@ export function validateMandateCaps(caps: unknown, path = 'caps'): MandateCaps {
     const cs = caps.allowedCounterparties;
     const cp = `${path}.allowedCounterparties`;
     if (!Array.isArray(cs)) throw badRequest(`${cp} must be an array of public keys`);
-    if (cs.length > MAX_ALLOWED_COUNTERPARTIES) throw badRequest(`${cp} must have at most ${MAX_ALLOWED_COUNTERPARTIES} entries (got ${cs.length})`);
+    if (cs.length > MAX_ALLOWED_COUNTERPARTIES)
+      throw badRequest(`${cp} must have at most ${MAX_ALLOWED_COUNTERPARTIES} entries (got ${cs.length})`);
     counterparties = cs.map((c, i) => requireHex64(c, `${cp}[${i}]`));
   }
 

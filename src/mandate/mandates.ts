@@ -16,14 +16,25 @@ type Row = { id: string; hash: string; principal: string; caps: string; signatur
 
 function toJson(r: Row) {
   const caps = JSON.parse(r.caps) as MandateCaps;
-  return { id: r.id, principal: r.principal, caps, signature: JSON.parse(r.signature), hash: r.hash, usage: mandateUsage(caps, BigInt(r.spent)) };
+  return {
+    id: r.id,
+    principal: r.principal,
+    caps,
+    signature: JSON.parse(r.signature),
+    hash: r.hash,
+    usage: mandateUsage(caps, BigInt(r.spent)),
+  };
 }
 
 const COLS = 'id, hash, principal, caps, signature, spent::text AS spent';
 
 /** Registers a mandate; returns it with `created` false when the same content was registered before. */
-export async function registerMandate(svc: CommandDeps, m: MandateInput): Promise<{ created: boolean; mandate: ReturnType<typeof toJson> }> {
-  if (m.signature.signer !== m.principal) throw new AppError('mandate_violation', 'signature.signer is not the principal: a mandate must be signed by its principal');
+export async function registerMandate(
+  svc: CommandDeps,
+  m: MandateInput,
+): Promise<{ created: boolean; mandate: ReturnType<typeof toJson> }> {
+  if (m.signature.signer !== m.principal)
+    throw new AppError('mandate_violation', 'signature.signer is not the principal: a mandate must be signed by its principal');
   if (!verifyJson({ principal: m.principal, caps: m.caps }, m.signature.signature, m.principal)) {
     throw new AppError('mandate_violation', 'signature.signature does not verify over JCS {principal, caps} with the principal key');
   }

@@ -49,8 +49,12 @@ function toRequest(ctx: Ctx, tool: RouteTool, args: Record<string, unknown>): Re
   const url = new URL(path, ctx.request.url);
   if (method === 'GET') {
     for (const [k, v] of Object.entries(rest)) {
-      if (!tool.query?.includes(k)) throw badRequest(`${k}: unknown argument; ${tool.name} takes ${[tool.pathArg?.name, ...(tool.query ?? [])].filter(Boolean).join(', ') || 'no arguments'}`);
-      if (typeof v !== 'string' && typeof v !== 'number') throw badRequest(`${k}: must be a string${k === 'limit' ? ' or an integer' : ''}`);
+      if (!tool.query?.includes(k))
+        throw badRequest(
+          `${k}: unknown argument; ${tool.name} takes ${[tool.pathArg?.name, ...(tool.query ?? [])].filter(Boolean).join(', ') || 'no arguments'}`,
+        );
+      if (typeof v !== 'string' && typeof v !== 'number')
+        throw badRequest(`${k}: must be a string${k === 'limit' ? ' or an integer' : ''}`);
       url.searchParams.set(k, String(v));
     }
   }
@@ -73,7 +77,15 @@ async function fromResponse(tool: RouteTool | undefined, res: Response): Promise
   const isJson = (res.headers.get('content-type') ?? '').startsWith('application/json');
   let structured: Record<string, unknown>;
   if (res.ok && tool?.textAs && !isJson) structured = { [tool.textAs]: text };
-  else structured = isJson ? JSON.parse(text) : { error: { code: 'internal', message: `the route answered ${res.status} with ${res.headers.get('content-type') ?? 'no content type'}` } };
+  else
+    structured = isJson
+      ? JSON.parse(text)
+      : {
+          error: {
+            code: 'internal',
+            message: `the route answered ${res.status} with ${res.headers.get('content-type') ?? 'no content type'}`,
+          },
+        };
   return {
     content: [{ type: 'text', text: tool?.textAs && res.ok ? text : JSON.stringify(structured) }],
     structuredContent: structured,
@@ -88,7 +100,7 @@ async function fromResponse(tool: RouteTool | undefined, res: Response): Promise
 async function verifyTool(ctx: Ctx, args: Record<string, unknown> | undefined): Promise<ToolResult> {
   const { svc, caller } = ctx;
   await spend(svc.rateLimiter, { unit: `verify:${caller.ip}`, limit: svc.config.verifyRateLimitMax });
-  let answer;
+  let answer: ReturnType<typeof runVerifyBundle>;
   try {
     answer = runVerifyBundle(args);
   } catch (err) {

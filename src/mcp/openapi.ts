@@ -18,8 +18,12 @@ const rpcError = (description: string) => ({
 });
 
 export const MCP_TRANSPORT_RESPONSES: Record<string, unknown> = {
-  400: rpcError('JSON-RPC error: -32700 for a body that is not JSON (or breaks the I-JSON rules) or not a JSON-RPC message, -32600 for an empty batch.'),
+  400: rpcError(
+    'JSON-RPC error: -32700 for a body that is not JSON (or breaks the I-JSON rules) or not a JSON-RPC message, -32600 for an empty batch.',
+  ),
   406: rpcError('JSON-RPC error: the Accept header must list both application/json and text/event-stream.'),
-  413: rpcError('JSON-RPC error -32600: the message is over 2 MB. (A tool call whose arguments are over its route\'s body cap is an isError result with the payload_too_large envelope.)'),
+  413: rpcError(
+    "JSON-RPC error -32600: the message is over 2 MB. (A tool call whose arguments are over its route's body cap is an isError result with the payload_too_large envelope.)",
+  ),
   415: rpcError('JSON-RPC error: Content-Type must be application/json.'),
 };

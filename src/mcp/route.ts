@@ -28,7 +28,8 @@ async function readMessage(request: Request): Promise<unknown | Response> {
   try {
     bytes = await readBytes(request, MAX_MCP_MESSAGE);
   } catch (err) {
-    if (err instanceof AppError && err.code === 'payload_too_large') return rpcError(413, -32600, `Invalid Request: the message is over the ${MAX_MCP_MESSAGE / 1024 / 1024} MB limit`);
+    if (err instanceof AppError && err.code === 'payload_too_large')
+      return rpcError(413, -32600, `Invalid Request: the message is over the ${MAX_MCP_MESSAGE / 1024 / 1024} MB limit`);
     return rpcError(400, -32700, 'Parse error: the request body could not be read');
   }
   if (bytes.byteLength === 0) return rpcError(400, -32700, 'Parse error: empty body; send a JSON-RPC 2.0 message');
@@ -58,13 +59,18 @@ async function handle(ctx: Ctx): Promise<Response> {
   return answerMcp(ctx, message);
 }
 
-export const mcpRoutes = () => defineRoutes([
-  {
-    method: 'POST', path: '/mcp', access: 'key', tag: 'mcp',
-    summary: 'Model Context Protocol (Streamable HTTP, stateless, JSON responses): the escrow tools for LLM agents. Send Accept: application/json, text/event-stream. A malformed message gets a JSON-RPC error; each tools/call runs its REST route as the caller, with its rate limit (docs/mcp.md).',
-    success: { status: 200, description: 'a JSON-RPC 2.0 response; 202 with no body for a notification' },
-    // 429: the failed-authentication budget of the address; tool calls' own budgets answer inside results.
-    errors: ['unauthorized', 'rate_limited'],
-    handler: handle,
-  },
-]);
+export const mcpRoutes = () =>
+  defineRoutes([
+    {
+      method: 'POST',
+      path: '/mcp',
+      access: 'key',
+      tag: 'mcp',
+      summary:
+        'Model Context Protocol (Streamable HTTP, stateless, JSON responses): the escrow tools for LLM agents. Send Accept: application/json, text/event-stream. A malformed message gets a JSON-RPC error; each tools/call runs its REST route as the caller, with its rate limit (docs/mcp.md).',
+      success: { status: 200, description: 'a JSON-RPC 2.0 response; 202 with no body for a notification' },
+      // 429: the failed-authentication budget of the address; tool calls' own budgets answer inside results.
+      errors: ['unauthorized', 'rate_limited'],
+      handler: handle,
+    },
+  ]);

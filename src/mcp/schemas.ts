@@ -48,8 +48,14 @@ export interface PathArg {
  * required: a top-level oneOf is refused by some model APIs, and the route itself checks the form and
  * names the field that is wrong.
  */
-export function inputSchema(def: RouteDef, pathArg?: PathArg, extra: Record<string, JsonSchema> = {}, alsoRequired: string[] = []): JsonSchema {
-  const forms = def.body === undefined ? [] : (Array.isArray(def.body) ? def.body : [def.body]).map((s: Struct<any, any>) => toJsonSchema(s));
+export function inputSchema(
+  def: RouteDef,
+  pathArg?: PathArg,
+  extra: Record<string, JsonSchema> = {},
+  alsoRequired: string[] = [],
+): JsonSchema {
+  const forms =
+    def.body === undefined ? [] : (Array.isArray(def.body) ? def.body : [def.body]).map((s: Struct<unknown, unknown>) => toJsonSchema(s));
   const properties: Record<string, unknown> = {};
   let required: string[] | null = null;
   for (const f of forms) {
@@ -59,11 +65,13 @@ export function inputSchema(def: RouteDef, pathArg?: PathArg, extra: Record<stri
   }
   Object.assign(properties, extra);
   required = [...(required ?? []), ...alsoRequired];
-  const path = pathArg ? { [pathArg.name]: { type: 'string', pattern: `^${pathArg.prefix}_`, maxLength: 64, description: pathArg.description } } : {};
+  const path = pathArg
+    ? { [pathArg.name]: { type: 'string', pattern: `^${pathArg.prefix}_`, maxLength: 64, description: pathArg.description } }
+    : {};
   return selfContained({
     type: 'object',
     properties: { ...path, ...properties },
-    ...((pathArg || required.length) ? { required: [...(pathArg ? [pathArg.name] : []), ...required] } : {}),
+    ...(pathArg || required.length ? { required: [...(pathArg ? [pathArg.name] : []), ...required] } : {}),
     additionalProperties: false,
   });
 }

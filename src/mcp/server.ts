@@ -4,7 +4,14 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, RequestSchema, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  RequestSchema,
+  type CallToolRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Ctx } from '../http/route.ts';
 import { VERSION } from '../services.ts';
 import { toolListings } from './tools.ts';
@@ -12,9 +19,10 @@ import { callTool, isTool } from './dispatch.ts';
 
 export const SERVER_NAME = 'escrow-settlement';
 
-const INSTRUCTIONS = 'Escrows between software agents: create_escrow, fund_escrow, then submit_delivery; a delivery that passes the terms settles and returns a signed settlement proof. '
-  + 'Disputes: open_dispute, submit_evidence, resolve_dispute (a ruling signed by both parties or the arbiter). '
-  + 'get_bundle returns everything needed to check a settlement; verify_bundle checks it offline. Amounts are decimal strings.';
+const INSTRUCTIONS =
+  'Escrows between software agents: create_escrow, fund_escrow, then submit_delivery; a delivery that passes the terms settles and returns a signed settlement proof. ' +
+  'Disputes: open_dispute, submit_evidence, resolve_dispute (a ruling signed by both parties or the arbiter). ' +
+  'get_bundle returns everything needed to check a settlement; verify_bundle checks it offline. Amounts are decimal strings.';
 
 /**
  * One Ajv for every request's Server: the Server validates elicitation answers with it (this server

@@ -51,43 +51,120 @@ const proofId: PathArg = { name: 'proofId', prefix: 'prf', description: 'the pro
  * the escrow's trail. The service is a closed world: no tool reaches outside it.
  */
 const read = (title: string): ToolAnnotations => ({ title, readOnlyHint: true, openWorldHint: false });
-const write = (title: string, idempotentHint: boolean): ToolAnnotations => ({ title, readOnlyHint: false, destructiveHint: false, idempotentHint, openWorldHint: false });
+const write = (title: string, idempotentHint: boolean): ToolAnnotations => ({
+  title,
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint,
+  openWorldHint: false,
+});
 
 const SIGNED = 'Sandbox form: give agentId (a sandbox agent whose key the service holds). Client-signed form: the fields the party signs';
 
 export const ROUTE_TOOLS: RouteTool[] = [
-  { name: 'create_agent', route: 'POST /v1/agents', annotations: write('Create a sandbox agent', false),
-    description: 'Create a sandbox agent: an Ed25519 key pair the service holds and signs with, to act as payer, payee or arbiter by agentId (for trying things out; a production party holds its own key and signs client-side). Returns {id, label, publicKey}.' },
-  { name: 'create_escrow', route: 'POST /v1/escrows', annotations: write('Create an escrow', false),
-    description: 'Create an escrow: amount (decimal string, up to 6 places) of asset held for the payee until a delivery passes the terms\' checks, a ruling or a timeout. Give payer and payee as agent ids (payerAgentId, payeeAgentId) or KeyRefs ({publicKey}); optional arbiter, mandateId, timeouts, metadata. Returns the escrow in state created.' },
-  { name: 'fund_escrow', route: 'POST /v1/escrows/:id/fund', pathArg: escrowId, annotations: write('Fund an escrow', true),
-    description: 'Fund a created escrow: the amount is locked and the delivery deadline starts. Returns the escrow in state funded.' },
-  { name: 'submit_delivery', route: 'POST /v1/escrows/:id/delivery', pathArg: escrowId, alsoRequired: ['payload'], annotations: write('Submit a delivery', true),
-    description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt}.` },
-  { name: 'refund_escrow', route: 'POST /v1/escrows/:id/refund', pathArg: escrowId, annotations: write('Refund an escrow', true),
-    description: 'Refund a funded escrow, or a delivered one whose verdict failed, to the payer. Returns the settlement proof (outcome refunded).' },
-  { name: 'open_dispute', route: 'POST /v1/escrows/:id/dispute', pathArg: escrowId, annotations: write('Open a dispute', true),
-    description: `Open the escrow's dispute (one per escrow) as its payer or payee, with an optional reason. ${SIGNED}: party, signedAt and signature over JCS {escrowId, action: "dispute.open", reason?, signedAt}.` },
-  { name: 'submit_evidence', route: 'POST /v1/escrows/:id/dispute/evidence', pathArg: escrowId, annotations: write('Submit dispute evidence', false),
-    description: `Add evidence (note, payload) to the escrow's open dispute as its payer or payee. ${SIGNED}: party, signedAt and signature over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}.` },
-  { name: 'resolve_dispute', route: 'POST /v1/escrows/:id/dispute/resolve', pathArg: escrowId, annotations: write('Resolve a dispute', true),
-    description: 'Close the dispute with a ruling (release, refund, or split with shares {payerBps, payeeBps}) signed by both parties or by the arbiter: agentIds (sandbox agents) and signatures (Ed25519 over JCS {escrowId, disputeId, outcome, rationale, shares?}) may be combined. Returns the dispute and the settlement proof.' },
-  { name: 'get_escrow', route: 'GET /v1/escrows/:id', pathArg: escrowId, annotations: read('Get an escrow'),
-    description: 'Read an escrow: state, parties, amount, terms, deadline, custody.' },
-  { name: 'list_escrows', route: 'GET /v1/escrows', query: QUERY['GET /v1/escrows'].map((q) => q.name), annotations: read('List escrows'),
-    description: 'List escrows in creation order, filtered by state, agentId (payer or payee) and creation time; with limit, a page and nextCursor to pass as cursor.' },
-  { name: 'get_proof', route: 'GET /v1/proofs/:id', pathArg: proofId, annotations: read('Get a settlement proof'),
-    description: 'Read a settlement proof: the issuer-signed statement of how a closed escrow settled.' },
-  { name: 'get_bundle', route: 'GET /v1/proofs/:id/bundle', pathArg: proofId, annotations: read('Get a proof bundle'),
-    description: 'Everything needed to verify a settlement offline: the proof, its trail, its log inclusion with a signed head, the issuer keys and the party signatures. Check it with verify_bundle.' },
-  { name: 'get_log_checkpoint', route: 'GET /v1/log/checkpoint', textAs: 'checkpoint', annotations: read('Get the log checkpoint'),
-    description: 'The transparency log\'s current checkpoint, a C2SP signed note: {checkpoint: note text}.' },
+  {
+    name: 'create_agent',
+    route: 'POST /v1/agents',
+    annotations: write('Create a sandbox agent', false),
+    description:
+      'Create a sandbox agent: an Ed25519 key pair the service holds and signs with, to act as payer, payee or arbiter by agentId (for trying things out; a production party holds its own key and signs client-side). Returns {id, label, publicKey}.',
+  },
+  {
+    name: 'create_escrow',
+    route: 'POST /v1/escrows',
+    annotations: write('Create an escrow', false),
+    description:
+      "Create an escrow: amount (decimal string, up to 6 places) of asset held for the payee until a delivery passes the terms' checks, a ruling or a timeout. Give payer and payee as agent ids (payerAgentId, payeeAgentId) or KeyRefs ({publicKey}); optional arbiter, mandateId, timeouts, metadata. Returns the escrow in state created.",
+  },
+  {
+    name: 'fund_escrow',
+    route: 'POST /v1/escrows/:id/fund',
+    pathArg: escrowId,
+    annotations: write('Fund an escrow', true),
+    description: 'Fund a created escrow: the amount is locked and the delivery deadline starts. Returns the escrow in state funded.',
+  },
+  {
+    name: 'submit_delivery',
+    route: 'POST /v1/escrows/:id/delivery',
+    pathArg: escrowId,
+    alsoRequired: ['payload'],
+    annotations: write('Submit a delivery', true),
+    description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt}.`,
+  },
+  {
+    name: 'refund_escrow',
+    route: 'POST /v1/escrows/:id/refund',
+    pathArg: escrowId,
+    annotations: write('Refund an escrow', true),
+    description:
+      'Refund a funded escrow, or a delivered one whose verdict failed, to the payer. Returns the settlement proof (outcome refunded).',
+  },
+  {
+    name: 'open_dispute',
+    route: 'POST /v1/escrows/:id/dispute',
+    pathArg: escrowId,
+    annotations: write('Open a dispute', true),
+    description: `Open the escrow's dispute (one per escrow) as its payer or payee, with an optional reason. ${SIGNED}: party, signedAt and signature over JCS {escrowId, action: "dispute.open", reason?, signedAt}.`,
+  },
+  {
+    name: 'submit_evidence',
+    route: 'POST /v1/escrows/:id/dispute/evidence',
+    pathArg: escrowId,
+    annotations: write('Submit dispute evidence', false),
+    description: `Add evidence (note, payload) to the escrow's open dispute as its payer or payee. ${SIGNED}: party, signedAt and signature over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}.`,
+  },
+  {
+    name: 'resolve_dispute',
+    route: 'POST /v1/escrows/:id/dispute/resolve',
+    pathArg: escrowId,
+    annotations: write('Resolve a dispute', true),
+    description:
+      'Close the dispute with a ruling (release, refund, or split with shares {payerBps, payeeBps}) signed by both parties or by the arbiter: agentIds (sandbox agents) and signatures (Ed25519 over JCS {escrowId, disputeId, outcome, rationale, shares?}) may be combined. Returns the dispute and the settlement proof.',
+  },
+  {
+    name: 'get_escrow',
+    route: 'GET /v1/escrows/:id',
+    pathArg: escrowId,
+    annotations: read('Get an escrow'),
+    description: 'Read an escrow: state, parties, amount, terms, deadline, custody.',
+  },
+  {
+    name: 'list_escrows',
+    route: 'GET /v1/escrows',
+    query: QUERY['GET /v1/escrows'].map((q) => q.name),
+    annotations: read('List escrows'),
+    description:
+      'List escrows in creation order, filtered by state, agentId (payer or payee) and creation time; with limit, a page and nextCursor to pass as cursor.',
+  },
+  {
+    name: 'get_proof',
+    route: 'GET /v1/proofs/:id',
+    pathArg: proofId,
+    annotations: read('Get a settlement proof'),
+    description: 'Read a settlement proof: the issuer-signed statement of how a closed escrow settled.',
+  },
+  {
+    name: 'get_bundle',
+    route: 'GET /v1/proofs/:id/bundle',
+    pathArg: proofId,
+    annotations: read('Get a proof bundle'),
+    description:
+      'Everything needed to verify a settlement offline: the proof, its trail, its log inclusion with a signed head, the issuer keys and the party signatures. Check it with verify_bundle.',
+  },
+  {
+    name: 'get_log_checkpoint',
+    route: 'GET /v1/log/checkpoint',
+    textAs: 'checkpoint',
+    annotations: read('Get the log checkpoint'),
+    description: "The transparency log's current checkpoint, a C2SP signed note: {checkpoint: note text}.",
+  },
 ];
 
 export const VERIFY_BUNDLE_TOOL = {
   name: 'verify_bundle',
   annotations: read('Verify a proof bundle offline'),
-  description: 'Verify a proof bundle (from get_bundle) offline, with no network: the proof\'s signature, the trail\'s hash chain, the log inclusion and signed head, the party signatures. Pin the issuer with trustedKeys (hex public keys); without them the bundle\'s own keys are trusted and the issuer.trust check says so. Returns {valid, checks: [{name, ok, detail}]}.',
+  description:
+    "Verify a proof bundle (from get_bundle) offline, with no network: the proof's signature, the trail's hash chain, the log inclusion and signed head, the party signatures. Pin the issuer with trustedKeys (hex public keys); without them the bundle's own keys are trusted and the issuer.trust check says so. Returns {valid, checks: [{name, ok, detail}]}.",
 };
 
 const listingCache = new WeakMap<ReadonlyArray<RouteDef>, ToolListing[]>();
@@ -105,7 +182,9 @@ export function toolListings(routes: ReadonlyArray<RouteDef>): ToolListing[] {
       title: t.annotations.title,
       description: t.description,
       inputSchema: inputSchema(def, t.pathArg, query, t.alsoRequired),
-      outputSchema: outputSchema(t.textAs ? { type: 'object', properties: { [t.textAs]: responseOf(t.route) }, required: [t.textAs] } : responseOf(t.route)),
+      outputSchema: outputSchema(
+        t.textAs ? { type: 'object', properties: { [t.textAs]: responseOf(t.route) }, required: [t.textAs] } : responseOf(t.route),
+      ),
       annotations: t.annotations,
     });
   }

@@ -138,9 +138,18 @@ export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMess
       const client = clientIp(req, opts.trustProxy);
       if (!cap.enter(client)) {
         const max = String(opts.clientMaxConcurrency);
-        return sendEdge(res, 429, 'rate_limited', `this client already has ${max} requests open, the most CLIENT_MAX_CONCURRENCY allows at once; wait for answers before sending more`, {
-          'retry-after': '1', 'ratelimit-limit': max, 'ratelimit-remaining': '0', 'ratelimit-reset': '1',
-        });
+        return sendEdge(
+          res,
+          429,
+          'rate_limited',
+          `this client already has ${max} requests open, the most CLIENT_MAX_CONCURRENCY allows at once; wait for answers before sending more`,
+          {
+            'retry-after': '1',
+            'ratelimit-limit': max,
+            'ratelimit-remaining': '0',
+            'ratelimit-reset': '1',
+          },
+        );
       }
       // 'close' fires once whether the answer was sent or the client went away first.
       res.once('close', () => cap.leave(client));
@@ -161,7 +170,12 @@ export function connectListener(app: App): (req: IncomingMessage, socket: import
     socket.on('error', () => socket.destroy());
     const answer = app.refuseMethod('CONNECT', req.url ?? '');
     void answer.text().then((body) => {
-      const head = ['HTTP/1.1 405 Method Not Allowed', ...[...answer.headers].map(([k, v]) => `${k}: ${v}`), `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
+      const head = [
+        'HTTP/1.1 405 Method Not Allowed',
+        ...[...answer.headers].map(([k, v]) => `${k}: ${v}`),
+        `content-length: ${Buffer.byteLength(body)}`,
+        'connection: close',
+      ];
       socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
     });
   };

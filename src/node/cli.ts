@@ -22,12 +22,17 @@ export function helpText(): string {
 }
 
 /** What to do with the arguments: start, print the help, or refuse with one line (exit code 2). */
-export function readArguments(argv: readonly string[]): { action: 'start' } | { action: 'help'; text: string } | { action: 'refuse'; line: string } {
+export function readArguments(
+  argv: readonly string[],
+): { action: 'start' } | { action: 'help'; text: string } | { action: 'refuse'; line: string } {
   if (argv.length === 0) return { action: 'start' };
   if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help')) return { action: 'help', text: helpText() };
   const first = argv[0];
   const variable = /^--([a-z][a-z0-9-]*)(=.*)?$/.exec(first);
   const known = variable && CONFIG_VARIABLES.find((v) => v.name === variable[1].toUpperCase().replaceAll('-', '_'));
   const hint = known ? `; set ${known.name}=… in the environment instead` : '';
-  return { action: 'refuse', line: `escrow-settlement: unknown argument ${JSON.stringify(first)}: the service takes no arguments, only environment variables${hint} (see --help)` };
+  return {
+    action: 'refuse',
+    line: `escrow-settlement: unknown argument ${JSON.stringify(first)}: the service takes no arguments, only environment variables${hint} (see --help)`,
+  };
 }

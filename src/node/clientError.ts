@@ -15,9 +15,17 @@ export function classifyClientError(err: ParserError): { status: number; code: s
     case 'HPE_HEADER_OVERFLOW':
       return { status: 431, code: 'headers_too_large', message: 'the request line and headers together are over 16 KB' };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, code: 'request_timeout', message: 'the request did not arrive in time (headers within 10 s, the whole request within 60 s)' };
+      return {
+        status: 408,
+        code: 'request_timeout',
+        message: 'the request did not arrive in time (headers within 10 s, the whole request within 60 s)',
+      };
     case 'HPE_PAUSED_H2_UPGRADE':
-      return { status: 400, code: 'bad_request', message: 'malformed HTTP request: HTTP/2 with prior knowledge is not served here; use HTTP/1.1' };
+      return {
+        status: 400,
+        code: 'bad_request',
+        message: 'malformed HTTP request: HTTP/2 with prior knowledge is not served here; use HTTP/1.1',
+      };
     default: {
       const why = err.reason ?? err.message.replace(/^Parse Error: /, '');
       return { status: 400, code: 'bad_request', message: `malformed HTTP request: ${why}` };
@@ -38,12 +46,12 @@ export function answerClientError(err: ParserError, socket: Duplex): void {
   const body = JSON.stringify({ error: { code, message, docsUrl: `/docs/errors#${code}` } });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-    'content-type: application/json; charset=utf-8\r\n' +
-    `content-length: ${Buffer.byteLength(body)}\r\n` +
-    `x-request-id: ${randomUUID()}\r\n` +
-    'x-content-type-options: nosniff\r\n' +
-    'connection: close\r\n\r\n' +
-    body,
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${randomUUID()}\r\n` +
+      'x-content-type-options: nosniff\r\n' +
+      'connection: close\r\n\r\n' +
+      body,
   );
   // end() flushes and half-closes; the client gets a moment to read the answer (closing at once
   // with its unread bytes pending can turn into a reset that discards it), then the socket goes.

@@ -30,9 +30,7 @@ const STOP_DEADLINE_MS = 30_000;
 const MESSAGE_GRACE_MS = 250;
 
 /** What a worker tells the primary. */
-export type WorkerMessage =
-  | { escrow: 'listening'; fields: Record<string, unknown> }
-  | { escrow: 'failed'; line: string };
+export type WorkerMessage = { escrow: 'listening'; fields: Record<string, unknown> } | { escrow: 'failed'; line: string };
 
 function log(msg: string, fields: Record<string, unknown> = {}) {
   process.stderr.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + '\n');
@@ -133,7 +131,11 @@ export function runPrimary(n: number, config: Config): void {
       mode: first.mode,
       store: first.store,
       // Under the advisory lock one worker applies what is pending; the others find nothing to do.
-      migrationsApplied: [...new Set(slots.flatMap((s) => (Array.isArray(s.listening!.migrationsApplied) ? s.listening!.migrationsApplied : []) as unknown[]))].sort((a, b) => Number(a) - Number(b)),
+      migrationsApplied: [
+        ...new Set(
+          slots.flatMap((s) => (Array.isArray(s.listening!.migrationsApplied) ? s.listening!.migrationsApplied : []) as unknown[]),
+        ),
+      ].sort((a, b) => Number(a) - Number(b)),
       requestLog: config.requestLog ? slots.map((s) => workerRequestLog(config.requestLog!, s.k)) : null,
     });
   }
@@ -153,7 +155,10 @@ export function runPrimary(n: number, config: Config): void {
       slot.listening = undefined; // the instance is not up without it
       // Its one-line reason may still be on the way: give it a moment before naming the exit.
       setTimeout(() => {
-        if (phase === 'starting') fail(`escrow-settlement: start-up failed: worker ${slot.k} (pid ${w.process.pid}) exited with ${how(code, signal)} before listening`);
+        if (phase === 'starting')
+          fail(
+            `escrow-settlement: start-up failed: worker ${slot.k} (pid ${w.process.pid}) exited with ${how(code, signal)} before listening`,
+          );
       }, MESSAGE_GRACE_MS);
       return;
     }
@@ -164,7 +169,9 @@ export function runPrimary(n: number, config: Config): void {
     if (!clean) {
       slot.crashes = [...slot.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
       if (slot.crashes.length >= CRASHES_ALLOWED) {
-        return fail(`escrow-settlement: worker ${slot.k} exited ${CRASHES_ALLOWED} times within ${CRASH_WINDOW_MS / 1000} s (last: pid ${w.process.pid}, ${how(code, signal)}); stopping all workers`);
+        return fail(
+          `escrow-settlement: worker ${slot.k} exited ${CRASHES_ALLOWED} times within ${CRASH_WINDOW_MS / 1000} s (last: pid ${w.process.pid}, ${how(code, signal)}); stopping all workers`,
+        );
       }
     }
     // At most one restart per second per slot. After a clean stop wait at least that long too: under

@@ -106,8 +106,14 @@ export function lockDataDir(dir: string): DataDirLock {
     }
     const holder = holderOf(path);
     if (!stale(path, holder)) {
-      if (holder === undefined) { sleepSync(50); continue; } // being written right now
-      throw new ConfigError('DATA_DIR', `${dir} is in use by another escrow-settlement process (pid ${holder}); one process per DATA_DIR (several instances share a DATABASE_URL instead)`);
+      if (holder === undefined) {
+        sleepSync(50);
+        continue;
+      } // being written right now
+      throw new ConfigError(
+        'DATA_DIR',
+        `${dir} is in use by another escrow-settlement process (pid ${holder}); one process per DATA_DIR (several instances share a DATABASE_URL instead)`,
+      );
     }
     if (!create(takeover)) {
       if (stale(takeover, holderOf(takeover))) unlinkQuietly(takeover);

@@ -7,7 +7,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const;
 
 /** The envelope's status, headers and body, for writers that are not a ServerResponse (a raw socket). */
-export function edgeEnvelope(status: number, code: string, message: string, extra: Record<string, string> = {}): { status: number; headers: Record<string, string>; body: string } {
+export function edgeEnvelope(
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, string> = {},
+): { status: number; headers: Record<string, string>; body: string } {
   const body = JSON.stringify({ error: { code, message, docsUrl: `/docs/errors#${code}` } });
   return {
     status,
@@ -38,12 +43,23 @@ export const MAX_HEADER_LINES = 2000;
  * Host (RFC 9112 §3.2: 400). The server runs with requireHostHeader off so this answer, not Node's
  * bare one, is sent. Null when the request may go on.
  */
-export function refuseParsed(req: IncomingMessage, maxHeaderLines = MAX_HEADER_LINES): { status: number; code: string; message: string } | null {
+export function refuseParsed(
+  req: IncomingMessage,
+  maxHeaderLines = MAX_HEADER_LINES,
+): { status: number; code: string; message: string } | null {
   if (req.rawHeaders.length / 2 >= maxHeaderLines) {
-    return { status: 431, code: 'headers_too_large', message: `the request has ${maxHeaderLines} or more header lines; at most ${maxHeaderLines - 1} are read` };
+    return {
+      status: 431,
+      code: 'headers_too_large',
+      message: `the request has ${maxHeaderLines} or more header lines; at most ${maxHeaderLines - 1} are read`,
+    };
   }
   if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
-    return { status: 400, code: 'bad_request', message: 'malformed HTTP request: an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)' };
+    return {
+      status: 400,
+      code: 'bad_request',
+      message: 'malformed HTTP request: an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)',
+    };
   }
   return null;
 }

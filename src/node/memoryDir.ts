@@ -74,7 +74,10 @@ export function makeMemoryDir(): string {
   try {
     dir = mkdtempSync(join(base, MEMORY_DIR_PREFIX));
   } catch (err) {
-    throw new ConfigError('DATA_DIR', `:memory: needs a temporary directory and none can be created in ${base} (${(err as NodeJS.ErrnoException).code ?? String(err)}; set TMPDIR to a writable directory)`);
+    throw new ConfigError(
+      'DATA_DIR',
+      `:memory: needs a temporary directory and none can be created in ${base} (${(err as NodeJS.ErrnoException).code ?? String(err)}; set TMPDIR to a writable directory)`,
+    );
   }
   process.once('exit', () => removeMemoryDir(dir));
   return dir;

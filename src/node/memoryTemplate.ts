@@ -15,7 +15,18 @@
 //   - A copy is made with PG_VERSION last, and a copy that fails leaves nothing PGlite would take
 //     for a database: the start then runs the child as before.
 import { createHash } from 'node:crypto';
-import { cpSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

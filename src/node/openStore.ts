@@ -16,7 +16,8 @@ export function describeDatabaseUrl(url: string): string {
   try {
     const socket = socketUrl(url);
     const u = new URL(socket.url);
-    if (socket.host) return `the socket ${socket.host}/.s.PGSQL.${u.port || '5432'}${u.pathname.length > 1 ? ` (database ${u.pathname.slice(1)})` : ''}`;
+    if (socket.host)
+      return `the socket ${socket.host}/.s.PGSQL.${u.port || '5432'}${u.pathname.length > 1 ? ` (database ${u.pathname.slice(1)})` : ''}`;
     return `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
   } catch {
     return 'the configured server';
@@ -40,7 +41,10 @@ function databaseFailure(err: unknown, target: string): ConfigError {
   const e = err as { code?: string; message?: string; errors?: Array<{ code?: string }> };
   const code = e?.code ?? e?.errors?.[0]?.code;
   if (isDatabaseUnavailable(err)) {
-    return new ConfigError('DATABASE_URL', `cannot reach Postgres at ${target} (${(code && CONNECT_WORDS[code]) ?? code ?? 'connection failed'})`);
+    return new ConfigError(
+      'DATABASE_URL',
+      `cannot reach Postgres at ${target} (${(code && CONNECT_WORDS[code]) ?? code ?? 'connection failed'})`,
+    );
   }
   // The server answered and said no: wrong password (28P01), no such role (28000), no such database
   // (3D000). Postgres's own message names the role or database, never the password.
@@ -53,7 +57,10 @@ async function openPostgresChecked(url: string): Promise<Db> {
   const target = describeDatabaseUrl(url);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ConfigError('DATABASE_URL', `no answer from Postgres at ${target} within ${CONNECT_DEADLINE_MS / 1000} s`)), CONNECT_DEADLINE_MS);
+    timer = setTimeout(
+      () => reject(new ConfigError('DATABASE_URL', `no answer from Postgres at ${target} within ${CONNECT_DEADLINE_MS / 1000} s`)),
+      CONNECT_DEADLINE_MS,
+    );
   });
   try {
     await Promise.race([db.query('SELECT 1'), deadline]);

@@ -95,7 +95,8 @@ export function initDataDirInChild(dir: string): Promise<number[] | undefined> {
           return reject(new Error(`the initialisation process printed no result${last ? `: ${last}` : ''}`));
         }
       }
-      if (signal === 'SIGKILL' && !last) return reject(new Error(`the initialisation process did not finish within ${INIT_DEADLINE_MS / 1000} s`));
+      if (signal === 'SIGKILL' && !last)
+        return reject(new Error(`the initialisation process did not finish within ${INIT_DEADLINE_MS / 1000} s`));
       reject(new Error(last ?? `the initialisation process ended with ${signal ?? `exit code ${code}`}`));
     });
   });

@@ -45,7 +45,9 @@ let dataDirLock: DataDirLock | undefined;
 
 /** Requests that arrive while the store is still opening: 503, retry in a second. */
 const starting: Listener = (_req, res) => {
-  const body = JSON.stringify({ error: { code: 'unavailable', message: 'the service is starting; retry shortly', docsUrl: '/docs/errors#unavailable' } });
+  const body = JSON.stringify({
+    error: { code: 'unavailable', message: 'the service is starting; retry shortly', docsUrl: '/docs/errors#unavailable' },
+  });
   res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-request-id': randomUUID(), ...NOSNIFF });
   res.end(body);
 };
@@ -59,7 +61,8 @@ function listen(server: Server, config: Config): Promise<void> {
     server.once('error', (err: NodeJS.ErrnoException) => {
       const where = `${config.host}:${config.port}`;
       if (err.code === 'EADDRINUSE') reject(new ConfigError('PORT', `${where} is already in use by another process`));
-      else if (err.code === 'EACCES') reject(new ConfigError('PORT', `${where} needs privileges this process does not have (use a port above 1023)`));
+      else if (err.code === 'EACCES')
+        reject(new ConfigError('PORT', `${where} needs privileges this process does not have (use a port above 1023)`));
       else if (err.code === 'EADDRNOTAVAIL') reject(new ConfigError('HOST', `${config.host} is not an address of this machine`));
       else if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') reject(new ConfigError('HOST', `${config.host} cannot be resolved`));
       else reject(err);
@@ -79,9 +82,8 @@ function listen(server: Server, config: Config): Promise<void> {
 async function main(env: Env, slot?: number) {
   if (slot !== undefined) whoFields = { slot, pid: process.pid };
   const parsed = parseConfig(env);
-  const config = slot !== undefined && parsed.requestLog
-    ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) })
-    : parsed;
+  const config =
+    slot !== undefined && parsed.requestLog ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) }) : parsed;
   // PGlite's directory: DATA_DIR, or for ':memory:' a throwaway one under os.tmpdir() that the
   // process removes when it exits (memoryDir.ts), after sweeping those of SIGKILLed sandboxes.
   let pgliteDir: string | undefined;
@@ -120,9 +122,10 @@ async function main(env: Env, slot?: number) {
   if (!replacement) await listen(server, config);
 
   // CUSTODY=chain: refuse a chain that is not a local development chain before touching the store.
-  const chainOpts = config.custody === 'chain'
-    ? { rpcUrl: config.chainRpcUrl!, account: config.chainAccount, confirmTimeoutMs: config.chainConfirmTimeoutMs }
-    : undefined;
+  const chainOpts =
+    config.custody === 'chain'
+      ? { rpcUrl: config.chainRpcUrl!, account: config.chainAccount, confirmTimeoutMs: config.chainConfirmTimeoutMs }
+      : undefined;
   const probe = chainOpts ? await probeChain(chainOpts) : undefined;
   if (config.databaseUrl) installPostgresGuard(log);
   // A directory without a database yet: initdb and the migrations run in a child process, whose
@@ -148,17 +151,32 @@ async function main(env: Env, slot?: number) {
   const custody = chainOpts ? await connectChainCustody(db, { ...chainOpts, sandboxFault: takeSandboxFault }, probe) : undefined;
   if (custody) log('chain custody', { chain: custody.chain, contract: custody.contract, account: custody.account });
   const requestLog = config.requestLog
-    ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) => log('request log write failed', { path: config.requestLog, error: String(err) }))
+    ? openRequestLog(config.requestLog, config.requestLogMaxLines, (err) =>
+        log('request log write failed', { path: config.requestLog, error: String(err) }),
+      )
     : undefined;
   if (replacement) await listen(server, config);
   // PORT=0: the default PUBLIC_URL (x402 resources, OpenAPI servers) names the port actually bound.
   const bound = server.address();
   const appConfig = typeof bound === 'object' && bound ? withListeningPort(config, env, bound.port) : config;
-  const app = createApp({ db, config: appConfig, custody, requestLog, webhookTransport: createNodeTransport(), resolveHost: nodeResolveHost, onError: (err, requestId) => (isDatabaseUnavailable(err)
-    // An outage answers 503 to every request: one line each, not a stack trace each.
-    ? log('database unavailable', { requestId, error: String((err as Error)?.message ?? err) })
-    : log('request failed', { requestId, error: String((err as Error)?.stack ?? err) })) });
-  serve = nodeListener(app, { trustProxy: config.trustProxy, clientMaxConcurrency: config.clientMaxConcurrency, onError: (err) => log('adapter error', { error: String(err) }) });
+  const app = createApp({
+    db,
+    config: appConfig,
+    custody,
+    requestLog,
+    webhookTransport: createNodeTransport(),
+    resolveHost: nodeResolveHost,
+    onError: (err, requestId) =>
+      isDatabaseUnavailable(err)
+        ? // An outage answers 503 to every request: one line each, not a stack trace each.
+          log('database unavailable', { requestId, error: String((err as Error)?.message ?? err) })
+        : log('request failed', { requestId, error: String((err as Error)?.stack ?? err) }),
+  });
+  serve = nodeListener(app, {
+    trustProxy: config.trustProxy,
+    clientMaxConcurrency: config.clientMaxConcurrency,
+    onError: (err) => log('adapter error', { error: String(err) }),
+  });
   // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
   server.on('connect', connectListener(app));
   const jobs = startJobs(app.svc, { log });
@@ -208,9 +226,9 @@ export function run(env: Env): void {
   const slot = workerSlot(env);
   if (slot !== undefined) {
     // A worker's line goes to the primary, which prints the first one only: not N copies of one reason.
-    main(env, slot).catch((err) => process.connected
-      ? tellPrimary({ escrow: 'failed', line: failureLine(err) }).then(() => process.exit(1))
-      : fail(err));
+    main(env, slot).catch((err) =>
+      process.connected ? tellPrimary({ escrow: 'failed', line: failureLine(err) }).then(() => process.exit(1)) : fail(err),
+    );
     return;
   }
   // WORKERS > 1: this process is the primary. The configuration is checked here first, so a bad
@@ -219,7 +237,11 @@ export function run(env: Env): void {
   try {
     workers = resolveWorkers(parseConfig(env).workers);
     // Started as a worker of someone else's cluster (pm2's cluster mode): that cluster forks, not us.
-    if (workers > 1 && !cluster.isPrimary) throw new ConfigError('WORKERS', 'this process is already a node:cluster worker of another supervisor (pm2 cluster mode?): let that one fork, and set WORKERS=1');
+    if (workers > 1 && !cluster.isPrimary)
+      throw new ConfigError(
+        'WORKERS',
+        'this process is already a node:cluster worker of another supervisor (pm2 cluster mode?): let that one fork, and set WORKERS=1',
+      );
   } catch (err) {
     fail(err);
   }
@@ -245,6 +267,11 @@ function fail(err: unknown): never {
 
 /** The message of an unexpected failure on one line, without its stack. */
 function oneLine(err: unknown): string {
-  const text = err instanceof Error ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message}` : typeof err === 'object' ? JSON.stringify(err) : String(err);
+  const text =
+    err instanceof Error
+      ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message}`
+      : typeof err === 'object'
+        ? JSON.stringify(err)
+        : String(err);
   return text.replace(/\s*\n\s*/g, ' ');
 }

@@ -15,7 +15,11 @@ class RefusedAddress extends Error {
 }
 
 /** Every address of a name (dns.lookup with all: true); injectable so tests can play a rebinding DNS. */
-export type LookupAll = (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type LookupAll = (
+  hostname: string,
+  options: LookupOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 const systemLookupAll: LookupAll = (hostname, options, callback) => dnsLookup(hostname, { ...options, all: true }, callback);
 

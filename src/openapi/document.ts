@@ -13,16 +13,32 @@ type QueryParam = { name: string; schema: Record<string, unknown>; description: 
 
 /** `limit` and `cursor`, which every list route reads (docs/protocol.md §9.2; src/paging.ts). */
 const PAGE: QueryParam[] = [
-  { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size (1-1000); the answer then carries nextCursor (null on the last page). Without it the whole list is returned.' },
-  { name: 'cursor', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' }, description: 'opaque: nextCursor of the previous page of the same list' },
+  {
+    name: 'limit',
+    schema: { type: 'integer', minimum: 1, maximum: 1000 },
+    description: 'page size (1-1000); the answer then carries nextCursor (null on the last page). Without it the whole list is returned.',
+  },
+  {
+    name: 'cursor',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' },
+    description: 'opaque: nextCursor of the previous page of the same list',
+  },
 ];
 const ts = { type: 'string', format: 'date-time' };
 
 /** Query parameters of the routes that take them. */
 export const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/escrows': [
-    { name: 'state', schema: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] }, description: 'only escrows in this state' },
-    { name: 'agentId', schema: { type: 'string', pattern: '^agt_', maxLength: 64 }, description: 'only escrows where this sandbox agent\'s key is the payer or the payee (404 for an unknown agent)' },
+    {
+      name: 'state',
+      schema: { type: 'string', enum: ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] },
+      description: 'only escrows in this state',
+    },
+    {
+      name: 'agentId',
+      schema: { type: 'string', pattern: '^agt_', maxLength: 64 },
+      description: "only escrows where this sandbox agent's key is the payer or the payee (404 for an unknown agent)",
+    },
     { name: 'createdAfter', schema: ts, description: 'only escrows with createdAt strictly after this ISO 8601 date-time' },
     { name: 'createdBefore', schema: ts, description: 'only escrows with createdAt strictly before this ISO 8601 date-time' },
     ...PAGE,
@@ -33,13 +49,21 @@ export const QUERY: Record<string, QueryParam[]> = {
   'GET /v1/webhooks/dead-letters': PAGE,
   'GET /v1/admin/keys': PAGE,
   'GET /v1/webhooks/attempts': [
-    { name: 'escrowId', schema: { type: 'string', pattern: '^esc_' }, description: 'only this escrow\'s attempts' },
-    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'page size; without it every attempt is returned' },
+    { name: 'escrowId', schema: { type: 'string', pattern: '^esc_' }, description: "only this escrow's attempts" },
+    {
+      name: 'limit',
+      schema: { type: 'integer', minimum: 1, maximum: 1000 },
+      description: 'page size; without it every attempt is returned',
+    },
     { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
   ],
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
-    { name: 'end', schema: { type: 'integer', minimum: 0 }, description: 'leaf index after the last one (exclusive; at most start + 1000)' },
+    {
+      name: 'end',
+      schema: { type: 'integer', minimum: 0 },
+      description: 'leaf index after the last one (exclusive; at most start + 1000)',
+    },
     ...PAGE.map((p) => ({ ...p, description: `${p.description} (instead of ${p.name === 'limit' ? 'end' : 'start'})` })),
   ],
 };
@@ -48,19 +72,42 @@ export const QUERY: Record<string, QueryParam[]> = {
 const HEADERS: Record<string, Array<{ name: string; description: string }>> = {
   'POST /v1/escrows': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
   'POST /v1/escrows/:id/fund': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
-  'POST /v1/escrows/:id/dispute': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
-  'POST /v1/escrows/:id/dispute/evidence': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed' }],
-  'POST /v1/escrows/:id/dispute/resolve': [{ name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' }],
+  'POST /v1/escrows/:id/dispute': [
+    {
+      name: 'Idempotency-Key',
+      description:
+        '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed',
+    },
+  ],
+  'POST /v1/escrows/:id/dispute/evidence': [
+    {
+      name: 'Idempotency-Key',
+      description:
+        '1-255 characters; the first 2xx response is replayed for 24 h, where the same signed action sent without it is 409 replayed',
+    },
+  ],
+  'POST /v1/escrows/:id/dispute/resolve': [
+    { name: 'Idempotency-Key', description: '1-255 characters; the first 2xx response is replayed for 24 h' },
+  ],
   'GET /v1/x402/demo': [
-    { name: 'X-PAYMENT', description: 'x402 v1: base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}} (proof-sandbox scheme)' },
-    { name: 'PAYMENT-SIGNATURE', description: 'x402 v2: base64 JSON {x402Version: 2, resource?, accepted, payload: {authorization, signature}}; send one of the two' },
+    {
+      name: 'X-PAYMENT',
+      description: 'x402 v1: base64 JSON {x402Version: 1, scheme, network, payload: {authorization, signature}} (proof-sandbox scheme)',
+    },
+    {
+      name: 'PAYMENT-SIGNATURE',
+      description: 'x402 v2: base64 JSON {x402Version: 2, resource?, accepted, payload: {authorization, signature}}; send one of the two',
+    },
   ],
 };
 
 /** Response headers of the routes that send more than x-request-id (x402: docs/protocol.md §15, both transports' names). */
 const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> = {
   'GET /v1/x402/demo': {
-    'X-PAYMENT-RESPONSE': { description: 'x402 v1: base64 JSON {success: true, transaction: proofId, network: "proof-local", payer, escrowId, proofId, outcome: "released"}' },
+    'X-PAYMENT-RESPONSE': {
+      description:
+        'x402 v1: base64 JSON {success: true, transaction: proofId, network: "proof-local", payer, escrowId, proofId, outcome: "released"}',
+    },
     'PAYMENT-RESPONSE': { description: 'x402 v2: the same SettlementResponse with network "proof:local" (CAIP-2)' },
   },
 };
@@ -68,7 +115,13 @@ const RESPONSE_HEADERS: Record<string, Record<string, { description: string }>> 
 // A greedy `:name+` (a tile path spanning segments) is one templated segment in the document.
 const oasPath = (p: string) => p.replace(/:(\w+)\+?/g, '{$1}');
 const opId = (def: RouteDef) =>
-  def.method.toLowerCase() + oasPath(def.path).replace(/[{}]/g, '').split(/[/._-]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
+  def.method.toLowerCase() +
+  oasPath(def.path)
+    .replace(/[{}]/g, '')
+    .split(/[/._-]+/)
+    .filter(Boolean)
+    .map((w) => w[0].toUpperCase() + w.slice(1))
+    .join('');
 
 function bodySchema(body: Struct<any, any> | Struct<any, any>[]): Record<string, unknown> {
   return Array.isArray(body) ? { oneOf: body.map((b) => toJsonSchema(b)) } : toJsonSchema(body);
@@ -130,7 +183,11 @@ function responsesOf(def: RouteDef): Record<string, unknown> {
     'unavailable',
   ];
   const out = errorResponses(codes);
-  out['421'] = { description: 'Misdirected request: the open sandbox answers only to Host names it knows (localhost, loopback addresses, the PUBLIC_URL host), so a DNS-rebinding page cannot pass as same-origin.', content: errorContent };
+  out['421'] = {
+    description:
+      'Misdirected request: the open sandbox answers only to Host names it knows (localhost, loopback addresses, the PUBLIC_URL host), so a DNS-rebinding page cannot pass as same-origin.',
+    content: errorContent,
+  };
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => Number(a) - Number(b)));
 }
 
@@ -161,8 +218,20 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
   for (const def of routes) {
     const key = `${def.method} ${def.path}`;
     const params = [...def.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-    const query = (QUERY[key] ?? []).map((q) => ({ name: q.name, in: 'query', required: false, schema: q.schema, description: q.description }));
-    const headers = (HEADERS[key] ?? []).map((h) => ({ name: h.name, in: 'header', required: false, schema: { type: 'string' }, description: h.description }));
+    const query = (QUERY[key] ?? []).map((q) => ({
+      name: q.name,
+      in: 'query',
+      required: false,
+      schema: q.schema,
+      description: q.description,
+    }));
+    const headers = (HEADERS[key] ?? []).map((h) => ({
+      name: h.name,
+      in: 'header',
+      required: false,
+      schema: { type: 'string' },
+      description: h.description,
+    }));
     const text = def.contentType ?? (def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json');
     const op: Record<string, unknown> = {
       operationId: opId(def),
@@ -175,23 +244,51 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
         [String(def.success.status)]: {
           description: def.success.description,
           content: { [text]: { schema: RESPONSES[key] ?? {} } },
-          ...(def.access === 'public' ? {} : {
-            headers: {
-              'x-request-id': { schema: { type: 'string' } },
-              ...Object.fromEntries(Object.entries(RESPONSE_HEADERS[key] ?? {}).map(([n, h]) => [n, { ...h, schema: { type: 'string' } }])),
-              ...(def.signsAgainstNow ? { 'x-service-now': { description: 'The service clock (sandbox offset included) that signedAt/submittedAt must be within 300 s of; sent on errors too', schema: { type: 'string', format: 'date-time' } } } : {}),
-            },
-          }),
+          ...(def.access === 'public'
+            ? {}
+            : {
+                headers: {
+                  'x-request-id': { schema: { type: 'string' } },
+                  ...Object.fromEntries(
+                    Object.entries(RESPONSE_HEADERS[key] ?? {}).map(([n, h]) => [n, { ...h, schema: { type: 'string' } }]),
+                  ),
+                  ...(def.signsAgainstNow
+                    ? {
+                        'x-service-now': {
+                          description:
+                            'The service clock (sandbox offset included) that signedAt/submittedAt must be within 300 s of; sent on errors too',
+                          schema: { type: 'string', format: 'date-time' },
+                        },
+                      }
+                    : {}),
+                },
+              }),
         },
         ...responsesOf(def),
         // The open sandbox leads / to the console (README.md "Console").
         ...(key === 'POST /mcp' ? MCP_TRANSPORT_RESPONSES : {}),
         // The open sandbox leads / to the console (CONTRACT §8 "Console").
-        ...(key === 'GET /' ? { 303: { description: 'Open sandbox: See Other, to /console.', headers: { Location: { description: '/console', schema: { type: 'string' } } } } } : {}),
+        ...(key === 'GET /'
+          ? {
+              303: {
+                description: 'Open sandbox: See Other, to /console.',
+                headers: { Location: { description: '/console', schema: { type: 'string' } } },
+              },
+            }
+          : {}),
         // /health answers 503 with its own body ({ok: false, ...}), not the error envelope (docs/protocol.md §22).
-        ...(key === 'GET /health' ? { 503: { description: 'The database is unreachable: ok is false.', content: { 'application/json': { schema: RESPONSES[key] } } } } : {}),
+        ...(key === 'GET /health'
+          ? {
+              503: {
+                description: 'The database is unreachable: ok is false.',
+                content: { 'application/json': { schema: RESPONSES[key] } },
+              },
+            }
+          : {}),
       },
-      ...(def.access === 'root' ? { description: 'Admin: root key (API_KEY) only; a minted key or an open sandbox gets 403 forbidden.' } : {}),
+      ...(def.access === 'root'
+        ? { description: 'Admin: root key (API_KEY) only; a minted key or an open sandbox gets 403 forbidden.' }
+        : {}),
       ...(def.sandboxOnly ? { description: 'Open sandbox only; hosted deployments answer 403 forbidden.' } : {}),
     };
     (paths[oasPath(def.path)] ??= {})[def.method.toLowerCase()] = op;
@@ -202,18 +299,25 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
       title: 'Escrow settlement service',
       version: API_VERSION,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
-      description: 'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors. '
-        + 'On every path: another method is 405 `method_not_allowed` with an `Allow` header (TRACE, CONNECT and unknown methods included); OPTIONS is 204 with `Allow` (a CORS preflight from an origin in CORS_ORIGINS adds the Access-Control-* headers); HEAD answers as GET without a body. '
-        + 'JSON bodies, path and query parameters must be I-JSON (RFC 7493): a duplicate key, a NUL character or a lone UTF-16 surrogate anywhere is 400 `bad_request` naming the field. '
-        + 'A browser request whose Origin is neither the service\'s own nor in CORS_ORIGINS (or with Sec-Fetch-Site: cross-site and no such Origin) is 403 `forbidden` and does nothing; the open sandbox answers a Host name it does not know with 421 `misdirected_request`. '
-        + 'With a minted key, agents it did not register and escrows (and their proofs) where it registered no party are 404 `not_found`.',
+      description:
+        'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors. ' +
+        'On every path: another method is 405 `method_not_allowed` with an `Allow` header (TRACE, CONNECT and unknown methods included); OPTIONS is 204 with `Allow` (a CORS preflight from an origin in CORS_ORIGINS adds the Access-Control-* headers); HEAD answers as GET without a body. ' +
+        'JSON bodies, path and query parameters must be I-JSON (RFC 7493): a duplicate key, a NUL character or a lone UTF-16 surrogate anywhere is 400 `bad_request` naming the field. ' +
+        "A browser request whose Origin is neither the service's own nor in CORS_ORIGINS (or with Sec-Fetch-Site: cross-site and no such Origin) is 403 `forbidden` and does nothing; the open sandbox answers a Host name it does not know with 421 `misdirected_request`. " +
+        'With a minted key, agents it did not register and escrows (and their proofs) where it registered no party are 404 `not_found`.',
     },
     servers: [{ url: (opts.serverUrl ?? '/').replace(/(.)\/+$/, '$1'), description: 'this deployment' }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAGS[name] ?? name })),
     paths,
     components: {
       schemas: SCHEMAS,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY or a minted esk_ key>. Not needed in an open sandbox.' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer <API_KEY or a minted esk_ key>. Not needed in an open sandbox.',
+        },
+      },
     },
   };
 }

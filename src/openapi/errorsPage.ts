@@ -3,13 +3,23 @@
 import { ERROR_CODES } from '../errors.ts';
 import { docsShell } from '../console/pages.ts';
 
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/`([^`]+)`/g, '<code>$1</code>');
+const esc = (s: string) =>
+  s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/`([^`]+)`/g, '<code>$1</code>');
 
 export function errorsPage(): string {
   const rows = Object.entries(ERROR_CODES)
-    .map(([code, e]) => `<tr id="${code}"><td><code>${code}</code></td><td>${e.status}</td><td>${esc(e.cause)}</td><td>${esc(e.fix)}</td></tr>`)
+    .map(
+      ([code, e]) =>
+        `<tr id="${code}"><td><code>${code}</code></td><td>${e.status}</td><td>${esc(e.cause)}</td><td>${esc(e.fix)}</td></tr>`,
+    )
     .join('\n');
-  return docsShell('Escrow settlement service: error codes', `<a class="skip" href="#main">Skip to content</a>
+  return docsShell(
+    'Escrow settlement service: error codes',
+    `<a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">Escrow settlement</a><nav aria-label="Site"><a href="/console">Console</a> <a href="/docs">API reference</a> <a href="/docs/errors" aria-current="page">Error codes</a> <a href="/v1/openapi.json">OpenAPI JSON</a></nav></header>
 <main id="main" tabindex="-1" class="narrow">
 <h1>Error codes</h1>
@@ -17,5 +27,6 @@ export function errorsPage(): string {
 <table class="errors"><thead><tr><th scope="col">code</th><th scope="col">HTTP</th><th scope="col">cause</th><th scope="col">fix</th></tr></thead><tbody>
 ${rows}
 </tbody></table>
-</main>`);
+</main>`,
+  );
 }

@@ -7,8 +7,22 @@ const str = { type: 'string' };
 const int = { type: 'integer' };
 const bool = { type: 'boolean' };
 const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
-const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'object', properties, required });
-const REFUSALS = ['malformed_header', 'version_mismatch', 'scheme_mismatch', 'wrong_resource', 'wrong_payee', 'wrong_asset', 'bad_signature', 'payment_invalid', 'terms_mismatch'];
+const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
+  type: 'object',
+  properties,
+  required,
+});
+const REFUSALS = [
+  'malformed_header',
+  'version_mismatch',
+  'scheme_mismatch',
+  'wrong_resource',
+  'wrong_payee',
+  'wrong_asset',
+  'bad_signature',
+  'payment_invalid',
+  'terms_mismatch',
+];
 
 export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
   AuthCaptureRequirements: {
@@ -19,7 +33,24 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
       amount: { type: 'string', pattern: '^[1-9]\\d{0,23}$', description: 'atomic units, 6 decimals' },
       payTo: hex64,
       maxTimeoutSeconds: int,
-      extra: obj({ paymentFlow: { const: 'escrow' }, terms: ref('Terms'), timeouts: { type: 'object', properties: { deliverWithinSeconds: int, resolveWithinSeconds: int, decideWithinSeconds: int, timeoutRuling: { type: 'string', enum: ['release', 'refund', 'split'] } }, additionalProperties: false }, arbiter: hex64 }, ['paymentFlow', 'terms']),
+      extra: obj(
+        {
+          paymentFlow: { const: 'escrow' },
+          terms: ref('Terms'),
+          timeouts: {
+            type: 'object',
+            properties: {
+              deliverWithinSeconds: int,
+              resolveWithinSeconds: int,
+              decideWithinSeconds: int,
+              timeoutRuling: { type: 'string', enum: ['release', 'refund', 'split'] },
+            },
+            additionalProperties: false,
+          },
+          arbiter: hex64,
+        },
+        ['paymentFlow', 'terms'],
+      ),
     }),
     description: 'x402 v2 PaymentRequirements of the auth-capture scheme; unknown keys are tolerated',
   },
@@ -36,33 +67,57 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
     type: { const: 'void' },
     paymentId: { type: 'string', pattern: '^esc_' },
     signedAt: ts,
-    signature: { oneOf: [ref('Signature'), hexSig], description: 'by payTo over JCS {escrowId, action: "void", signedAt}; payeeSignature instead when the collect\'s authorization rides along' },
+    signature: {
+      oneOf: [ref('Signature'), hexSig],
+      description:
+        'by payTo over JCS {escrowId, action: "void", signedAt}; payeeSignature instead when the collect\'s authorization rides along',
+    },
   }),
-  X402PaymentPayload: obj({
-    x402Version: { const: 2 },
-    resource: obj({ url: str }, ['url']),
-    accepted: ref('AuthCaptureRequirements'),
-    payload: { oneOf: [ref('AuthCaptureCollect'), ref('AuthCaptureCapture'), ref('AuthCaptureVoid')] },
-  }, ['x402Version', 'accepted', 'payload']),
+  X402PaymentPayload: obj(
+    {
+      x402Version: { const: 2 },
+      resource: obj({ url: str }, ['url']),
+      accepted: ref('AuthCaptureRequirements'),
+      payload: { oneOf: [ref('AuthCaptureCollect'), ref('AuthCaptureCapture'), ref('AuthCaptureVoid')] },
+    },
+    ['x402Version', 'accepted', 'payload'],
+  ),
 };
 
-const settleAnswer = obj({
-  success: bool,
-  errorReason: { type: 'string', enum: [...REFUSALS, 'verdict_failed', 'custody_failed'] },
-  errorMessage: str,
-  transaction: { ...str, description: 'collect: the escrow id; capture and void: the proof id; a refusal: ""' },
-  network: str,
-  payer: hex64,
-  amount: str,
-  extra: { type: 'object', properties: { escrowId: str, state: { type: 'string', enum: ['settled', 'refunded'] }, verdict: { type: 'object' } } },
-}, ['success', 'transaction', 'network']);
+const settleAnswer = obj(
+  {
+    success: bool,
+    errorReason: { type: 'string', enum: [...REFUSALS, 'verdict_failed', 'custody_failed'] },
+    errorMessage: str,
+    transaction: { ...str, description: 'collect: the escrow id; capture and void: the proof id; a refusal: ""' },
+    network: str,
+    payer: hex64,
+    amount: str,
+    extra: {
+      type: 'object',
+      properties: { escrowId: str, state: { type: 'string', enum: ['settled', 'refunded'] }, verdict: { type: 'object' } },
+    },
+  },
+  ['success', 'transaction', 'network'],
+);
 
 export const FACILITATOR_RESPONSES: Record<string, unknown> = {
   'GET /v1/x402/facilitator/supported': obj({
-    kinds: { type: 'array', items: obj({ x402Version: int, scheme: str, network: str, extra: obj({ paymentFlow: str, decimals: int, assets: { type: 'array', items: str } }) }) },
+    kinds: {
+      type: 'array',
+      items: obj({
+        x402Version: int,
+        scheme: str,
+        network: str,
+        extra: obj({ paymentFlow: str, decimals: int, assets: { type: 'array', items: str } }),
+      }),
+    },
     extensions: { type: 'array', items: str },
     signers: { type: 'object', additionalProperties: { type: 'array', items: hex64 } },
   }),
-  'POST /v1/x402/facilitator/verify': obj({ isValid: bool, invalidReason: { type: 'string', enum: REFUSALS }, invalidMessage: str, payer: hex64 }, ['isValid']),
+  'POST /v1/x402/facilitator/verify': obj(
+    { isValid: bool, invalidReason: { type: 'string', enum: REFUSALS }, invalidMessage: str, payer: hex64 },
+    ['isValid'],
+  ),
   'POST /v1/x402/facilitator/settle': settleAnswer,
 };

@@ -3,7 +3,14 @@ import type { Queryable } from '../db/types.ts';
 import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 
-const ORDER: Record<PartySignature['kind'], number> = { mandate: 0, x402: 1, delivery: 2, 'dispute.open': 3, 'dispute.evidence': 4, ruling: 5 };
+const ORDER: Record<PartySignature['kind'], number> = {
+  mandate: 0,
+  x402: 1,
+  delivery: 2,
+  'dispute.open': 3,
+  'dispute.evidence': 4,
+  ruling: 5,
+};
 
 /**
  * Gathers, for the matter `proof` closed, within the trail the proof covers:
@@ -18,11 +25,17 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
   const escrowId = proof.escrowId;
   const [deliveries, mandates, kept] = await Promise.all([
     q.query<{ content_hash: string; submitted_at: string; signature: string }>(
-      'SELECT content_hash, submitted_at, signature FROM deliveries WHERE escrow_id = $1', [escrowId]),
+      'SELECT content_hash, submitted_at, signature FROM deliveries WHERE escrow_id = $1',
+      [escrowId],
+    ),
     q.query<{ principal: string; caps: string; signature: string }>(
-      'SELECT m.principal, m.caps, m.signature FROM escrows e JOIN mandates m ON m.id = e.mandate_id WHERE e.id = $1', [escrowId]),
+      'SELECT m.principal, m.caps, m.signature FROM escrows e JOIN mandates m ON m.id = e.mandate_id WHERE e.id = $1',
+      [escrowId],
+    ),
     q.query<{ kind: PartySignature['kind']; trail_index: number | null; public_key: string; signed_body: string; signature: string }>(
-      'SELECT kind, trail_index, public_key, signed_body, signature FROM party_signatures WHERE escrow_id = $1 ORDER BY seq', [escrowId]),
+      'SELECT kind, trail_index, public_key, signed_body, signature FROM party_signatures WHERE escrow_id = $1 ORDER BY seq',
+      [escrowId],
+    ),
   ]);
   const indexOf = (event: string) => trail.findIndex((t) => t.event === event);
   const out: PartySignature[] = [];
@@ -30,21 +43,38 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
   if (mandates.length && proof.mandateHash) {
     const m = mandates[0];
     const sig = JSON.parse(m.signature) as { signer: string; signature: string };
-    out.push({ kind: 'mandate', trailIndex: 0, publicKey: m.principal, signedBody: { principal: m.principal, caps: JSON.parse(m.caps) }, signature: sig.signature });
+    out.push({
+      kind: 'mandate',
+      trailIndex: 0,
+      publicKey: m.principal,
+      signedBody: { principal: m.principal, caps: JSON.parse(m.caps) },
+      signature: sig.signature,
+    });
   }
   const delivered = indexOf('delivery.submitted');
   if (deliveries.length && delivered >= 0) {
     const d = deliveries[0];
     const sig = JSON.parse(d.signature) as { signer: string; signature: string };
-    out.push({ kind: 'delivery', trailIndex: delivered, publicKey: sig.signer, signedBody: { escrowId, contentHash: d.content_hash, submittedAt: d.submitted_at }, signature: sig.signature });
+    out.push({
+      kind: 'delivery',
+      trailIndex: delivered,
+      publicKey: sig.signer,
+      signedBody: { escrowId, contentHash: d.content_hash, submittedAt: d.submitted_at },
+      signature: sig.signature,
+    });
   }
   const resolved = indexOf('dispute.resolved');
   const ruled = resolved >= 0 ? (trail[resolved].body as Record<string, unknown>) : undefined;
   for (const k of kept) {
     const signedBody = JSON.parse(k.signed_body) as Record<string, unknown>;
     if (k.kind === 'ruling') {
-      if (!ruled || signedBody.disputeId !== ruled.disputeId || signedBody.outcome !== ruled.outcome
-        || canonicalize(signedBody.shares ?? null) !== canonicalize(ruled.shares ?? null)) continue;
+      if (
+        !ruled ||
+        signedBody.disputeId !== ruled.disputeId ||
+        signedBody.outcome !== ruled.outcome ||
+        canonicalize(signedBody.shares ?? null) !== canonicalize(ruled.shares ?? null)
+      )
+        continue;
       out.push({ kind: 'ruling', trailIndex: resolved, publicKey: k.public_key, signedBody, signature: k.signature });
     } else if (k.trail_index !== null && k.trail_index < trail.length) {
       out.push({ kind: k.kind, trailIndex: k.trail_index, publicKey: k.public_key, signedBody, signature: k.signature });

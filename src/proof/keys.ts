@@ -95,7 +95,9 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
 }
 
 /** Retires the active issuer key and makes a fresh one active, atomically. */
-export async function rotateIssuer(db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+export async function rotateIssuer(db: {
+  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+}): Promise<{ active: IssuerKey; retired: IssuerKey }> {
   return db.tx(async (tx) => {
     // Lock: a transaction-scoped advisory lock per schema, held to commit, so concurrent rotations
     // run one after the other. A row lock alone is not enough: the second rotation, once granted

@@ -15,10 +15,12 @@ export interface ProofLog extends LogIntegrator {
 
 /** The integrator's own statement: the proofs it integrated learn their leaf index. */
 export function recordIndices(done: Integrated[]): Stmt[] {
-  return [{
-    text: `UPDATE proofs p SET leaf_index = x.idx FROM json_to_recordset($1::text::json) AS x(id text, idx bigint) WHERE p.id = x.id`,
-    params: [JSON.stringify(done.map((d) => ({ id: d.entryId, idx: d.index })))],
-  }];
+  return [
+    {
+      text: `UPDATE proofs p SET leaf_index = x.idx FROM json_to_recordset($1::text::json) AS x(id text, idx bigint) WHERE p.id = x.id`,
+      params: [JSON.stringify(done.map((d) => ({ id: d.entryId, idx: d.index })))],
+    },
+  ];
 }
 
 export function createProofLog(db: Db, opts: { waitMs: number }): ProofLog {

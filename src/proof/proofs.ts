@@ -74,7 +74,9 @@ export async function proofLeaf(q: Queryable, proofId: string): Promise<ProofLea
   if (rows.length === 0) throw notFound(`no proof ${proofId}`);
   const r = rows[0];
   if (r.leaf_index === null) {
-    throw new AppError('unavailable', `proof ${proofId} is sequenced but its log leaf is not integrated yet; retry in a moment`, { headers: { 'retry-after': '1' } });
+    throw new AppError('unavailable', `proof ${proofId} is sequenced but its log leaf is not integrated yet; retry in a moment`, {
+      headers: { 'retry-after': '1' },
+    });
   }
   const leafIndex = Number(r.leaf_index);
   // The two reads ran side by side: a batch that committed between them indexed this leaf after

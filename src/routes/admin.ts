@@ -23,61 +23,96 @@ async function noBody(request: Request, what: string): Promise<void> {
   if (field !== undefined) throw badRequest(`${field} is not a known field (${what} takes no body fields)`);
 }
 
-export const adminRoutes = () => defineRoutes([
-  {
-    method: 'POST', path: '/v1/admin/issuer/rotate', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
-    success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
-    errors: ['bad_request', ...ADMIN_ERRORS],
-    async handler({ request, svc }) {
-      await noBody(request, 'rotation');
-      return json(await rotateIssuer(svc.db), 201);
+export const adminRoutes = () =>
+  defineRoutes([
+    {
+      method: 'POST',
+      path: '/v1/admin/issuer/rotate',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
+      success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
+      errors: ['bad_request', ...ADMIN_ERRORS],
+      async handler({ request, svc }) {
+        await noBody(request, 'rotation');
+        return json(await rotateIssuer(svc.db), 201);
+      },
     },
-  },
-  {
-    method: 'POST', path: '/v1/admin/keys', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
-    body: MintKeyBody,
-    success: { status: 201, description: '{id, label, secret, createdAt, rateLimitMax?}' },
-    errors: ['bad_request', 'payload_too_large', ...ADMIN_ERRORS],
-    async handler({ request, svc }) {
-      const body = check((await readJson(request)) ?? {}, MintKeyBody);
-      return json(await mintKey(svc.db, body), 201, { 'cache-control': 'no-store' });
+    {
+      method: 'POST',
+      path: '/v1/admin/keys',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
+      body: MintKeyBody,
+      success: { status: 201, description: '{id, label, secret, createdAt, rateLimitMax?}' },
+      errors: ['bad_request', 'payload_too_large', ...ADMIN_ERRORS],
+      async handler({ request, svc }) {
+        const body = check((await readJson(request)) ?? {}, MintKeyBody);
+        return json(await mintKey(svc.db, body), 201, { 'cache-control': 'no-store' });
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/admin/keys', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
-    success: { status: 200, description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}], nextCursor?: string|null} (nextCursor with limit)' },
-    errors: ['bad_request', ...ADMIN_ERRORS],
-    async handler({ query, svc }) {
-      const q = pageQuery(query, 'key');
-      const { page, nextCursor } = cutPage(await listKeys(svc.db, q.after, q.limit), q.limit, 'key', (k) => k.seq);
-      return json({ keys: page.map((k) => k.record), ...(q.limit === undefined ? {} : { nextCursor }) });
+    {
+      method: 'GET',
+      path: '/v1/admin/keys',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+      success: {
+        status: 200,
+        description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}], nextCursor?: string|null} (nextCursor with limit)',
+      },
+      errors: ['bad_request', ...ADMIN_ERRORS],
+      async handler({ query, svc }) {
+        const q = pageQuery(query, 'key');
+        const { page, nextCursor } = cutPage(await listKeys(svc.db, q.after, q.limit), q.limit, 'key', (k) => k.seq);
+        return json({ keys: page.map((k) => k.record), ...(q.limit === undefined ? {} : { nextCursor }) });
+      },
     },
-  },
-  {
-    method: 'DELETE', path: '/v1/admin/keys/:keyId', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
-    success: { status: 200, description: 'the key record with revokedAt' },
-    errors: ['not_found', ...ADMIN_ERRORS],
-    handler: async ({ params, svc }) => json(await revokeKey(svc.db, params.keyId)),
-  },
-  {
-    method: 'GET', path: '/v1/admin/metrics', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'Escrows by state, proofs issued, log size, webhook counters, this instance\'s rate-limit rejections and request-log counters, API key counts, uptime and version.',
-    success: {
-      status: 200,
-      description: '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, uptimeSeconds, version}',
+    {
+      method: 'DELETE',
+      path: '/v1/admin/keys/:keyId',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
+      success: { status: 200, description: 'the key record with revokedAt' },
+      errors: ['not_found', ...ADMIN_ERRORS],
+      handler: async ({ params, svc }) => json(await revokeKey(svc.db, params.keyId)),
     },
-    errors: ADMIN_ERRORS,
-    handler: async ({ svc }) => json(await metrics(svc)),
-  },
-  {
-    method: 'GET', path: '/v1/admin/rate', access: 'root', rate: 'key', tag: 'admin',
-    summary: 'The current window\'s counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.',
-    success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },
-    errors: ADMIN_ERRORS,
-    handler: async ({ svc }) => json(await svc.rateLimiter.snapshot()),
-  },
-]);
+    {
+      method: 'GET',
+      path: '/v1/admin/metrics',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
+      success: {
+        status: 200,
+        description:
+          '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, uptimeSeconds, version}',
+      },
+      errors: ADMIN_ERRORS,
+      handler: async ({ svc }) => json(await metrics(svc)),
+    },
+    {
+      method: 'GET',
+      path: '/v1/admin/rate',
+      access: 'root',
+      rate: 'key',
+      tag: 'admin',
+      summary:
+        "The current window's counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.",
+      success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },
+      errors: ADMIN_ERRORS,
+      handler: async ({ svc }) => json(await svc.rateLimiter.snapshot()),
+    },
+  ]);

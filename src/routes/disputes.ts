@@ -16,7 +16,13 @@ const agentId = idOf('agt');
 export const OpenSandboxBody = object({ agentId, reason: optional(text4k) });
 export const OpenSignedBody = object({ party: hex64, reason: optional(text4k), signedAt: timestamp, signature: SignatureS });
 export const EvidenceSandboxBody = object({ agentId, note: optional(text4k), payload: optional(any()) });
-export const EvidenceSignedBody = object({ party: hex64, note: optional(text4k), payload: optional(any()), signedAt: timestamp, signature: SignatureS });
+export const EvidenceSignedBody = object({
+  party: hex64,
+  note: optional(text4k),
+  payload: optional(any()),
+  signedAt: timestamp,
+  signature: SignatureS,
+});
 export const ResolveBody = object({
   outcome: enums(['release', 'refund', 'split']),
   rationale: optional(text4k),
@@ -37,53 +43,119 @@ function partyAct(b: { agentId?: string; party?: string; signedAt?: string; sign
     : { form: 'client', party: b.party!, signedAt: b.signedAt!, signature: b.signature! };
 }
 
-export const disputeRoutes = () => defineRoutes([
-  {
-    method: 'POST', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'disputes',
-    summary: 'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
-    body: [OpenSandboxBody, OpenSignedBody],
-    success: { status: 201, description: 'Dispute (state open); the escrow becomes disputed with deadlineAt = now + decideWithinSeconds; emits dispute.opened. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'replayed', 'unprocessable', 'rate_limited'],
-    async handler(ctx) {
-      const raw = asObject(await readJson(ctx.request));
-      const b = 'agentId' in raw ? check(raw, OpenSandboxBody) : check(raw, OpenSignedBody);
-      await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
-      return withIdempotency(ctx, raw, async (slot) => json(await openDispute(ctx.svc, ctx.params.id, partyAct(b), b.reason ?? '', slot), 201));
+export const disputeRoutes = () =>
+  defineRoutes([
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/dispute',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      signsAgainstNow: true,
+      tag: 'disputes',
+      summary:
+        'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
+      body: [OpenSandboxBody, OpenSignedBody],
+      success: {
+        status: 201,
+        description:
+          'Dispute (state open); the escrow becomes disputed with deadlineAt = now + decideWithinSeconds; emits dispute.opened. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.',
+      },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'replayed', 'unprocessable', 'rate_limited'],
+      async handler(ctx) {
+        const raw = asObject(await readJson(ctx.request));
+        const b = 'agentId' in raw ? check(raw, OpenSandboxBody) : check(raw, OpenSignedBody);
+        await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
+        return withIdempotency(ctx, raw, async (slot) =>
+          json(await openDispute(ctx.svc, ctx.params.id, partyAct(b), b.reason ?? '', slot), 201),
+        );
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows/:id/dispute', access: 'key', rate: 'key', tenant: 'escrow', tag: 'disputes',
-    summary: 'Read the escrow\'s dispute.',
-    success: { status: 200, description: 'Dispute' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
-    handler: async ({ params, svc }) => json(await getDispute(svc, params.id)),
-  },
-  {
-    method: 'POST', path: '/v1/escrows/:id/dispute/evidence', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'disputes',
-    summary: 'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
-    body: [EvidenceSandboxBody, EvidenceSignedBody],
-    success: { status: 200, description: 'Dispute with the evidence recorded; emits dispute.evidence. The same signed evidence again: 409 replayed. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'replayed', 'unprocessable', 'payload_too_large', 'rate_limited'],
-    async handler(ctx) {
-      const raw = asObject(await readJson(ctx.request));
-      const b = 'agentId' in raw ? check(raw, EvidenceSandboxBody) : check(raw, EvidenceSignedBody);
-      const hasPayload = 'payload' in raw;
-      if (!hasPayload && b.note === undefined) throw badRequest('evidence needs a note or a payload');
-      await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
-      return withIdempotency(ctx, raw, async (slot) => json(await addEvidence(ctx.svc, ctx.params.id, partyAct(b), b.note, raw.payload, hasPayload, slot)));
+    {
+      method: 'GET',
+      path: '/v1/escrows/:id/dispute',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'disputes',
+      summary: "Read the escrow's dispute.",
+      success: { status: 200, description: 'Dispute' },
+      errors: ['unauthorized', 'not_found', 'rate_limited'],
+      handler: async ({ params, svc }) => json(await getDispute(svc, params.id)),
     },
-  },
-  {
-    method: 'POST', path: '/v1/escrows/:id/dispute/resolve', access: 'key', rate: 'key', tenant: 'escrow', tag: 'disputes',
-    summary: 'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
-    body: ResolveBody,
-    success: { status: 200, description: '{dispute, proof}; emits dispute.resolved and proof.issued. The same signed ruling again: 409 replayed. Honors Idempotency-Key.' },
-    errors: ['bad_request', 'unauthorized', 'unauthorized_ruling', 'not_found', 'invalid_state', 'replayed', 'custody_failed', 'rate_limited'],
-    async handler(ctx) {
-      const raw = asObject(await readJson(ctx.request));
-      const b = check(raw, ResolveBody);
-      await assertOwnAgents(ctx.svc.db, ctx.caller, (b.agentIds ?? []).map((a, i): [string, string] => [b.agentIds!.length > 1 ? `agentIds[${i}]` : 'agentIds', a]));
-      return withIdempotency(ctx, raw, async (slot) => json(await resolveDispute(ctx.svc, ctx.params.id, { ...b, shares: b.shares as never }, slot)));
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/dispute/evidence',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      signsAgainstNow: true,
+      tag: 'disputes',
+      summary:
+        'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
+      body: [EvidenceSandboxBody, EvidenceSignedBody],
+      success: {
+        status: 200,
+        description:
+          'Dispute with the evidence recorded; emits dispute.evidence. The same signed evidence again: 409 replayed. Honors Idempotency-Key. Header x-service-now: the clock signedAt is checked against.',
+      },
+      errors: [
+        'bad_request',
+        'unauthorized',
+        'not_found',
+        'invalid_state',
+        'replayed',
+        'unprocessable',
+        'payload_too_large',
+        'rate_limited',
+      ],
+      async handler(ctx) {
+        const raw = asObject(await readJson(ctx.request));
+        const b = 'agentId' in raw ? check(raw, EvidenceSandboxBody) : check(raw, EvidenceSignedBody);
+        const hasPayload = 'payload' in raw;
+        if (!hasPayload && b.note === undefined) throw badRequest('evidence needs a note or a payload');
+        await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', 'agentId' in b ? b.agentId : undefined]]);
+        return withIdempotency(ctx, raw, async (slot) =>
+          json(await addEvidence(ctx.svc, ctx.params.id, partyAct(b), b.note, raw.payload, hasPayload, slot)),
+        );
+      },
     },
-  },
-]);
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/dispute/resolve',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'disputes',
+      summary:
+        'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
+      body: ResolveBody,
+      success: {
+        status: 200,
+        description:
+          '{dispute, proof}; emits dispute.resolved and proof.issued. The same signed ruling again: 409 replayed. Honors Idempotency-Key.',
+      },
+      errors: [
+        'bad_request',
+        'unauthorized',
+        'unauthorized_ruling',
+        'not_found',
+        'invalid_state',
+        'replayed',
+        'custody_failed',
+        'rate_limited',
+      ],
+      async handler(ctx) {
+        const raw = asObject(await readJson(ctx.request));
+        const b = check(raw, ResolveBody);
+        await assertOwnAgents(
+          ctx.svc.db,
+          ctx.caller,
+          (b.agentIds ?? []).map((a, i): [string, string] => [b.agentIds!.length > 1 ? `agentIds[${i}]` : 'agentIds', a]),
+        );
+        return withIdempotency(ctx, raw, async (slot) =>
+          json(await resolveDispute(ctx.svc, ctx.params.id, { ...b, shares: b.shares as never }, slot)),
+        );
+      },
+    },
+  ]);

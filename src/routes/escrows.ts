@@ -41,7 +41,12 @@ export const SandboxDeliveryBody = object({ agentId, payload: any() });
 export const SignedDeliveryBody = object({ payload: any(), submittedAt: timestamp, signature: SignatureS });
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] as const;
 
-function party(role: 'payer' | 'payee' | 'arbiter', keyRef: { publicKey: string; label?: string } | undefined, id: string | undefined, required: boolean): PartyInput | undefined {
+function party(
+  role: 'payer' | 'payee' | 'arbiter',
+  keyRef: { publicKey: string; label?: string } | undefined,
+  id: string | undefined,
+  required: boolean,
+): PartyInput | undefined {
   if (keyRef && id) throw badRequest(`give either ${role} or ${role}AgentId, not both`);
   if (keyRef) return { keyRef: { publicKey: keyRef.publicKey, ...(keyRef.label !== undefined ? { label: keyRef.label } : {}) } };
   if (id) return { agentId: id };
@@ -100,133 +105,188 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx
   return f;
 }
 
-export const escrowRoutes = () => defineRoutes([
-  {
-    method: 'POST', path: '/v1/escrows', access: 'key', rate: 'key', tag: 'escrows',
-    summary: 'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
-    body: CreateEscrowBody,
-    success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
-    errors: ['bad_request', 'unauthorized', 'mandate_violation', 'not_found', 'unprocessable', 'payload_too_large', 'rate_limited'],
-    async handler(ctx) {
-      const raw = await readJson(ctx.request);
-      const b = check(raw, CreateEscrowBody);
-      const input = {
-        amount: parseAmount(b.amount, 'amount'),
-        asset: b.asset,
-        terms: validateTerms(b.terms),
-        payer: party('payer', b.payer, b.payerAgentId, true)!,
-        payee: party('payee', b.payee, b.payeeAgentId, true)!,
-        arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
-        mandateId: b.mandateId,
-        timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
-        scope: scopeOf(ctx.caller),
-        metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
-      };
-      if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
-      return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
+export const escrowRoutes = () =>
+  defineRoutes([
+    {
+      method: 'POST',
+      path: '/v1/escrows',
+      access: 'key',
+      rate: 'key',
+      tag: 'escrows',
+      summary:
+        'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
+      body: CreateEscrowBody,
+      success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
+      errors: ['bad_request', 'unauthorized', 'mandate_violation', 'not_found', 'unprocessable', 'payload_too_large', 'rate_limited'],
+      async handler(ctx) {
+        const raw = await readJson(ctx.request);
+        const b = check(raw, CreateEscrowBody);
+        const input = {
+          amount: parseAmount(b.amount, 'amount'),
+          asset: b.asset,
+          terms: validateTerms(b.terms),
+          payer: party('payer', b.payer, b.payerAgentId, true)!,
+          payee: party('payee', b.payee, b.payeeAgentId, true)!,
+          arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
+          mandateId: b.mandateId,
+          timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
+          scope: scopeOf(ctx.caller),
+          metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
+        };
+        if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
+        return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows', access: 'key', rate: 'key', tag: 'escrows',
-    summary: 'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
-    success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-    async handler({ query, svc, caller }) {
-      const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
-      const filter = await escrowFilter(svc, query, caller);
-      if (page.limit === undefined) {
-        return new Response(await streamAllEscrows(svc, filter, page.after), { headers: { 'content-type': 'application/json; charset=utf-8' } });
-      }
-      return json(await listEscrows(svc, filter, page.after, page.limit));
+    {
+      method: 'GET',
+      path: '/v1/escrows',
+      access: 'key',
+      rate: 'key',
+      tag: 'escrows',
+      summary:
+        'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
+      success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+      async handler({ query, svc, caller }) {
+        const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
+        const filter = await escrowFilter(svc, query, caller);
+        if (page.limit === undefined) {
+          return new Response(await streamAllEscrows(svc, filter, page.after), {
+            headers: { 'content-type': 'application/json; charset=utf-8' },
+          });
+        }
+        return json(await listEscrows(svc, filter, page.after, page.limit));
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows/:id', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'Read one escrow.',
-    success: { status: 200, description: 'Escrow' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
-    handler: async (ctx) => json(toJson(await getEscrow(ctx.svc.db, id(ctx)))),
-  },
-  {
-    method: 'POST', path: '/v1/escrows/:id/fund', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
-    success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
-    // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
-    async handler(ctx) {
-      const raw = await readJson(ctx.request);
-      if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
-        throw badRequest('fund takes no body fields');
-      }
-      return withIdempotency(ctx, raw, async (slot) => json(await fundEscrow(ctx.svc, id(ctx), slot)));
+    {
+      method: 'GET',
+      path: '/v1/escrows/:id',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary: 'Read one escrow.',
+      success: { status: 200, description: 'Escrow' },
+      errors: ['unauthorized', 'not_found', 'rate_limited'],
+      handler: async (ctx) => json(toJson(await getEscrow(ctx.svc.db, id(ctx)))),
     },
-  },
-  {
-    method: 'POST', path: '/v1/escrows/:id/delivery', access: 'key', rate: 'key', tenant: 'escrow', signsAgainstNow: true, tag: 'escrows',
-    summary: 'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
-    body: [SandboxDeliveryBody, SignedDeliveryBody],
-    success: { status: 201, description: 'DeliveryResult {delivery, verdict, proof?}' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
-    async handler(ctx) {
-      const input = deliveryInput(await readJson(ctx.request));
-      if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
-      ctx.serviceSigned = input.form === 'sandbox';
-      return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/fund',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary:
+        'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
+      success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
+      // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
+      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
+      async handler(ctx) {
+        const raw = await readJson(ctx.request);
+        if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
+          throw badRequest('fund takes no body fields');
+        }
+        return withIdempotency(ctx, raw, async (slot) => json(await fundEscrow(ctx.svc, id(ctx), slot)));
+      },
     },
-  },
-  {
-    method: 'POST', path: '/v1/escrows/:id/refund', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
-    success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
-    async handler(ctx) {
-      const raw = await readJson(ctx.request);
-      if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
-        throw badRequest('refund takes no body fields');
-      }
-      return json(await refundEscrow(ctx.svc, id(ctx)));
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/delivery',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      signsAgainstNow: true,
+      tag: 'escrows',
+      summary:
+        'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
+      body: [SandboxDeliveryBody, SignedDeliveryBody],
+      success: { status: 201, description: 'DeliveryResult {delivery, verdict, proof?}' },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
+      async handler(ctx) {
+        const input = deliveryInput(await readJson(ctx.request));
+        if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
+        ctx.serviceSigned = input.form === 'sandbox';
+        return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows/:id/trail', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'The escrow\'s hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.',
-    success: { status: 200, description: '{entries: [TrailEntry], intactUpTo: integer|null, nextCursor?: string|null} (nextCursor with limit)' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-    async handler(ctx) {
-      const q = pageQuery(ctx.query, 'trl');
-      await getEscrow(ctx.svc.db, id(ctx));
-      // The chain is checked whole on every page: a break before the page would otherwise go unseen.
-      const all = await readTrail(ctx.svc.db, id(ctx));
-      const intactUpTo = firstBreak(all);
-      if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
-      const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
-      const { page, nextCursor } = cutPage(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q.limit, 'trl', (e) => e.index);
-      return json({ entries: page, intactUpTo, ...(q.limit === undefined ? {} : { nextCursor }) });
+    {
+      method: 'POST',
+      path: '/v1/escrows/:id/refund',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
+      success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
+      async handler(ctx) {
+        const raw = await readJson(ctx.request);
+        if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
+          throw badRequest('refund takes no body fields');
+        }
+        return json(await refundEscrow(ctx.svc, id(ctx)));
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows/:id/events', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow\'s metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
-    success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
-    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-    async handler(ctx) {
-      const q = pageQuery(ctx.query, 'evt');
-      const escrow = await getEscrow(ctx.svc.db, id(ctx));
-      const entries = q.limit === undefined && q.after === null
-        ? await readTrail(ctx.svc.db, id(ctx))
-        : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
-      const { page, nextCursor } = cutPage(entries, q.limit, 'evt', (e) => e.index);
-      const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
-      return json({ events, ...(q.limit === undefined ? {} : { nextCursor }) });
+    {
+      method: 'GET',
+      path: '/v1/escrows/:id/trail',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary:
+        "The escrow's hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.",
+      success: {
+        status: 200,
+        description: '{entries: [TrailEntry], intactUpTo: integer|null, nextCursor?: string|null} (nextCursor with limit)',
+      },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+      async handler(ctx) {
+        const q = pageQuery(ctx.query, 'trl');
+        await getEscrow(ctx.svc.db, id(ctx));
+        // The chain is checked whole on every page: a break before the page would otherwise go unseen.
+        const all = await readTrail(ctx.svc.db, id(ctx));
+        const intactUpTo = firstBreak(all);
+        if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
+        const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
+        const { page, nextCursor } = cutPage(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q.limit, 'trl', (e) => e.index);
+        return json({ entries: page, intactUpTo, ...(q.limit === undefined ? {} : { nextCursor }) });
+      },
     },
-  },
-  {
-    method: 'GET', path: '/v1/escrows/:id/proof', access: 'key', rate: 'key', tenant: 'escrow', tag: 'escrows',
-    summary: 'The proof that closed the escrow; 404 while the matter is open.',
-    success: { status: 200, description: 'Proof' },
-    errors: ['unauthorized', 'not_found', 'rate_limited'],
-    handler: async (ctx) => json(await proofOfEscrow(ctx.svc.db, id(ctx))),
-  },
-]);
-
-
+    {
+      method: 'GET',
+      path: '/v1/escrows/:id/events',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary:
+        "Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow's metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
+      success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
+      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+      async handler(ctx) {
+        const q = pageQuery(ctx.query, 'evt');
+        const escrow = await getEscrow(ctx.svc.db, id(ctx));
+        const entries =
+          q.limit === undefined && q.after === null
+            ? await readTrail(ctx.svc.db, id(ctx))
+            : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
+        const { page, nextCursor } = cutPage(entries, q.limit, 'evt', (e) => e.index);
+        const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
+        return json({ events, ...(q.limit === undefined ? {} : { nextCursor }) });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/escrows/:id/proof',
+      access: 'key',
+      rate: 'key',
+      tenant: 'escrow',
+      tag: 'escrows',
+      summary: 'The proof that closed the escrow; 404 while the matter is open.',
+      success: { status: 200, description: 'Proof' },
+      errors: ['unauthorized', 'not_found', 'rate_limited'],
+      handler: async (ctx) => json(await proofOfEscrow(ctx.svc.db, id(ctx))),
+    },
+  ]);

@@ -21,5 +21,25 @@ import { mcpRoutes } from '../mcp/route.ts';
 import { facilitatorRoutes } from './facilitator.ts';
 
 export function allRoutes(): RouteDef[] {
-  return [...metaRoutes(), ...agentRoutes(), ...mandateRoutes(), ...escrowRoutes(), ...disputeRoutes(), ...custodyRoutes(), ...sandboxRoutes(), ...proofRoutes(), ...logRoutes(), ...tileRoutes(), ...witnessRoutes(), ...verifyRoutes(), ...adminRoutes(), ...webhookRoutes(), ...x402Routes(), ...facilitatorRoutes(), ...webhookAttemptRoutes(), ...mcpRoutes(), ...consoleRoutes()];
+  return [
+    ...metaRoutes(),
+    ...agentRoutes(),
+    ...mandateRoutes(),
+    ...escrowRoutes(),
+    ...disputeRoutes(),
+    ...custodyRoutes(),
+    ...sandboxRoutes(),
+    ...proofRoutes(),
+    ...logRoutes(),
+    ...tileRoutes(),
+    ...witnessRoutes(),
+    ...verifyRoutes(),
+    ...adminRoutes(),
+    ...webhookRoutes(),
+    ...x402Routes(),
+    ...facilitatorRoutes(),
+    ...webhookAttemptRoutes(),
+    ...mcpRoutes(),
+    ...consoleRoutes(),
+  ];
 }

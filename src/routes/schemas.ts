@@ -8,7 +8,10 @@ import { annotate, hex64, label, sigHex, positiveInt } from '../validate.ts';
  * document shows it as required with its named schema.
  */
 export const requiredJson = (schema: string) =>
-  annotate(define<unknown>(schema, (v) => v !== undefined), { $ref: `#/components/schemas/${schema}` });
+  annotate(
+    define<unknown>(schema, (v) => v !== undefined),
+    { $ref: `#/components/schemas/${schema}` },
+  );
 
 export const KeyRefS = object({ publicKey: hex64, label: optional(label) });
 export const SignatureS = object({ signer: hex64, signature: sigHex });

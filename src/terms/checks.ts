@@ -11,7 +11,16 @@ import {
   rejectUnknownFields,
   validatePredicate,
 } from './predicates.ts';
-import type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, ShapeCheck, TermCheck, Terms } from '@escrow-settlement/protocol/resources';
+import type {
+  CheckResult,
+  DeadlineCheck,
+  HashCheck,
+  MaxBytesCheck,
+  PredicateCheck,
+  ShapeCheck,
+  TermCheck,
+  Terms,
+} from '@escrow-settlement/protocol/resources';
 
 // The wire shapes of terms, checks and verdict results live in the client package.
 export type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, ShapeCheck, TermCheck, Terms };
@@ -172,7 +181,8 @@ function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; d
       return { passed: false, detail: `content hash ${d.contentHash} does not match the expected ${check.expected}` };
     }
     case 'maxBytes': {
-      if (d.sizeBytes <= check.limit) return { passed: true, detail: `payload is ${d.sizeBytes} bytes, within the ${check.limit}-byte limit` };
+      if (d.sizeBytes <= check.limit)
+        return { passed: true, detail: `payload is ${d.sizeBytes} bytes, within the ${check.limit}-byte limit` };
       return { passed: false, detail: `payload is ${d.sizeBytes} bytes, over the ${check.limit}-byte limit` };
     }
     case 'deadline': {
@@ -190,7 +200,8 @@ function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; d
       const missing = check.requiredFields.filter((f) =>
         f.startsWith('/') ? !resolvePointer(payload, f).found : !Object.hasOwn(payload, f),
       );
-      if (missing.length > 0) return { passed: false, detail: `missing required field${missing.length === 1 ? '' : 's'}: ${missing.join(', ')}` };
+      if (missing.length > 0)
+        return { passed: false, detail: `missing required field${missing.length === 1 ? '' : 's'}: ${missing.join(', ')}` };
       const n = check.requiredFields.length;
       return { passed: true, detail: `all ${n} required field${n === 1 ? '' : 's'} present` };
     }

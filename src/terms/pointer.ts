@@ -19,7 +19,10 @@ export function parsePointer(p: string): string[] {
   if (problem !== null) throw badRequest(`JSON Pointer ${JSON.stringify(p)} ${problem}`);
   if (p === '') return [];
   // One pass over "~0"/"~1" so "~01" becomes "~1", never "/" (RFC 6901 §4).
-  return p.slice(1).split('/').map((t) => t.replace(/~[01]/g, (m) => (m === '~1' ? '/' : '~')));
+  return p
+    .slice(1)
+    .split('/')
+    .map((t) => t.replace(/~[01]/g, (m) => (m === '~1' ? '/' : '~')));
 }
 
 /** RFC 6901 §4 array index: "0" or digits without a leading zero. "-" (past the end) never resolves. */

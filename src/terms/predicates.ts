@@ -92,11 +92,7 @@ function show(v: unknown): string {
  * bounds are inclusive. `number-range` bounds are finite numbers; `length-range` bounds are
  * non-negative integers counting Unicode code points for strings, items for arrays.
  */
-export function validatePredicate(
-  name: unknown,
-  params: unknown,
-  path: string,
-): { name: PredicateName; params?: Record<string, unknown> } {
+export function validatePredicate(name: unknown, params: unknown, path: string): { name: PredicateName; params?: Record<string, unknown> } {
   if (typeof name !== 'string') throw badRequest(`${path}.name is required and must be a string`);
   if (!isPredicateName(name)) {
     throw badRequest(`${path}.name ${JSON.stringify(name)} is not a known predicate (known predicates: ${PREDICATE_NAMES.join(', ')})`);
@@ -119,7 +115,8 @@ export function validatePredicate(
   const out: Record<string, unknown> = {};
   if (spec.known.includes('pointer')) {
     const problem = pointerProblem(params.pointer);
-    if (problem !== null) throw badRequest(`${pp}.pointer ${problem === 'must be a string' ? 'must be a JSON Pointer string, e.g. "/score"' : problem}`);
+    if (problem !== null)
+      throw badRequest(`${pp}.pointer ${problem === 'must be a string' ? 'must be a JSON Pointer string, e.g. "/score"' : problem}`);
     out.pointer = params.pointer;
   }
   if (name === 'equals') {
@@ -167,7 +164,11 @@ function outOfRange(n: number, min: number | undefined, max: number | undefined)
  * Evaluate a validated predicate against a delivery payload. Returns a short human `detail`,
  * e.g. "value at /score is 12, above max 10". Throws only for a name/params that were never validated.
  */
-export function evaluatePredicate(name: string, params: Record<string, unknown> | undefined, payload: unknown): { passed: boolean; detail: string } {
+export function evaluatePredicate(
+  name: string,
+  params: Record<string, unknown> | undefined,
+  payload: unknown,
+): { passed: boolean; detail: string } {
   const p = params ?? {};
   switch (name) {
     case 'non-empty': {
@@ -195,7 +196,10 @@ export function evaluatePredicate(name: string, params: Record<string, unknown> 
       if (typeof r.value !== 'number') return { passed: false, detail: `value at ${at} is ${jsonTypeOf(r.value)}, not a number` };
       const fail = outOfRange(r.value, min, max);
       if (fail !== null) return { passed: false, detail: `value at ${at} is ${show(r.value)}, ${fail}` };
-      return { passed: true, detail: `value at ${at} is ${show(r.value)}${min === undefined && max === undefined ? ', a number' : `,${boundsText(min, max)}`}` };
+      return {
+        passed: true,
+        detail: `value at ${at} is ${show(r.value)}${min === undefined && max === undefined ? ', a number' : `,${boundsText(min, max)}`}`,
+      };
     }
     case 'length-range': {
       const ptr = p.pointer as string;
@@ -203,7 +207,11 @@ export function evaluatePredicate(name: string, params: Record<string, unknown> 
       const min = p.min as number | undefined;
       const max = p.max as number | undefined;
       const r = resolvePointer(payload, ptr);
-      if (!r.found) return { passed: false, detail: `no value at ${at}; expected a string or array${boundsText(min, max) === '' ? '' : ` of length${boundsText(min, max)}`}` };
+      if (!r.found)
+        return {
+          passed: false,
+          detail: `no value at ${at}; expected a string or array${boundsText(min, max) === '' ? '' : ` of length${boundsText(min, max)}`}`,
+        };
       let len: number;
       let what: string;
       if (typeof r.value === 'string') {

@@ -10,7 +10,14 @@ import type { SignedHead } from '@escrow-settlement/protocol/types';
 import type { HeadKeys, HeadSigner } from './keys.ts';
 import { rootAt } from './store.ts';
 
-type HeadRow = { size: string; now: Date; key_id: string | null; root_hash: string | null; signed_at: string | null; signature: string | null };
+type HeadRow = {
+  size: string;
+  now: Date;
+  key_id: string | null;
+  root_hash: string | null;
+  signed_at: string | null;
+  signature: string | null;
+};
 
 const toHead = (logSize: number, key: HeadSigner, r: { root_hash: string; signed_at: string; signature: string }): SignedHead => ({
   logSize,
@@ -63,7 +70,11 @@ async function headWith(q: Queryable, keys: HeadKeys, size?: number): Promise<{ 
   );
   // The winner committed while this statement waited on the conflict: its row is newer than the
   // statement's snapshot, so read it in a statement of its own.
-  if (!stored) [stored] = await q.query<Stored>('SELECT root_hash, signed_at, signature FROM log_heads WHERE size = $1 AND key_id = $2', [logSize, signer.keyId]);
+  if (!stored)
+    [stored] = await q.query<Stored>('SELECT root_hash, signed_at, signature FROM log_heads WHERE size = $1 AND key_id = $2', [
+      logSize,
+      signer.keyId,
+    ]);
   return { head: toHead(logSize, signer, stored), signer };
 }
 

@@ -119,23 +119,28 @@ export async function integrateBatch(db: Db, opts: IntegrateOptions): Promise<Ba
       return { integrated: [], size, tip: { size, frontier, signer, clockMs, readAt, signedAtMs: 0 } };
     }
     const leaves = (pending as Row[]).sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
-    const appended = appendBatch(size, frontier, leaves.map((l) => l.leaf_hash as string));
+    const appended = appendBatch(
+      size,
+      frontier,
+      leaves.map((l) => l.leaf_hash as string),
+    );
     const integrated = leaves.map((l, i) => ({ entryId: l.entry_id as string, index: size + i }));
     const signer = await opts.keys.signer(tx, stateRows[0].key_id as string);
     // Nodes, size, the owner's indices and the head: one statement (src/db/fuse.ts), with COMMIT.
-    const [[moved]] = await tx.commitWith([fuse([
-      nodesInsert(appended.rows),
-      ...(opts.indexed?.(integrated) ?? []),
-      headInsert(appended, signer, new Date(clockMs).toISOString()),
-    ], {
-      // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly,
-      // inside the statement (division by zero when no row moved), so the batch rolls back with it.
-      select: {
-        text: `WITH u AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size)
+    const [[moved]] = await tx.commitWith([
+      fuse(
+        [nodesInsert(appended.rows), ...(opts.indexed?.(integrated) ?? []), headInsert(appended, signer, new Date(clockMs).toISOString())],
+        {
+          // The guard on the old size makes a second writer (a bug, the lock being bypassed) fail loudly,
+          // inside the statement (division by zero when no row moved), so the batch rolls back with it.
+          select: {
+            text: `WITH u AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 RETURNING size)
                SELECT 1 / count(*)::int AS moved FROM u`,
-        params: [size, appended.size],
-      },
-    })]);
+            params: [size, appended.size],
+          },
+        },
+      ),
+    ]);
     if (moved?.moved !== 1) throw new Error(`log size moved from ${size} during an integration batch`);
     const tip: Tip = { size: appended.size, frontier: appended.frontier, signer, clockMs, readAt, signedAtMs: clockMs };
     return { integrated, size: appended.size, rootHash: appended.rootHash, tip };
@@ -155,7 +160,11 @@ const CLOCK_SLACK_MS = 1000;
  * time elapsed since, never earlier than the tip's last head.
  */
 export async function integrateKnown(db: Db, opts: IntegrateOptions, tip: Tip, leaves: KnownLeaf[]): Promise<BatchResult> {
-  const appended = appendBatch(tip.size, tip.frontier, leaves.map((l) => l.leafHash));
+  const appended = appendBatch(
+    tip.size,
+    tip.frontier,
+    leaves.map((l) => l.leafHash),
+  );
   const integrated = leaves.map((l, i) => ({ entryId: l.entryId, index: tip.size + i }));
   const signedAtMs = Math.max(tip.signedAtMs, Math.floor(tip.clockMs + (performance.now() - tip.readAt)));
   const signedAt = new Date(signedAtMs).toISOString();
@@ -165,13 +174,10 @@ export async function integrateKnown(db: Db, opts: IntegrateOptions, tip: Tip, l
   // rests on what it read: the size moves only from the tip's (an UPDATE that waited re-checks the
   // newest row, EvalPlanQual), only leaves still pending are taken, and the checks run in the main
   // query, before the nodes, indices and head (CTEs it does not read) are written.
-  const stmts: Stmt[] = [fuse([
-    nodesInsert(appended.rows),
-    ...(opts.indexed?.(integrated) ?? []),
-    headInsert(appended, tip.signer, signedAt),
-  ], {
-    select: {
-      text: `WITH lk AS (SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL}) AS held),
+  const stmts: Stmt[] = [
+    fuse([nodesInsert(appended.rows), ...(opts.indexed?.(integrated) ?? []), headInsert(appended, tip.signer, signedAt)], {
+      select: {
+        text: `WITH lk AS (SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL}) AS held),
                   moved AS (UPDATE log_state SET size = $2 WHERE id = 1 AND size = $1 AND (SELECT count(*) FROM lk) = 1 RETURNING size),
                   taken AS (DELETE FROM log_pending WHERE entry_id IN (SELECT json_array_elements_text($3::text::json))
                               AND (SELECT count(*) FROM lk) = 1 RETURNING seq)
@@ -179,13 +185,15 @@ export async function integrateKnown(db: Db, opts: IntegrateOptions, tip: Tip, l
                                AND (${opts.keys.activeKeyIdSql}) IS NOT DISTINCT FROM $5::text
                                AND abs(extract(epoch FROM svc_now() - $6::timestamptz)) * 1000 < ${CLOCK_SLACK_MS}
                           THEN 1 ELSE 0 END) AS ok`,
-      params: [tip.size, appended.size, JSON.stringify(leaves.map((l) => l.entryId)), leaves.length, tip.signer.keyId, signedAt],
-    },
-  })];
+        params: [tip.size, appended.size, JSON.stringify(leaves.map((l) => l.entryId)), leaves.length, tip.signer.keyId, signedAt],
+      },
+    }),
+  ];
   try {
     await db.tx((tx) => tx.commitWith(stmts));
   } catch (err) {
-    if ((err as { code?: string }).code === '22012') throw new StaleTip(`the log is not at the integrator's tip (size ${tip.size}): ${(err as Error).message}`);
+    if ((err as { code?: string }).code === '22012')
+      throw new StaleTip(`the log is not at the integrator's tip (size ${tip.size}): ${(err as Error).message}`);
     throw err;
   }
   return {

@@ -14,7 +14,16 @@
 // the log as this integrator's last successful batch left it; any failure forgets it, and a batch
 // that finds the log moved (StaleTip) is followed by full batches only, for staleBackoffMs.
 import type { Db } from '../db/types.ts';
-import { integrateBatch, integrateKnown, StaleTip, type BatchResult, type Integrated, type IntegrateOptions, type KnownLeaf, type Tip } from './integrate.ts';
+import {
+  integrateBatch,
+  integrateKnown,
+  StaleTip,
+  type BatchResult,
+  type Integrated,
+  type IntegrateOptions,
+  type KnownLeaf,
+  type Tip,
+} from './integrate.ts';
 
 export interface LogIntegrator {
   /** Asks for a batch soon (after a commit that sequenced leaves). */
@@ -109,7 +118,11 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
           continue;
         }
         if (!stopped) opts.onError?.(err);
-        if (!stopped && waiters.size > 0 && !retry) retry = setTimeout(() => { retry = undefined; poke(); }, pollMs);
+        if (!stopped && waiters.size > 0 && !retry)
+          retry = setTimeout(() => {
+            retry = undefined;
+            poke();
+          }, pollMs);
         return;
       }
       tip = result.tip;
@@ -144,10 +157,12 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
     // its leaves over in consecutive after-commit hooks of one turn, and all of them then go in one
     // batch. Started at once, the batch took the first leaf alone and the rest waited for a second
     // batch (a pass of 60 waited 6.4 ms for integration instead of 4.3).
-    running = Promise.resolve().then(loop).finally(() => {
-      running = undefined;
-      if (again && !stopped) poke();
-    });
+    running = Promise.resolve()
+      .then(loop)
+      .finally(() => {
+        running = undefined;
+        if (again && !stopped) poke();
+      });
   }
 
   return {
@@ -158,15 +173,16 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
       for (const e of entries) if (typeof e !== 'string') hashes.set(e.entryId, e.leafHash);
       if (stopped) return Promise.resolve(false);
       const mine: Array<[string, Waiter]> = [];
-      const one = (id: string) => new Promise<boolean>((resolve) => {
-        // A batch already running may have taken its pending rows before this commit: only a
-        // batch that starts from now on can answer by elimination.
-        const w: Waiter = { fromBatch: started + 1, resolve };
-        mine.push([id, w]);
-        const list = waiters.get(id) ?? [];
-        list.push(w);
-        waiters.set(id, list);
-      });
+      const one = (id: string) =>
+        new Promise<boolean>((resolve) => {
+          // A batch already running may have taken its pending rows before this commit: only a
+          // batch that starts from now on can answer by elimination.
+          const w: Waiter = { fromBatch: started + 1, resolve };
+          mine.push([id, w]);
+          const list = waiters.get(id) ?? [];
+          list.push(w);
+          waiters.set(id, list);
+        });
       const all = Promise.all(entryIds.map(one)).then((oks) => oks.every(Boolean));
       poke();
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,16 +1,7 @@
 // Classifies IP addresses (v4 and v6) as public or not, for the webhook SSRF guard (docs/protocol.md §14.4). Pure.
 
 /** Why an address is not a public destination, or 'public'. */
-export type AddressClass =
-  | 'public'
-  | 'unspecified'
-  | 'loopback'
-  | 'private'
-  | 'link-local'
-  | 'cgnat'
-  | 'multicast'
-  | 'ula'
-  | 'reserved';
+export type AddressClass = 'public' | 'unspecified' | 'loopback' | 'private' | 'link-local' | 'cgnat' | 'multicast' | 'ula' | 'reserved';
 
 export type ParsedIp = { version: 4; bytes: Uint8Array } | { version: 6; bytes: Uint8Array };
 

@@ -30,16 +30,25 @@ export async function recordAttempts(q: Queryable, list: ReadonlyArray<AttemptRe
      SELECT e, i, u, a, s, er, d, o, svc_now()
        FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[]) AS x(e, i, u, a, s, er, d, o)`,
     [
-      list.map((a) => a.escrowId), list.map((a) => a.idx), list.map((a) => a.url), list.map((a) => a.attempt),
-      list.map((a) => a.status), list.map((a) => (a.error === null ? null : a.error.slice(0, 500))),
-      list.map((a) => Math.max(0, Math.round(a.durationMs))), list.map((a) => a.outcome),
+      list.map((a) => a.escrowId),
+      list.map((a) => a.idx),
+      list.map((a) => a.url),
+      list.map((a) => a.attempt),
+      list.map((a) => a.status),
+      list.map((a) => (a.error === null ? null : a.error.slice(0, 500))),
+      list.map((a) => Math.max(0, Math.round(a.durationMs))),
+      list.map((a) => a.outcome),
     ],
   );
 }
 
 /** Attempts newest first (a confined key's: its URLs' attempts on escrows it sees), optionally one escrow's; a page of `limit` with nextCursor, or all without it. */
-export async function listAttempts(q: Queryable, opts: { escrowId?: string; limit?: number; cursor?: string; scope?: string | null }): Promise<{ attempts: WebhookAttempt[]; nextCursor?: string }> {
-  if (opts.cursor !== undefined && !/^[1-9][0-9]{0,17}$/.test(opts.cursor)) throw badRequest('cursor must be the nextCursor of a previous page');
+export async function listAttempts(
+  q: Queryable,
+  opts: { escrowId?: string; limit?: number; cursor?: string; scope?: string | null },
+): Promise<{ attempts: WebhookAttempt[]; nextCursor?: string }> {
+  if (opts.cursor !== undefined && !/^[1-9][0-9]{0,17}$/.test(opts.cursor))
+    throw badRequest('cursor must be the nextCursor of a previous page');
   const params: unknown[] = [opts.escrowId ?? null, opts.cursor ?? null, opts.scope ?? null];
   const limit = opts.limit === undefined ? '' : `LIMIT ${opts.limit + 1}`;
   const rows = await q.query(
@@ -51,18 +60,20 @@ export async function listAttempts(q: Queryable, opts: { escrowId?: string; limi
   );
   const more = opts.limit !== undefined && rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
-  const attempts = page.map((r): WebhookAttempt => ({
-    id: String(r.id),
-    escrowId: r.escrow_id,
-    index: Number(r.idx),
-    event: r.event,
-    url: r.url,
-    attempt: Number(r.attempt),
-    ...(r.status !== null && r.status !== undefined ? { status: Number(r.status) } : {}),
-    ...(r.error !== null && r.error !== undefined ? { error: r.error } : {}),
-    durationMs: Number(r.duration_ms),
-    outcome: r.outcome,
-    at: (r.at instanceof Date ? r.at : new Date(r.at)).toISOString(),
-  }));
+  const attempts = page.map(
+    (r): WebhookAttempt => ({
+      id: String(r.id),
+      escrowId: r.escrow_id,
+      index: Number(r.idx),
+      event: r.event,
+      url: r.url,
+      attempt: Number(r.attempt),
+      ...(r.status !== null && r.status !== undefined ? { status: Number(r.status) } : {}),
+      ...(r.error !== null && r.error !== undefined ? { error: r.error } : {}),
+      durationMs: Number(r.duration_ms),
+      outcome: r.outcome,
+      at: (r.at instanceof Date ? r.at : new Date(r.at)).toISOString(),
+    }),
+  );
   return more ? { attempts, nextCursor: attempts[attempts.length - 1].id } : { attempts };
 }

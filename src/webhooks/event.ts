@@ -69,7 +69,9 @@ export function deliveryHeaders(h: HeaderInput): Record<string, string> {
   const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.sign)];
   // The body is one document for every receiver, so its signatures cannot say whom it was sent to:
   // this one does (docs/security.md "Checking the destination").
-  const destinationSignature = toHex(h.sign(destinationContent({ body: h.body, destination: h.destination, webhookId: h.id, webhookTimestamp: h.timestamp })));
+  const destinationSignature = toHex(
+    h.sign(destinationContent({ body: h.body, destination: h.destination, webhookId: h.id, webhookTimestamp: h.timestamp })),
+  );
   return {
     'content-type': 'application/json',
     'user-agent': h.userAgent,

@@ -1,7 +1,7 @@
 // Webhook registrations, dead letters and redelivery: the commands behind /v1/webhooks (docs/protocol.md §14, §22).
 import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
-import { engineEvent, } from './event.ts';
+import { engineEvent } from './event.ts';
 import { newEndpointSecret } from './standard.ts';
 import type { DeadLetter } from '@escrow-settlement/protocol/resources';
 import { invalidState } from '../errors.ts';
@@ -51,13 +51,19 @@ export async function registerWebhook(q: Queryable, url: string, owner: string |
     // Already registered (only re-registrations get here): by this caller, or by another one.
     const held = await q.query<{ owner_key: string | null }>('SELECT owner_key FROM webhooks WHERE url = $1', [url]);
     if (held.length === 0) continue; // unregistered in between: register it afresh
-    if (held[0].owner_key !== owner) throw invalidState(`url: ${url} is registered by another key; register a URL of your own (another path or query)`);
+    if (held[0].owner_key !== owner)
+      throw invalidState(`url: ${url} is registered by another key; register a URL of your own (another path or query)`);
     return null;
   }
 }
 
 /** Registered URLs (a confined key's own) in registration order (keyset on seq, as listDeadLetters). */
-export async function listWebhooks(q: Queryable, after: bigint | null = null, limit?: number, scope: string | null = null): Promise<Array<{ url: string; seq: string }>> {
+export async function listWebhooks(
+  q: Queryable,
+  after: bigint | null = null,
+  limit?: number,
+  scope: string | null = null,
+): Promise<Array<{ url: string; seq: string }>> {
   return q.query<{ url: string; seq: string }>(
     `SELECT url, seq::text AS seq FROM webhooks WHERE seq > $1 AND ($2::text IS NULL OR owner_key = $2::text)
       ORDER BY seq${limit === undefined ? '' : ' LIMIT $3'}`,
@@ -93,7 +99,12 @@ const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOStr
  * Dead letters oldest first (keyset on seq: after the `after` key, at most `limit` + 1 rows so the
  * caller can tell whether another page exists), each event rebuilt exactly as it was sent.
  */
-export async function listDeadLetters(q: Queryable, after: bigint | null = null, limit?: number, scope: string | null = null): Promise<Array<DeadLetter & { seq: string }>> {
+export async function listDeadLetters(
+  q: Queryable,
+  after: bigint | null = null,
+  limit?: number,
+  scope: string | null = null,
+): Promise<Array<DeadLetter & { seq: string }>> {
   const rows = await q.query(
     `SELECT d.id, d.url, d.escrow_id, d.attempts, d.last_error, d.last_status, d.first_attempt_at, d.dead_at,
             t.event, t.at, t.body, e.metadata, d.seq::text AS seq
@@ -106,7 +117,12 @@ export async function listDeadLetters(q: Queryable, after: bigint | null = null,
   return rows.map((r) => ({
     id: r.id,
     url: r.url,
-    event: engineEvent(r.escrow_id, { event: r.event, at: r.at, body: JSON.parse(r.body), metadata: r.metadata ? JSON.parse(r.metadata) : null }),
+    event: engineEvent(r.escrow_id, {
+      event: r.event,
+      at: r.at,
+      body: JSON.parse(r.body),
+      metadata: r.metadata ? JSON.parse(r.metadata) : null,
+    }),
     attempts: Number(r.attempts),
     lastError: r.last_error,
     ...(r.last_status !== null && r.last_status !== undefined ? { lastStatus: Number(r.last_status) } : {}),
@@ -146,8 +162,10 @@ export async function redeliverDeadLetter(q: Queryable, id: string, scope: strin
     [id, scope],
   );
   if (!seen) return false;
-  if (!seen.registered) throw invalidState(`dead letter ${id}: ${seen.url} is not registered now; register it again (POST /v1/webhooks), then redeliver`);
-  if (scope !== null && seen.owner !== scope) throw invalidState(`dead letter ${id}: ${seen.url} is registered by another key now; it cannot be redelivered there`);
+  if (!seen.registered)
+    throw invalidState(`dead letter ${id}: ${seen.url} is not registered now; register it again (POST /v1/webhooks), then redeliver`);
+  if (scope !== null && seen.owner !== scope)
+    throw invalidState(`dead letter ${id}: ${seen.url} is registered by another key now; it cannot be redelivered there`);
   throw invalidState(`dead letter ${id}: its URL is now registered by a key that does not see its escrow; it cannot be redelivered there`);
 }
 

@@ -96,7 +96,10 @@ export class SenderEngine {
   /** Called when a request finishes: a lane has room again and results wait to be flushed. */
   onSettled: () => void = () => {};
 
-  constructor(private readonly svc: SenderDeps, private readonly opts: EngineOptions) {
+  constructor(
+    private readonly svc: SenderDeps,
+    private readonly opts: EngineOptions,
+  ) {
     this.transport = guarded(svc.webhookTransport ?? fetchTransport(), svc.config.webhookTimeoutMs);
     this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
   }
@@ -110,7 +113,11 @@ export class SenderEngine {
     if (this.toRelease.length > 0) {
       const rows = this.toRelease;
       this.toRelease = [];
-      await release(this.svc.db, this.owner, rows.map((h) => h.row)).catch((err) => {
+      await release(
+        this.svc.db,
+        this.owner,
+        rows.map((h) => h.row),
+      ).catch((err) => {
         this.toRelease.push(...rows);
         throw err;
       });
@@ -133,8 +140,14 @@ export class SenderEngine {
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
         const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
         return claimRuns(tx, {
-          owner: this.owner, hold, slowUrls, holdSlow: this.opts.perUrl, limit, leaseMs: this.leaseMs,
-          ownerMax: this.svc.config.webhookKeyMaxInFlight, ownerHeld: this.heldByOwner,
+          owner: this.owner,
+          hold,
+          slowUrls,
+          holdSlow: this.opts.perUrl,
+          limit,
+          leaseMs: this.leaseMs,
+          ownerMax: this.svc.config.webhookKeyMaxInFlight,
+          ownerHeld: this.heldByOwner,
         });
       });
     } catch (err) {
@@ -273,9 +286,14 @@ export class SenderEngine {
       lane.slow = !ok || Date.now() - started > FAST_MS;
       const dead = row.attempts > backoff.length;
       this.attempts.push({
-        escrowId: row.escrowId, idx: row.idx, url: row.url, attempt: row.attempts,
-        status: 'status' in res ? res.status : null, error: ok ? null : 'status' in res ? `HTTP ${res.status}` : res.error,
-        durationMs: Date.now() - started, outcome: ok ? 'delivered' : dead ? 'dead' : 'retry',
+        escrowId: row.escrowId,
+        idx: row.idx,
+        url: row.url,
+        attempt: row.attempts,
+        status: 'status' in res ? res.status : null,
+        error: ok ? null : 'status' in res ? `HTTP ${res.status}` : res.error,
+        durationMs: Date.now() - started,
+        outcome: ok ? 'delivered' : dead ? 'dead' : 'retry',
       });
       if (ok) {
         this.delivered.push(row.id);
@@ -284,7 +302,13 @@ export class SenderEngine {
       const failure = 'status' in res ? { error: `HTTP ${res.status}`, status: res.status } : { error: res.error, status: null };
       // attempts counts this one: WEBHOOK_BACKOFF_MS has one wait between each pair of attempts, so
       // n waits allow n + 1 attempts (default 1s,5s,25s,60s: 5 attempts, docs/protocol.md §14.3).
-      this.failed.push({ id: row.id, attempts: row.attempts, ...failure, waitMs: dead ? 0 : backoff[row.attempts - 1], deadLetterId: dead ? newDeadLetterId() : null });
+      this.failed.push({
+        id: row.id,
+        attempts: row.attempts,
+        ...failure,
+        waitMs: dead ? 0 : backoff[row.attempts - 1],
+        deadLetterId: dead ? newDeadLetterId() : null,
+      });
       return dead ? 'dead' : 'retry';
     } catch (err) {
       // Building the headers failed (a corrupt stored secret, say): the row stays leased and is due

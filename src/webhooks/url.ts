@@ -19,7 +19,8 @@ export function parseWebhookUrl(raw: string): URL {
   } catch {
     throw badRequest('url must be an absolute http(s) URL, e.g. "https://example.com/hooks/escrow"');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`url must use http or https, not ${url.protocol.replace(/:$/, '')}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw badRequest(`url must use http or https, not ${url.protocol.replace(/:$/, '')}`);
   if (!url.hostname) throw badRequest('url must name a host');
   // fetch refuses URLs with credentials, and they would sit in the registration list in clear.
   if (url.username || url.password) throw badRequest('url must not contain credentials (user:password@)');
@@ -37,7 +38,8 @@ export async function checkDestination(url: URL, allowPrivate: boolean, resolveH
   if (allowPrivate) return;
   const host = hostOf(url);
   const refused = literalRefusal(host);
-  if (refused) throw badRequest(`url ${refused}; this deployment delivers webhooks to public addresses only (WEBHOOK_ALLOW_PRIVATE is off)`);
+  if (refused)
+    throw badRequest(`url ${refused}; this deployment delivers webhooks to public addresses only (WEBHOOK_ALLOW_PRIVATE is off)`);
   if (parseIp(host) || !resolveHost) return;
   let addresses: string[];
   try {
@@ -48,6 +50,8 @@ export async function checkDestination(url: URL, allowPrivate: boolean, resolveH
   }
   const bad = addresses.find((a) => parseIp(a) === null || isPrivateAddress(a));
   if (bad || addresses.length === 0) {
-    throw badRequest(`url host ${host} resolves to ${bad ?? 'no address'}, not a public address; this deployment delivers webhooks to public addresses only (WEBHOOK_ALLOW_PRIVATE is off)`);
+    throw badRequest(
+      `url host ${host} resolves to ${bad ?? 'no address'}, not a public address; this deployment delivers webhooks to public addresses only (WEBHOOK_ALLOW_PRIVATE is off)`,
+    );
   }
 }

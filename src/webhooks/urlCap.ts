@@ -18,7 +18,9 @@ export async function registerWithinCap(db: Db, url: string, owner: string | nul
       [owner, url],
     );
     if (row.mine !== true && Number(row.n) >= max) {
-      throw invalidState(`url: this key already has ${row.n} webhook URLs registered, the most this deployment allows (WEBHOOK_MAX_URLS_PER_KEY=${max}); unregister one (DELETE /v1/webhooks) first`);
+      throw invalidState(
+        `url: this key already has ${row.n} webhook URLs registered, the most this deployment allows (WEBHOOK_MAX_URLS_PER_KEY=${max}); unregister one (DELETE /v1/webhooks) first`,
+      );
     }
     return registerWebhook(tx, url, owner);
   });

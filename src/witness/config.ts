@@ -24,13 +24,17 @@ type Fail = (variable: string, message: string) => Error;
 function witnessEntry(item: string, fail: Fail): WitnessConfig {
   // The vkey's base64 of 33 bytes never has "=" padding, so the first "=" ends it.
   const eq = item.indexOf('=');
-  if (eq < 0) throw fail('WITNESSES', `each entry must be <witness vkey>=<submission URL prefix>, got ${JSON.stringify(item.slice(0, 200))}`);
+  if (eq < 0)
+    throw fail('WITNESSES', `each entry must be <witness vkey>=<submission URL prefix>, got ${JSON.stringify(item.slice(0, 200))}`);
   const vkey = item.slice(0, eq);
   let name: string;
   try {
     name = parseWitnessKey(vkey).name;
   } catch (e) {
-    throw fail('WITNESSES', `${JSON.stringify(vkey.slice(0, 200))} is not a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 key): ${(e as Error).message}`);
+    throw fail(
+      'WITNESSES',
+      `${JSON.stringify(vkey.slice(0, 200))} is not a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 key): ${(e as Error).message}`,
+    );
   }
   let url: URL | null;
   try {
@@ -39,7 +43,10 @@ function witnessEntry(item: string, fail: Fail): WitnessConfig {
     url = null;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
-    throw fail('WITNESSES', `the submission prefix of ${name} must be an absolute http(s) URL without credentials, query or fragment, got ${JSON.stringify(item.slice(eq + 1, eq + 201))}`);
+    throw fail(
+      'WITNESSES',
+      `the submission prefix of ${name} must be an absolute http(s) URL without credentials, query or fragment, got ${JSON.stringify(item.slice(eq + 1, eq + 201))}`,
+    );
   }
   return { vkey, name, url: url.href.replace(/\/+$/, '') };
 }
@@ -57,13 +64,15 @@ export function parseWitnessSettings(env: Record<string, string | undefined>, fa
   let witnessQuorum = witnesses.length;
   if (q !== undefined && q !== '') {
     if (witnesses.length === 0) throw fail('WITNESS_QUORUM', 'is set but WITNESSES names no witness');
-    if (!/^[1-9][0-9]*$/.test(q) || Number(q) > witnesses.length) throw fail('WITNESS_QUORUM', `must be a whole number from 1 to the ${witnesses.length} witnesses listed, got ${JSON.stringify(q)}`);
+    if (!/^[1-9][0-9]*$/.test(q) || Number(q) > witnesses.length)
+      throw fail('WITNESS_QUORUM', `must be a whole number from 1 to the ${witnesses.length} witnesses listed, got ${JSON.stringify(q)}`);
     witnessQuorum = Number(q);
   }
   const i = env.WITNESS_INTERVAL_MS?.trim();
   let witnessIntervalMs = 1000;
   if (i !== undefined && i !== '') {
-    if (!/^[0-9]+$/.test(i) || Number(i) < 10 || Number(i) > 3_600_000) throw fail('WITNESS_INTERVAL_MS', `must be a whole number of ms from 10 to 3600000, got ${JSON.stringify(i)}`);
+    if (!/^[0-9]+$/.test(i) || Number(i) < 10 || Number(i) > 3_600_000)
+      throw fail('WITNESS_INTERVAL_MS', `must be a whole number of ms from 10 to 3600000, got ${JSON.stringify(i)}`);
     witnessIntervalMs = Number(i);
   }
   return { witnesses, witnessQuorum, witnessIntervalMs };

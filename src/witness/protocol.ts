@@ -26,22 +26,35 @@ const short = (s: string) => JSON.stringify(s.length > 120 ? `${s.slice(0, 120)}
  * `logSize`) means: a verified cosignature line by `vkey` (re-formatted, so the kept line is
  * canonical), a 409 naming a size to resend from, or a failure and why.
  */
-export function interpretAnswer(res: { status: number; contentType: string; body: string }, checkpointText: string, vkey: string, logSize: number): Answer {
+export function interpretAnswer(
+  res: { status: number; contentType: string; body: string },
+  checkpointText: string,
+  vkey: string,
+  logSize: number,
+): Answer {
   if (res.status === 409) {
     const m = /^(0|[1-9][0-9]{0,15})\n?$/.exec(res.body);
-    if (!res.contentType.toLowerCase().startsWith('text/x.tlog.size') || !m) return { kind: 'failed', reason: `409 without a text/x.tlog.size body (${short(res.body)})` };
+    if (!res.contentType.toLowerCase().startsWith('text/x.tlog.size') || !m)
+      return { kind: 'failed', reason: `409 without a text/x.tlog.size body (${short(res.body)})` };
     const size = Number(m[1]);
-    if (size > logSize) return { kind: 'failed', reason: `409 says the witness has size ${size}, larger than the log's ${logSize}: it has seen another tree under this origin, or it is lying` };
+    if (size > logSize)
+      return {
+        kind: 'failed',
+        reason: `409 says the witness has size ${size}, larger than the log's ${logSize}: it has seen another tree under this origin, or it is lying`,
+      };
     return { kind: 'conflict', size };
   }
   if (res.status !== 200) return { kind: 'failed', reason: `answered ${res.status} (${short(res.body)})` };
   const key = parseWitnessKey(vkey);
-  let signatures;
+  let signatures: ReturnType<typeof splitNote>['signatures'];
   try {
     // tlog-witness: the answer is signature lines; appended to the checkpoint they parse as a note.
     ({ signatures } = splitNote(`${checkpointText}\n${res.body}`));
   } catch (e) {
-    return { kind: 'failed', reason: `answered 200 with something that is not signature lines: ${(e as Error).message} (${short(res.body)})` };
+    return {
+      kind: 'failed',
+      reason: `answered 200 with something that is not signature lines: ${(e as Error).message} (${short(res.body)})`,
+    };
   }
   const mine = signatures.filter((s) => s.name === key.name);
   if (mine.length === 0) return { kind: 'failed', reason: `answered 200 without a cosignature line named ${key.name}` };
@@ -49,5 +62,8 @@ export function interpretAnswer(res: { status: number; contentType: string; body
     const timestamp = cosignatureTime(checkpointText, s, key);
     if (timestamp !== null) return { kind: 'cosigned', line: formatSignatureLine(s.name, s.keyId, s.signature).slice(0, -1), timestamp };
   }
-  return { kind: 'failed', reason: 'answered 200 with a cosignature that does not verify under its key over this checkpoint (another key, or another checkpoint)' };
+  return {
+    kind: 'failed',
+    reason: 'answered 200 with a cosignature that does not verify under its key over this checkpoint (another key, or another checkpoint)',
+  };
 }

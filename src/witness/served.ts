@@ -14,10 +14,19 @@ export async function servedCheckpoint(svc: Services, minSize = 0): Promise<{ si
     const { note, head } = await checkpointNote(svc.db, issuerHeadKeys, svc.config.logOrigin);
     return { size: head.logSize, note };
   }
-  const found = await newestWitnessed(svc.db, witnesses.map((w) => w.vkey), witnessQuorum, minSize);
+  const found = await newestWitnessed(
+    svc.db,
+    witnesses.map((w) => w.vkey),
+    witnessQuorum,
+    minSize,
+  );
   if (found) return found;
   const retry = String(Math.max(1, Math.ceil(witnessIntervalMs / 1000)));
-  throw new AppError('unavailable', minSize > 0
-    ? `no checkpoint covering leaf ${minSize - 1} has its ${witnessQuorum} witness cosignatures yet; retry in a moment`
-    : `no checkpoint has its ${witnessQuorum} witness cosignatures yet; retry in a moment`, { headers: { 'retry-after': retry } });
+  throw new AppError(
+    'unavailable',
+    minSize > 0
+      ? `no checkpoint covering leaf ${minSize - 1} has its ${witnessQuorum} witness cosignatures yet; retry in a moment`
+      : `no checkpoint has its ${witnessQuorum} witness cosignatures yet; retry in a moment`,
+    { headers: { 'retry-after': retry } },
+  );
 }

@@ -23,7 +23,10 @@ export async function claimDue(db: Db, vkeys: string[], size: number, holdMs: nu
   return db.tx(async (tx) => {
     const [, , claimed] = await tx.batch([
       { text: `SELECT pg_advisory_xact_lock(${WITNESS_LOCK_SQL})` },
-      { text: 'INSERT INTO witness_state (vkey) SELECT json_array_elements_text($1::text::json) ON CONFLICT (vkey) DO NOTHING', params: [list(vkeys)] },
+      {
+        text: 'INSERT INTO witness_state (vkey) SELECT json_array_elements_text($1::text::json) ON CONFLICT (vkey) DO NOTHING',
+        params: [list(vkeys)],
+      },
       {
         text: `UPDATE witness_state SET next_at = now() + ($3::int * interval '1 millisecond')
                 WHERE vkey IN (SELECT json_array_elements_text($1::text::json)) AND next_at <= now()
@@ -49,7 +52,10 @@ export async function storedCheckpoint(q: Queryable, size: number): Promise<stri
 /** A verified cosignature: kept, and the witness is known to be at `size`. */
 export async function keepCosignature(q: Queryable, vkey: string, size: number, line: string, timestamp: number): Promise<void> {
   await q.batch([
-    { text: 'INSERT INTO witness_cosignatures (size, vkey, line, cosigned_at) VALUES ($1, $2, $3, $4) ON CONFLICT (size, vkey) DO NOTHING', params: [size, vkey, line, timestamp] },
+    {
+      text: 'INSERT INTO witness_cosignatures (size, vkey, line, cosigned_at) VALUES ($1, $2, $3, $4) ON CONFLICT (size, vkey) DO NOTHING',
+      params: [size, vkey, line, timestamp],
+    },
     {
       text: `UPDATE witness_state SET witness_size = $2, cosigned_size = $2, failures = 0, next_at = now(), cosigned_at = now()
               WHERE vkey = $1`,
@@ -111,7 +117,12 @@ export async function witnessStatus(q: Queryable, vkeys: string[]): Promise<Witn
  * The newest submitted checkpoint of at least `minSize` with cosignatures from `quorum` distinct
  * witnesses among `vkeys`: its note with those witnesses' lines appended, in the order of `vkeys`.
  */
-export async function newestWitnessed(q: Queryable, vkeys: string[], quorum: number, minSize = 0): Promise<{ size: number; note: string } | null> {
+export async function newestWitnessed(
+  q: Queryable,
+  vkeys: string[],
+  quorum: number,
+  minSize = 0,
+): Promise<{ size: number; note: string } | null> {
   const rows = await q.query<{ size: string; note: string; lines: string }>(
     `WITH best AS (
        SELECT s.size FROM witness_cosignatures s
@@ -125,6 +136,9 @@ export async function newestWitnessed(q: Queryable, vkeys: string[], quorum: num
   );
   if (rows.length === 0) return null;
   const lines = new Map(JSON.parse(rows[0].lines) as Array<[string, string]>);
-  const cosignatures = vkeys.filter((v) => lines.has(v)).map((v) => `${lines.get(v)}\n`).join('');
+  const cosignatures = vkeys
+    .filter((v) => lines.has(v))
+    .map((v) => `${lines.get(v)}\n`)
+    .join('');
   return { size: Number(rows[0].size), note: rows[0].note + cosignatures };
 }

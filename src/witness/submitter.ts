@@ -63,7 +63,13 @@ async function boundedText(res: Response): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-async function exchange(w: WitnessConfig, body: string, doFetch: typeof fetch, timeoutMs: number, stop?: AbortSignal): Promise<{ status: number; contentType: string; body: string } | { error: string }> {
+async function exchange(
+  w: WitnessConfig,
+  body: string,
+  doFetch: typeof fetch,
+  timeoutMs: number,
+  stop?: AbortSignal,
+): Promise<{ status: number; contentType: string; body: string } | { error: string }> {
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
     const res = await doFetch(`${w.url}/add-checkpoint`, {
@@ -91,42 +97,54 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
   const head = await issuerNoteAt(svc.db, logOrigin);
   if (head.size === 0) return [];
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const claimed = await claimDue(svc.db, witnesses.map((w) => w.vkey), head.size, timeoutMs + 5_000);
+  const claimed = await claimDue(
+    svc.db,
+    witnesses.map((w) => w.vkey),
+    head.size,
+    timeoutMs + 5_000,
+  );
   if (claimed.length === 0) return [];
   await keepCheckpoint(svc.db, head.size, head.note);
   // The note as first stored for this size: the same text, so any instance's copy is cosigned alike.
   const note = (await storedCheckpoint(svc.db, head.size)) ?? head.note;
   const doFetch = opts.fetch ?? svc.witnessFetch ?? ((input, init) => globalThis.fetch(input, init));
-  return Promise.all(claimed.map(async (c): Promise<Submitted> => {
-    const w = witnesses.find((x) => x.vkey === c.vkey)!;
-    const fail = async (reason: string): Promise<Submitted> => {
-      opts.log('witness submission failed', { witness: w.name, url: w.url, size: head.size, reason });
-      await failed(svc.db, w.vkey, reason, backoffMs(witnessIntervalMs, c.failures));
-      return { witness: w.name, size: head.size, outcome: 'failed', reason };
-    };
-    try {
-      const old = c.witnessSize;
-      if (old > head.size) return await fail(`the witness is recorded at size ${old}, beyond the log's ${head.size}`);
-      const proof = old > 0 && old < head.size ? (await consistencyBetween(svc.db, old, head.size)).path.map((h) => fromHex(h)) : [];
-      const answer = await exchange(w, addCheckpointBody(old, proof, note), doFetch, timeoutMs, opts.signal);
-      if (opts.signal?.aborted) {
-        // Stopping, not a witness fault: the claim is released for the next instance or start.
-        await releaseClaim(svc.db, w.vkey);
-        return { witness: w.name, size: head.size, outcome: 'failed', reason: 'the service is stopping' };
+  return Promise.all(
+    claimed.map(async (c): Promise<Submitted> => {
+      const w = witnesses.find((x) => x.vkey === c.vkey)!;
+      const fail = async (reason: string): Promise<Submitted> => {
+        opts.log('witness submission failed', { witness: w.name, url: w.url, size: head.size, reason });
+        await failed(svc.db, w.vkey, reason, backoffMs(witnessIntervalMs, c.failures));
+        return { witness: w.name, size: head.size, outcome: 'failed', reason };
+      };
+      try {
+        const old = c.witnessSize;
+        if (old > head.size) return await fail(`the witness is recorded at size ${old}, beyond the log's ${head.size}`);
+        const proof = old > 0 && old < head.size ? (await consistencyBetween(svc.db, old, head.size)).path.map((h) => fromHex(h)) : [];
+        const answer = await exchange(w, addCheckpointBody(old, proof, note), doFetch, timeoutMs, opts.signal);
+        if (opts.signal?.aborted) {
+          // Stopping, not a witness fault: the claim is released for the next instance or start.
+          await releaseClaim(svc.db, w.vkey);
+          return { witness: w.name, size: head.size, outcome: 'failed', reason: 'the service is stopping' };
+        }
+        if ('error' in answer) return await fail(answer.error);
+        const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
+        if (meaning.kind === 'failed') return await fail(meaning.reason);
+        if (meaning.kind === 'conflict') {
+          // A 409 naming the size we just sent from would loop: the witness contradicts itself.
+          if (meaning.size === old) return await fail(`409 names size ${old}, the size this request was sent from`);
+          await witnessAt(svc.db, w.vkey, meaning.size);
+          return {
+            witness: w.name,
+            size: head.size,
+            outcome: 'conflict',
+            reason: `the witness is at size ${meaning.size}; resending from it`,
+          };
+        }
+        await keepCosignature(svc.db, w.vkey, head.size, meaning.line, meaning.timestamp);
+        return { witness: w.name, size: head.size, outcome: 'cosigned' };
+      } catch (err) {
+        return fail(`could not submit: ${String((err as Error)?.message ?? err).slice(0, 300)}`);
       }
-      if ('error' in answer) return await fail(answer.error);
-      const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
-      if (meaning.kind === 'failed') return await fail(meaning.reason);
-      if (meaning.kind === 'conflict') {
-        // A 409 naming the size we just sent from would loop: the witness contradicts itself.
-        if (meaning.size === old) return await fail(`409 names size ${old}, the size this request was sent from`);
-        await witnessAt(svc.db, w.vkey, meaning.size);
-        return { witness: w.name, size: head.size, outcome: 'conflict', reason: `the witness is at size ${meaning.size}; resending from it` };
-      }
-      await keepCosignature(svc.db, w.vkey, head.size, meaning.line, meaning.timestamp);
-      return { witness: w.name, size: head.size, outcome: 'cosigned' };
-    } catch (err) {
-      return fail(`could not submit: ${String((err as Error)?.message ?? err).slice(0, 300)}`);
-    }
-  }));
+    }),
+  );
 }

@@ -2,7 +2,13 @@
 import { canonicalBytes, canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { AMOUNT_DECIMALS, MICRO } from '../units/amounts.ts';
-import { decodeBase64Json, X402_HEADERS, type PaymentPayload, type PaymentPayloadV2, type ProofSandboxPayload } from '@escrow-settlement/client/x402';
+import {
+  decodeBase64Json,
+  X402_HEADERS,
+  type PaymentPayload,
+  type PaymentPayloadV2,
+  type ProofSandboxPayload,
+} from '@escrow-settlement/client/x402';
 import { paymentRefusal, type Offer, type X402Code } from './offer.ts';
 import { v1Problem, v2Problem } from './shape.ts';
 
@@ -21,7 +27,11 @@ export function presentedPayment(headers: Headers, offer: Offer): PresentedPayme
   const v1 = headers.get(X402_HEADERS.payment);
   const v2 = headers.get(X402_HEADERS.paymentV2);
   if (v1 !== null && v2 !== null) {
-    throw paymentRefusal('malformed_header', 'send the payment in one header, X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2), not both', offer);
+    throw paymentRefusal(
+      'malformed_header',
+      'send the payment in one header, X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2), not both',
+      offer,
+    );
   }
   if (v1 !== null) return { header: X402_HEADERS.payment, value: v1, version: 1 };
   if (v2 !== null) return { header: X402_HEADERS.paymentV2, value: v2, version: 2 };
@@ -51,7 +61,8 @@ function micro(value: string): bigint {
 export function checkPayment(presented: PresentedPayment, offer: Offer): CheckedPayment {
   const refuse = (code: X402Code, message: string) => paymentRefusal(code, message, offer);
   const { header, value, version } = presented;
-  if (value.length === 0 || value.length > MAX_HEADER_CHARS) throw refuse('malformed_header', `${header} must be 1 to ${MAX_HEADER_CHARS} characters of base64`);
+  if (value.length === 0 || value.length > MAX_HEADER_CHARS)
+    throw refuse('malformed_header', `${header} must be 1 to ${MAX_HEADER_CHARS} characters of base64`);
   let decoded: unknown;
   try {
     decoded = decodeBase64Json(value, header);
@@ -64,7 +75,10 @@ export function checkPayment(presented: PresentedPayment, offer: Offer): Checked
   }
   if (x402Version !== version) {
     const other = version === 1 ? X402_HEADERS.paymentV2 : X402_HEADERS.payment;
-    throw refuse('version_mismatch', `${header} carries x402Version ${version}, not ${x402Version}; send x402Version ${x402Version} in ${other}${x402Version === 1 || x402Version === 2 ? '' : ' (only versions 1 and 2 exist)'}`);
+    throw refuse(
+      'version_mismatch',
+      `${header} carries x402Version ${version}, not ${x402Version}; send x402Version ${x402Version} in ${other}${x402Version === 1 || x402Version === 2 ? '' : ' (only versions 1 and 2 exist)'}`,
+    );
   }
   const problem = version === 1 ? v1Problem(decoded) : v2Problem(decoded);
   if (problem) throw refuse('malformed_header', `${header}: ${problem}`);
@@ -79,22 +93,32 @@ export function checkPayment(presented: PresentedPayment, offer: Offer): Checked
   let signed: ProofSandboxPayload;
   if (version === 1) {
     const p = decoded as PaymentPayload;
-    if (p.scheme !== offer.v1.scheme) throw refuse('scheme_mismatch', `scheme is "${p.scheme}"; the offer's scheme is "${offer.v1.scheme}"`);
-    if (p.network !== offer.v1.network) throw refuse('scheme_mismatch', `network is "${p.network}"; the offer's x402 v1 network is "${offer.v1.network}"`);
+    if (p.scheme !== offer.v1.scheme)
+      throw refuse('scheme_mismatch', `scheme is "${p.scheme}"; the offer's scheme is "${offer.v1.scheme}"`);
+    if (p.network !== offer.v1.network)
+      throw refuse('scheme_mismatch', `network is "${p.network}"; the offer's x402 v1 network is "${offer.v1.network}"`);
     signed = p.payload;
   } else {
     const p = decoded as PaymentPayloadV2;
     const want = offer.v2.accepts[0];
     const got = p.accepted;
-    if (got.scheme !== want.scheme) throw refuse('scheme_mismatch', `accepted.scheme is "${got.scheme}"; the offer's scheme is "${want.scheme}"`);
-    if (got.network !== want.network) throw refuse('scheme_mismatch', `accepted.network is "${got.network}"; the offer's network is "${want.network}" (CAIP-2)`);
-    if (p.resource !== undefined && p.resource.url !== resource) throw refuse('wrong_resource', `resource.url is ${p.resource.url}; this resource is ${resource}`);
-    if (got.extra.resource !== want.extra.resource) throw refuse('wrong_resource', `accepted.extra.resource is ${String(got.extra.resource)}; this resource is ${resource}`);
+    if (got.scheme !== want.scheme)
+      throw refuse('scheme_mismatch', `accepted.scheme is "${got.scheme}"; the offer's scheme is "${want.scheme}"`);
+    if (got.network !== want.network)
+      throw refuse('scheme_mismatch', `accepted.network is "${got.network}"; the offer's network is "${want.network}" (CAIP-2)`);
+    if (p.resource !== undefined && p.resource.url !== resource)
+      throw refuse('wrong_resource', `resource.url is ${p.resource.url}; this resource is ${resource}`);
+    if (got.extra.resource !== want.extra.resource)
+      throw refuse('wrong_resource', `accepted.extra.resource is ${String(got.extra.resource)}; this resource is ${resource}`);
     if (got.payTo !== want.payTo) throw refuse('wrong_payee', `accepted.payTo is ${got.payTo}; the offer's payTo is ${want.payTo}`);
     if (got.asset !== want.asset) throw refuse('wrong_asset', `accepted.asset is "${got.asset}"; the offer's asset is "${want.asset}"`);
     // `accepted` echoes the offer's requirements verbatim (x402 v2 §5.2; @x402/core's server matches it by deep equality).
     for (const k of ['amount', 'maxTimeoutSeconds', 'extra'] as const) {
-      if (canonicalize(got[k]) !== canonicalize(want[k])) throw refuse('payment_invalid', `accepted.${k} is ${JSON.stringify(got[k])}; the offer's is ${JSON.stringify(want[k])}: send accepts[0] verbatim`);
+      if (canonicalize(got[k]) !== canonicalize(want[k]))
+        throw refuse(
+          'payment_invalid',
+          `accepted.${k} is ${JSON.stringify(got[k])}; the offer's is ${JSON.stringify(want[k])}: send accepts[0] verbatim`,
+        );
     }
     signed = p.payload;
   }
@@ -102,9 +126,13 @@ export function checkPayment(presented: PresentedPayment, offer: Offer): Checked
   const a = signed.authorization;
   if (a.resource !== resource) throw refuse('wrong_resource', `authorization.resource is ${a.resource}; this resource is ${resource}`);
   if (a.to !== offer.v1.payTo) throw refuse('wrong_payee', `authorization.to is ${a.to}; the offer's payTo is ${offer.v1.payTo}`);
-  if (a.asset !== offer.v1.asset) throw refuse('wrong_asset', `authorization.asset is "${a.asset}"; the offer's asset is "${offer.v1.asset}"`);
+  if (a.asset !== offer.v1.asset)
+    throw refuse('wrong_asset', `authorization.asset is "${a.asset}"; the offer's asset is "${offer.v1.asset}"`);
   if (!verifyHex(signed.signature, canonicalBytes(a), a.from)) {
-    throw refuse('bad_signature', 'payload.signature does not verify with authorization.from over the canonical JSON (RFC 8785) of authorization');
+    throw refuse(
+      'bad_signature',
+      'payload.signature does not verify with authorization.from over the canonical JSON (RFC 8785) of authorization',
+    );
   }
   if (micro(a.value) < micro(offer.v1.maxAmountRequired)) {
     throw refuse('payment_invalid', `authorization.value ${a.value} is below the price ${offer.v1.maxAmountRequired} ${offer.v1.asset}`);
@@ -112,7 +140,10 @@ export function checkPayment(presented: PresentedPayment, offer: Offer): Checked
   // Above the price is refused too, not kept as a tip: the escrow would hold more than the resource
   // costs and a mistyped value would be spent silently (docs/security.md "x402 demo").
   if (micro(a.value) > micro(offer.v1.maxAmountRequired)) {
-    throw refuse('payment_invalid', `authorization.value ${a.value} is above the price ${offer.v1.maxAmountRequired} ${offer.v1.asset}; this resource takes exactly its price (an overpayment is refused, not kept)`);
+    throw refuse(
+      'payment_invalid',
+      `authorization.value ${a.value} is above the price ${offer.v1.maxAmountRequired} ${offer.v1.asset}; this resource takes exactly its price (an overpayment is refused, not kept)`,
+    );
   }
   return { version, signed };
 }

@@ -3,8 +3,15 @@ import { AppError, type ErrorCode } from '../errors.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { AMOUNT_DECIMALS } from '../units/amounts.ts';
 import {
-  encodeBase64Json, toAtomicAmount, X402_HEADERS, X402_NETWORK_V1, X402_NETWORK_V2, X402_SCHEME,
-  type PaymentRequiredV2, type PaymentRequirements, type PaymentRequirementsV2,
+  encodeBase64Json,
+  toAtomicAmount,
+  X402_HEADERS,
+  X402_NETWORK_V1,
+  X402_NETWORK_V2,
+  X402_SCHEME,
+  type PaymentRequiredV2,
+  type PaymentRequirements,
+  type PaymentRequirementsV2,
 } from '@escrow-settlement/client/x402';
 
 export const PRICE = '0.01';
@@ -12,7 +19,8 @@ export const ASSET = 'USDC';
 export const MAX_TIMEOUT_SECONDS = 60;
 export const MIME_TYPE = 'application/json';
 export const DEMO_PATH = '/v1/x402/demo';
-export const DESCRIPTION = 'x402 demo resource: paid through an escrow that is created, funded, delivered, verified, settled and proven for this request';
+export const DESCRIPTION =
+  'x402 demo resource: paid through an escrow that is created, funded, delivered, verified, settled and proven for this request';
 
 /**
  * The paid resource. Constant, so the escrow's terms can name its hash before delivery: the hash
@@ -21,7 +29,8 @@ export const DESCRIPTION = 'x402 demo resource: paid through an escrow that is c
 export const DEMO_RESOURCE = Object.freeze({
   resource: 'x402-demo',
   title: 'A paid resource',
-  content: 'This JSON was delivered through an escrow. The X-PAYMENT-RESPONSE header names the escrow and its settlement proof; fetch GET /v1/proofs/{proofId}/bundle and verify it offline.',
+  content:
+    'This JSON was delivered through an escrow. The X-PAYMENT-RESPONSE header names the escrow and its settlement proof; fetch GET /v1/proofs/{proofId}/bundle and verify it offline.',
 });
 export const DEMO_RESOURCE_HASH = hashJson(DEMO_RESOURCE);
 
@@ -56,23 +65,35 @@ export function demoOffer(resource: string, payTo: string): Offer {
     v2: {
       x402Version: 2,
       resource: { url: resource, description: DESCRIPTION, mimeType: MIME_TYPE },
-      accepts: [{
-        scheme: X402_SCHEME,
-        network: X402_NETWORK_V2,
-        // x402 v2 amounts are atomic units; this service's amounts have 6 decimals (docs/protocol.md §2.3).
-        amount: toAtomicAmount(PRICE, AMOUNT_DECIMALS),
-        asset: ASSET,
-        payTo,
-        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-        extra: { resource, decimals: AMOUNT_DECIMALS },
-      }],
+      accepts: [
+        {
+          scheme: X402_SCHEME,
+          network: X402_NETWORK_V2,
+          // x402 v2 amounts are atomic units; this service's amounts have 6 decimals (docs/protocol.md §2.3).
+          amount: toAtomicAmount(PRICE, AMOUNT_DECIMALS),
+          asset: ASSET,
+          payTo,
+          maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+          extra: { resource, decimals: AMOUNT_DECIMALS },
+        },
+      ],
     },
   };
 }
 
 /** x402 codes an offer refusal carries (docs/protocol.md §15.4; all HTTP 402). */
-export type X402Code = Extract<ErrorCode,
-  'payment_required' | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch' | 'wrong_resource' | 'wrong_payee' | 'wrong_asset' | 'bad_signature' | 'payment_invalid'>;
+export type X402Code = Extract<
+  ErrorCode,
+  | 'payment_required'
+  | 'malformed_header'
+  | 'version_mismatch'
+  | 'scheme_mismatch'
+  | 'wrong_resource'
+  | 'wrong_payee'
+  | 'wrong_asset'
+  | 'bad_signature'
+  | 'payment_invalid'
+>;
 
 /**
  * A 402 that restates the offer, so a client can pay (again) from any refusal. The body is x402

@@ -69,14 +69,19 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
     // A payment is an offer to be taken now, not a standing one: validBefore at most the offer's
     // maxTimeoutSeconds ahead (plus a few seconds of clock skew), so a leaked header stops working
     // within a minute instead of in year 9999 (docs/security.md "x402 demo").
-    const latest = now.getTime() + (offer.v1.maxTimeoutSeconds * 1000) + VALID_BEFORE_SKEW_MS;
+    const latest = now.getTime() + offer.v1.maxTimeoutSeconds * 1000 + VALID_BEFORE_SKEW_MS;
     if (Date.parse(a.validBefore) > latest) {
-      throw refuse(`authorization.validBefore ${a.validBefore} is more than maxTimeoutSeconds (${offer.v1.maxTimeoutSeconds} s) after service time ${now.toISOString()}; sign a payment that expires sooner`);
+      throw refuse(
+        `authorization.validBefore ${a.validBefore} is more than maxTimeoutSeconds (${offer.v1.maxTimeoutSeconds} s) after service time ${now.toISOString()}; sign a payment that expires sooner`,
+      );
     }
     // Lock: the nonce's primary-key entry in x402_nonces. A concurrent replay of the same nonce
     // waits here until this transaction ends: if it commits, the replay inserts nothing and is
     // refused; if it rolls back, the replay takes the nonce. So a nonce settles exactly once.
-    const taken = await tx.query('INSERT INTO x402_nonces (nonce, created_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING RETURNING nonce', [a.nonce, now]);
+    const taken = await tx.query(
+      'INSERT INTO x402_nonces (nonce, created_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING RETURNING nonce',
+      [a.nonce, now],
+    );
     if (taken.length === 0) throw refuse(`nonce ${a.nonce} was already used: a payment settles once; sign a fresh payment`);
 
     const inTx = joinTx(svc, tx);
@@ -91,20 +96,28 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
     const escrowId = escrow.id as string;
     // The payer's authorization is the signature this matter rests on: kept for the offline bundle,
     // bound to the escrow.created entry (its payer, payee, amount and asset) (docs/protocol.md §11.4).
-    await tx.batch([partySignatureWrite(escrowId, [{ kind: 'x402', trailIndex: 0, publicKey: a.from, signedBody: a, signature: signed.signature }])]);
+    await tx.batch([
+      partySignatureWrite(escrowId, [{ kind: 'x402', trailIndex: 0, publicKey: a.from, signedBody: a, signature: signed.signature }]),
+    ]);
     await fundEscrow(inTx, escrowId);
     // The demo payee signs its delivery like any client-signed payee (docs/protocol.md §2.7).
     const submittedAt = now.toISOString();
     const signature = signJson(deliverySigningBody(escrowId, hashJson(DEMO_RESOURCE), submittedAt), payee.secretKey);
     const result = await submitDelivery(inTx, escrowId, {
-      form: 'client', payload: DEMO_RESOURCE, submittedAt, signature: { signer: payee.publicKey, signature },
+      form: 'client',
+      payload: DEMO_RESOURCE,
+      submittedAt,
+      signature: { signer: payee.publicKey, signature },
     });
     // The payload is the resource its terms hash, so the verdict passes; anything else is a bug (500).
     if (!result.verdict.passed) throw new Error('x402 demo: the delivered resource failed its own terms');
     if (!result.proof) {
       // Custody could not settle: roll everything back (nonce included) rather than keep a paid
       // escrow whose resource was never served; the same payment can be sent again.
-      throw new AppError('custody_failed', 'custody could not settle this payment; nothing was kept and the nonce is unused, so the same payment header can be sent again');
+      throw new AppError(
+        'custody_failed',
+        'custody could not settle this payment; nothing was kept and the nonce is unused, so the same payment header can be sent again',
+      );
     }
     await tx.query('UPDATE x402_nonces SET escrow_id = $2 WHERE nonce = $1', [a.nonce, escrowId]);
     return { escrowId, proofId: result.proof.id, payer: a.from };

@@ -40,7 +40,8 @@ function schemePayloadProblem(payload: unknown, at: string): Problem {
   const auth = a as Record<string, unknown>;
   if (!isHex64(auth.from)) return `${aa}.from must be 64 lowercase hex characters (the payer's public key)`;
   if (!isHex64(auth.to)) return `${aa}.to must be 64 lowercase hex characters (the payee's public key)`;
-  if (typeof auth.value !== 'string' || !VALUE.test(auth.value)) return `${aa}.value must be a decimal string with at most 6 fraction digits, e.g. "0.01"`;
+  if (typeof auth.value !== 'string' || !VALUE.test(auth.value))
+    return `${aa}.value must be a decimal string with at most 6 fraction digits, e.g. "0.01"`;
   const p = str(auth.asset, `${aa}.asset`, 64) ?? str(auth.resource, `${aa}.resource`, 2048);
   if (p) return p;
   if (!isHex64(auth.nonce)) return `${aa}.nonce must be 64 lowercase hex characters`;
@@ -68,7 +69,11 @@ export function v2Problem(p: unknown): Problem {
   if (top) return top;
   const o = p as Record<string, unknown>;
   return first(
-    () => (o.resource === undefined ? null : fields(o.resource, 'payment.resource', ['url'], ['description', 'mimeType', 'serviceName', 'tags', 'iconUrl']) ?? str((o.resource as Record<string, unknown>).url, 'payment.resource.url', 2048)),
+    () =>
+      o.resource === undefined
+        ? null
+        : (fields(o.resource, 'payment.resource', ['url'], ['description', 'mimeType', 'serviceName', 'tags', 'iconUrl']) ??
+          str((o.resource as Record<string, unknown>).url, 'payment.resource.url', 2048)),
     () => (o.extensions === undefined || isObj(o.extensions) ? null : 'payment.extensions must be a JSON object'),
     () => fields(o.accepted, 'payment.accepted', ['scheme', 'network', 'amount', 'asset', 'payTo', 'maxTimeoutSeconds', 'extra']),
     () => {

@@ -10,10 +10,23 @@ import { startService, TSX } from '../process/proc.ts';
 import { ROOT } from './helpers.ts';
 
 const rec = (n: number): RequestLogRecord => ({
-  at: new Date(0).toISOString(), requestId: `r${n}`, method: 'GET', route: '/health', status: 200, durationMs: 1, keyId: null, ip: '127.0.0.1',
+  at: new Date(0).toISOString(),
+  requestId: `r${n}`,
+  method: 'GET',
+  route: '/health',
+  status: 200,
+  durationMs: 1,
+  keyId: null,
+  ip: '127.0.0.1',
 });
 
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+const lines = (path: string) =>
+  existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 function tempDir(): { dir: string; [Symbol.dispose](): void } {
   const dir = mkdtempSync(join(tmpdir(), 'reqlog-'));
@@ -27,7 +40,10 @@ test('the writer appends one JSON line per record and creates missing directorie
   for (let i = 1; i <= 3; i++) log.write(rec(i));
   assert.deepEqual(log.stats(), { lines: 3, rotations: 0 });
   await log.close();
-  assert.deepEqual(lines(path).map((r) => r.requestId), ['r1', 'r2', 'r3']);
+  assert.deepEqual(
+    lines(path).map((r) => r.requestId),
+    ['r1', 'r2', 'r3'],
+  );
   assert.deepEqual(lines(path)[0], rec(1));
 });
 
@@ -41,9 +57,26 @@ test('the writer rotates to <path>.1 once the file holds the maximum, keeping on
     seen.push(log.stats());
   }
   await log.close();
-  assert.deepEqual(seen.map((s) => [s.lines, s.rotations]), [[1, 0], [2, 0], [3, 0], [1, 1], [2, 1], [3, 1], [1, 2]]);
-  assert.deepEqual(lines(`${path}.1`).map((r) => r.requestId), ['r4', 'r5', 'r6']);
-  assert.deepEqual(lines(path).map((r) => r.requestId), ['r7']);
+  assert.deepEqual(
+    seen.map((s) => [s.lines, s.rotations]),
+    [
+      [1, 0],
+      [2, 0],
+      [3, 0],
+      [1, 1],
+      [2, 1],
+      [3, 1],
+      [1, 2],
+    ],
+  );
+  assert.deepEqual(
+    lines(`${path}.1`).map((r) => r.requestId),
+    ['r4', 'r5', 'r6'],
+  );
+  assert.deepEqual(
+    lines(path).map((r) => r.requestId),
+    ['r7'],
+  );
   assert.ok(!existsSync(`${path}.2`));
 });
 
@@ -57,7 +90,10 @@ test('a restart keeps counting the lines already in the file towards the next ro
   log.write(rec(4));
   assert.deepEqual(log.stats(), { lines: 1, rotations: 1 });
   await log.close();
-  assert.deepEqual(lines(`${path}.1`).map((r) => r.requestId), ['r1', 'r2', 'r3']);
+  assert.deepEqual(
+    lines(`${path}.1`).map((r) => r.requestId),
+    ['r1', 'r2', 'r3'],
+  );
 });
 
 test('a log that cannot be written reports the failure once and never throws', async () => {
@@ -100,23 +136,30 @@ test('the service writes the request log, rotates it, counts it in metrics, and 
   assert.deepEqual(metrics.requestLog, { lines: 2, rotations: 1 });
   const all = [...lines(`${path}.1`), ...lines(path)];
   assert.equal(lines(`${path}.1`).length, 4);
-  assert.deepEqual(all.map((r) => [r.method, r.route, r.status]), [
-    ['POST', '/v1/admin/keys', 201],
-    ['GET', '/v1/escrows', 200],
-    ['GET', '/v1/escrows/:id', 404],
-    ['POST', '/v1/agents', 201],
-    ['GET', '/v1/escrows', 401],
-    ['GET', '/v1/admin/keys', 200],
-    ['GET', '/v1/admin/metrics', 200],
-  ]);
+  assert.deepEqual(
+    all.map((r) => [r.method, r.route, r.status]),
+    [
+      ['POST', '/v1/admin/keys', 201],
+      ['GET', '/v1/escrows', 200],
+      ['GET', '/v1/escrows/:id', 404],
+      ['POST', '/v1/agents', 201],
+      ['GET', '/v1/escrows', 401],
+      ['GET', '/v1/admin/keys', 200],
+      ['GET', '/v1/admin/metrics', 200],
+    ],
+  );
   const minted = all[1].keyId;
   assert.match(minted, /^key_/);
-  assert.deepEqual(all.map((r) => r.keyId), ['root', minted, minted, minted, null, 'root', 'root']);
+  assert.deepEqual(
+    all.map((r) => r.keyId),
+    ['root', minted, minted, minted, null, 'root', 'root'],
+  );
   for (const r of all) {
     assert.deepEqual(Object.keys(r).sort(), ['at', 'durationMs', 'ip', 'keyId', 'method', 'requestId', 'route', 'status']);
     assert.equal(r.ip, '127.0.0.1');
     assert.ok(typeof r.requestId === 'string' && r.requestId.length > 0);
   }
   const text = readFileSync(`${path}.1`, 'utf8') + readFileSync(path, 'utf8');
-  for (const banned of [secret, ROOT, 'esk_not-a-real-one', 'secret-body', 'Bearer', 'authorization']) assert.ok(!text.includes(banned), banned);
+  for (const banned of [secret, ROOT, 'esk_not-a-real-one', 'secret-body', 'Bearer', 'authorization'])
+    assert.ok(!text.includes(banned), banned);
 });

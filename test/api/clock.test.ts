@@ -54,8 +54,15 @@ describeStores('the sandbox clock', (h) => {
   test('client-signed routes answer with x-service-now, the clock their signatures are checked against', async () => {
     const e = await funded(h());
     const now = (await h().req('GET', '/v1/sandbox/clock')).body.now;
-    const stale = await h().req('POST', `/v1/escrows/${e.id}/delivery`, { payload: {}, submittedAt: '2000-01-01T00:00:00Z', signature: { signer: 'a'.repeat(64), signature: 'b'.repeat(128) } });
-    assert.ok(Math.abs(Date.parse(stale.headers.get('x-service-now')!) - Date.parse(now)) < 60_000, 'a refused client-signed delivery tells the clock');
+    const stale = await h().req('POST', `/v1/escrows/${e.id}/delivery`, {
+      payload: {},
+      submittedAt: '2000-01-01T00:00:00Z',
+      signature: { signer: 'a'.repeat(64), signature: 'b'.repeat(128) },
+    });
+    assert.ok(
+      Math.abs(Date.parse(stale.headers.get('x-service-now')!) - Date.parse(now)) < 60_000,
+      'a refused client-signed delivery tells the clock',
+    );
     // The sandbox form is signed by the service with the held key: its success has nothing to sign
     // against, so it saves the clock read (a round trip on the hot path).
     const r = await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: e.payee.id, payload: { title: 'x' } });
@@ -66,11 +73,15 @@ describeStores('the sandbox clock', (h) => {
   });
 });
 
-describeStores('the clock on a hosted deployment', (h) => {
-  test('POST is 403 (sandbox only); GET is served, offset 0', async () => {
-    expectError(await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 10 }, bearer(ROOT)), 403, 'forbidden');
-    const r = await h().req('GET', '/v1/sandbox/clock', undefined, bearer(ROOT));
-    assert.equal(r.status, 200);
-    assert.equal(r.body.offsetSeconds, 0);
-  });
-}, HOSTED);
+describeStores(
+  'the clock on a hosted deployment',
+  (h) => {
+    test('POST is 403 (sandbox only); GET is served, offset 0', async () => {
+      expectError(await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 10 }, bearer(ROOT)), 403, 'forbidden');
+      const r = await h().req('GET', '/v1/sandbox/clock', undefined, bearer(ROOT));
+      assert.equal(r.status, 200);
+      assert.equal(r.body.offsetSeconds, 0);
+    });
+  },
+  HOSTED,
+);

@@ -4,7 +4,8 @@ import { describeStores, expectError, makeHarness } from '../harness.ts';
 import { failedDelivery, funded } from '../fixtures.ts';
 
 describeStores('custody failures and retry', (h) => {
-  const failNext = async (count: number) => assert.equal((await h().req('POST', '/v1/sandbox/custody/fail-next', { count })).body.failNext, count);
+  const failNext = async (count: number) =>
+    assert.equal((await h().req('POST', '/v1/sandbox/custody/fail-next', { count })).body.failNext, count);
 
   test('a passing delivery that custody cannot settle answers 201 without a proof; retry settles it exactly once', async () => {
     const e = await funded(h());
@@ -25,7 +26,12 @@ describeStores('custody failures and retry', (h) => {
     assert.match(j.lastError, /simulated/);
     expectError(await h().req('GET', `/v1/escrows/${e.id}/proof`), 404, 'not_found');
     const events = (await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events;
-    assert.deepEqual(events.at(-1), { event: 'custody.failed', escrowId: e.id, at: events.at(-1).at, data: { attempt: 1, error: j.lastError } });
+    assert.deepEqual(events.at(-1), {
+      event: 'custody.failed',
+      escrowId: e.id,
+      at: events.at(-1).at,
+      data: { attempt: 1, error: j.lastError },
+    });
     // Nothing else may close it while it waits for the retry.
     expectError(await h().req('POST', `/v1/escrows/${e.id}/refund`), 409, 'invalid_state');
 
@@ -43,7 +49,15 @@ describeStores('custody failures and retry', (h) => {
     assert.equal(final.attempts, 3, 'a retry of a confirmed settlement never calls custody again');
     assert.equal((await h().req('GET', `/v1/escrows/${e.id}`)).body.state, 'settled');
     const names = (await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events.map((x: any) => x.event);
-    assert.deepEqual(names, ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'custody.failed', 'custody.failed', 'proof.issued']);
+    assert.deepEqual(names, [
+      'escrow.created',
+      'escrow.funded',
+      'delivery.submitted',
+      'verdict.passed',
+      'custody.failed',
+      'custody.failed',
+      'proof.issued',
+    ]);
   });
 
   test('a refund and a ruling that cannot settle answer 502 custody_failed and keep the journal for retry', async () => {
@@ -59,7 +73,11 @@ describeStores('custody failures and retry', (h) => {
     const f = await failedDelivery(h());
     await h().req('POST', `/v1/escrows/${f.id}/dispute`, { agentId: f.payer.id });
     await failNext(1);
-    expectError(await h().req('POST', `/v1/escrows/${f.id}/dispute/resolve`, { outcome: 'refund', agentIds: [f.payer.id, f.payee.id] }), 502, 'custody_failed');
+    expectError(
+      await h().req('POST', `/v1/escrows/${f.id}/dispute/resolve`, { outcome: 'refund', agentIds: [f.payer.id, f.payee.id] }),
+      502,
+      'custody_failed',
+    );
     assert.equal((await h().req('GET', `/v1/escrows/${f.id}/dispute`)).body.state, 'open');
     const r = await h().req('POST', `/v1/escrows/${f.id}/custody/retry`);
     assert.equal(r.status, 200);

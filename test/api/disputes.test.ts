@@ -22,7 +22,12 @@ describeStores('disputes', (h) => {
     assert.equal(Date.parse(esc.deadlineAt) - Date.parse(r.body.openedAt), 3600_000);
     assert.deepEqual((await h().req('GET', `/v1/escrows/${e.id}/dispute`)).body, r.body);
     const ev = (await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events.at(-1);
-    assert.deepEqual(ev, { event: 'dispute.opened', escrowId: e.id, at: r.body.openedAt, data: { disputeId: r.body.id, openedBy: e.payer.publicKey, reason: 'missing title' } });
+    assert.deepEqual(ev, {
+      event: 'dispute.opened',
+      escrowId: e.id,
+      at: r.body.openedAt,
+      data: { disputeId: r.body.id, openedBy: e.payer.publicKey, reason: 'missing title' },
+    });
     // One dispute per escrow; refund is closed while disputed.
     expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payee.id }), 409, 'invalid_state');
     expectError(await h().req('POST', `/v1/escrows/${e.id}/refund`), 409, 'invalid_state');
@@ -34,7 +39,11 @@ describeStores('disputes', (h) => {
     expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: stranger.id }), 422, 'unprocessable');
     expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa' }), 404, 'not_found');
     expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute`, {}), 400, 'bad_request');
-    expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id, reason: 'x'.repeat(4001) }), 400, 'bad_request');
+    expectError(
+      await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id, reason: 'x'.repeat(4001) }),
+      400,
+      'bad_request',
+    );
     const f = await funded(h());
     expectError(await h().req('POST', `/v1/escrows/${f.id}/dispute`, { agentId: f.payer.id }), 409, 'invalid_state');
     const s = await settled(h());
@@ -43,10 +52,14 @@ describeStores('disputes', (h) => {
     expectError(await h().req('GET', `/v1/escrows/${f.id}/dispute`), 404, 'not_found');
   });
 
-  test('evidence is recorded by content hash; the counterparty\'s first evidence moves the dispute under review', async () => {
+  test("evidence is recorded by content hash; the counterparty's first evidence moves the dispute under review", async () => {
     const e = await failedDelivery(h());
     await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id });
-    const own = await h().req('POST', `/v1/escrows/${e.id}/dispute/evidence`, { agentId: e.payer.id, note: 'see spec', payload: { page: 3 } });
+    const own = await h().req('POST', `/v1/escrows/${e.id}/dispute/evidence`, {
+      agentId: e.payer.id,
+      note: 'see spec',
+      payload: { page: 3 },
+    });
     assert.equal(own.status, 200, own.text);
     assert.equal(own.body.state, 'open');
     assert.equal(own.body.evidence[0].contentHash, sha(canonicalize({ page: 3 })));
@@ -67,7 +80,11 @@ describeStores('disputes', (h) => {
   test('a co-signed ruling from held keys resolves the dispute and closes the matter in a proof', async () => {
     const e = await failedDelivery(h());
     const d = (await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id })).body;
-    const r = await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'release', rationale: 'title was in the body', agentIds: [e.payer.id, e.payee.id] });
+    const r = await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, {
+      outcome: 'release',
+      rationale: 'title was in the body',
+      agentIds: [e.payer.id, e.payee.id],
+    });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.dispute.state, 'resolved');
     assert.equal(r.body.dispute.ruling.outcome, 'release');
@@ -77,9 +94,16 @@ describeStores('disputes', (h) => {
     assert.equal(r.body.proof.disputeId, d.id);
     assert.equal((await h().req('GET', `/v1/escrows/${e.id}`)).body.state, 'resolved');
     const events = (await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events;
-    assert.deepEqual(events.slice(-2).map((x: any) => x.event), ['dispute.resolved', 'proof.issued']);
+    assert.deepEqual(
+      events.slice(-2).map((x: any) => x.event),
+      ['dispute.resolved', 'proof.issued'],
+    );
     assert.deepEqual(events.at(-2).data, { disputeId: d.id, outcome: 'release', decidedBy: 'co-signature' });
-    expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'refund', agentIds: [e.payer.id, e.payee.id] }), 409, 'invalid_state');
+    expectError(
+      await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'refund', agentIds: [e.payer.id, e.payee.id] }),
+      409,
+      'invalid_state',
+    );
     expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/evidence`, { agentId: e.payer.id, note: 'late' }), 409, 'invalid_state');
   });
 
@@ -89,7 +113,11 @@ describeStores('disputes', (h) => {
     const d = (await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payee.id })).body;
     const shares = { payerBps: 2500, payeeBps: 7500 };
     const body = { escrowId: e.id, disputeId: d.id, outcome: 'split', rationale: '', shares };
-    const r = await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'split', shares, signatures: [{ signer: arb.publicKey, signature: arb.sign(body) }] });
+    const r = await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, {
+      outcome: 'split',
+      shares,
+      signatures: [{ signer: arb.publicKey, signature: arb.sign(body) }],
+    });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.dispute.ruling.decidedBy, 'arbiter');
     assert.deepEqual(r.body.dispute.ruling.shares, shares);
@@ -111,16 +139,40 @@ describeStores('disputes', (h) => {
       ['no signatures at all', { outcome: 'refund' }, /signatures/],
       ['a stranger with one party', { outcome: 'refund', agentIds: [e.payer.id, stranger.id] }, /signatures/],
       ['a split without shares', { outcome: 'split', agentIds: [e.payer.id, e.payee.id] }, /shares/],
-      ['shares not summing to 10000', { outcome: 'split', shares: { payerBps: 5000, payeeBps: 4000 }, agentIds: [e.payer.id, e.payee.id] }, /10000/],
-      ['fractional shares', { outcome: 'split', shares: { payerBps: 5000.5, payeeBps: 4999.5 }, agentIds: [e.payer.id, e.payee.id] }, /integer/],
-      ['shares on a refund', { outcome: 'refund', shares: { payerBps: 5000, payeeBps: 5000 }, agentIds: [e.payer.id, e.payee.id] }, /only allowed on a split/],
-      ['a signature over another body', { outcome: 'refund', signatures: [{ signer: e.payer.publicKey, signature: 'ab'.repeat(64) }] }, /does not verify/],
+      [
+        'shares not summing to 10000',
+        { outcome: 'split', shares: { payerBps: 5000, payeeBps: 4000 }, agentIds: [e.payer.id, e.payee.id] },
+        /10000/,
+      ],
+      [
+        'fractional shares',
+        { outcome: 'split', shares: { payerBps: 5000.5, payeeBps: 4999.5 }, agentIds: [e.payer.id, e.payee.id] },
+        /integer/,
+      ],
+      [
+        'shares on a refund',
+        { outcome: 'refund', shares: { payerBps: 5000, payeeBps: 5000 }, agentIds: [e.payer.id, e.payee.id] },
+        /only allowed on a split/,
+      ],
+      [
+        'a signature over another body',
+        { outcome: 'refund', signatures: [{ signer: e.payer.publicKey, signature: 'ab'.repeat(64) }] },
+        /does not verify/,
+      ],
     ];
     for (const [what, body, msg] of rows) {
       assert.match(expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, body), 403, 'unauthorized_ruling'), msg, what);
     }
-    expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'maybe', agentIds: [e.payer.id] }), 400, 'bad_request');
-    expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'refund', agentIds: ['agt_01aaaaaaaaaaaaaaaaaaaaaaaa'] }), 404, 'not_found');
+    expectError(
+      await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'maybe', agentIds: [e.payer.id] }),
+      400,
+      'bad_request',
+    );
+    expectError(
+      await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'refund', agentIds: ['agt_01aaaaaaaaaaaaaaaaaaaaaaaa'] }),
+      404,
+      'not_found',
+    );
     const dd = (await h().req('GET', `/v1/escrows/${e.id}/dispute`)).body;
     assert.equal(dd.state, 'open');
     assert.equal(dd.id, d.id);
@@ -130,18 +182,45 @@ describeStores('disputes', (h) => {
   test('parties without held keys dispute with the client-signed forms', async () => {
     const payer = clientKey();
     const payee = await agent(h());
-    const c = (await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payer: { publicKey: payer.publicKey }, payeeAgentId: payee.id })).body;
+    const c = (
+      await h().req('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payer: { publicKey: payer.publicKey },
+        payeeAgentId: payee.id,
+      })
+    ).body;
     await h().req('POST', `/v1/escrows/${c.id}/fund`);
     await h().req('POST', `/v1/escrows/${c.id}/delivery`, { agentId: payee.id, payload: {} });
     const signedAt = new Date().toISOString();
-    const bad = await h().req('POST', `/v1/escrows/${c.id}/dispute`, { party: payer.publicKey, reason: 'r', signedAt, signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: c.id, action: 'dispute.open', signedAt }) } });
+    const bad = await h().req('POST', `/v1/escrows/${c.id}/dispute`, {
+      party: payer.publicKey,
+      reason: 'r',
+      signedAt,
+      signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: c.id, action: 'dispute.open', signedAt }) },
+    });
     assert.match(expectError(bad, 422, 'unprocessable'), /does not verify/);
-    const open = await h().req('POST', `/v1/escrows/${c.id}/dispute`, { party: payer.publicKey, reason: 'r', signedAt, signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: c.id, action: 'dispute.open', reason: 'r', signedAt }) } });
+    const open = await h().req('POST', `/v1/escrows/${c.id}/dispute`, {
+      party: payer.publicKey,
+      reason: 'r',
+      signedAt,
+      signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: c.id, action: 'dispute.open', reason: 'r', signedAt }) },
+    });
     assert.equal(open.status, 201, open.text);
     assert.equal(open.body.openedBy, payer.publicKey);
     const payload = { screenshot: 'sha' };
     const contentHash = sha(canonicalize(payload));
-    const ev = await h().req('POST', `/v1/escrows/${c.id}/dispute/evidence`, { party: payer.publicKey, note: 'n', payload, signedAt, signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: c.id, action: 'dispute.evidence', note: 'n', contentHash, signedAt }) } });
+    const ev = await h().req('POST', `/v1/escrows/${c.id}/dispute/evidence`, {
+      party: payer.publicKey,
+      note: 'n',
+      payload,
+      signedAt,
+      signature: {
+        signer: payer.publicKey,
+        signature: payer.sign({ escrowId: c.id, action: 'dispute.evidence', note: 'n', contentHash, signedAt }),
+      },
+    });
     assert.equal(ev.status, 200, ev.text);
     assert.equal(ev.body.evidence[0].contentHash, contentHash);
   });

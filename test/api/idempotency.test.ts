@@ -18,14 +18,23 @@ describeStores('Idempotency-Key', (h) => {
     const list = (await h().req('GET', '/v1/escrows')).body.escrows.filter((e: any) => e.payer.publicKey === payer.publicKey);
     assert.equal(list.length, 1);
     // Same key, different body: 422.
-    assert.match(expectError(await h().req('POST', '/v1/escrows', { ...body, amount: '4' }, { 'idempotency-key': 'order-1' }), 422, 'unprocessable'), /different request body/);
+    assert.match(
+      expectError(await h().req('POST', '/v1/escrows', { ...body, amount: '4' }, { 'idempotency-key': 'order-1' }), 422, 'unprocessable'),
+      /different request body/,
+    );
     // Another key creates another escrow.
     assert.notEqual((await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'order-2' })).body.id, first.body.id);
   });
 
   test('a failed request does not hold its key: the corrected retry runs', async () => {
     const payer = await agent(h());
-    const body = { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa' };
+    const body = {
+      amount: '3',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payeeAgentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa',
+    };
     expectError(await h().req('POST', '/v1/escrows', body, { 'idempotency-key': 'k-fail' }), 404, 'not_found');
     const payee = await agent(h());
     // A different body under the same key is fine now: the failed attempt stored nothing.
@@ -36,7 +45,15 @@ describeStores('Idempotency-Key', (h) => {
   test('fund replays under its key instead of answering 409 the second time', async () => {
     const payer = await agent(h());
     const payee = await agent(h());
-    const e = (await h().req('POST', '/v1/escrows', { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id })).body;
+    const e = (
+      await h().req('POST', '/v1/escrows', {
+        amount: '3',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer.id,
+        payeeAgentId: payee.id,
+      })
+    ).body;
     const a = await h().req('POST', `/v1/escrows/${e.id}/fund`, undefined, { 'idempotency-key': 'fund-1' });
     const b = await h().req('POST', `/v1/escrows/${e.id}/fund`, undefined, { 'idempotency-key': 'fund-1' });
     assert.equal(a.status, 200);

@@ -14,11 +14,29 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
   test('a NUL character in any body string is 400 bad_request naming the field', async () => {
     const a = await raw(h(), '/v1/agents', '{"label": "a\\u0000b"}');
     assert.match(expectError(a, 400, 'bad_request'), /^label must not contain the NUL character/);
-    const e = await raw(h(), '/v1/escrows', JSON.stringify({ amount: '1', asset: 'USDC', terms: { description: 'x\u0000', checks: [] }, payerAgentId: 'agt_x', payeeAgentId: 'agt_y' }));
+    const e = await raw(
+      h(),
+      '/v1/escrows',
+      JSON.stringify({
+        amount: '1',
+        asset: 'USDC',
+        terms: { description: 'x\u0000', checks: [] },
+        payerAgentId: 'agt_x',
+        payeeAgentId: 'agt_y',
+      }),
+    );
     assert.match(expectError(e, 400, 'bad_request'), /^terms\.description must not contain the NUL/);
-    const ids = await raw(h(), '/v1/escrows', JSON.stringify({ amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: 'agt_\u0000', payeeAgentId: 'agt_y' }));
+    const ids = await raw(
+      h(),
+      '/v1/escrows',
+      JSON.stringify({ amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: 'agt_\u0000', payeeAgentId: 'agt_y' }),
+    );
     assert.match(expectError(ids, 400, 'bad_request'), /^payerAgentId must not contain the NUL/);
-    const nested = await raw(h(), '/v1/escrows', JSON.stringify({ terms: { checks: [{ kind: 'shape', requiredFields: ['ok', 'n\u0000'] }] } }));
+    const nested = await raw(
+      h(),
+      '/v1/escrows',
+      JSON.stringify({ terms: { checks: [{ kind: 'shape', requiredFields: ['ok', 'n\u0000'] }] } }),
+    );
     assert.match(expectError(nested, 400, 'bad_request'), /^terms\.checks\[0\]\.requiredFields\[1\] must not contain the NUL/);
     const key = await raw(h(), '/v1/agents', '{"la\\u0000bel": "x"}');
     assert.match(expectError(key, 400, 'bad_request'), /^a key in body must not contain the NUL/);
@@ -29,7 +47,11 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
       const r = await raw(h(), '/v1/agents', `{"label": "${s}"}`);
       assert.match(expectError(r, 400, 'bad_request'), /^label must not contain a lone UTF-16 surrogate/, s);
     }
-    const deep = await raw(h(), '/v1/escrows', '{"terms": {"description": "ok", "checks": [{"kind": "equals", "params": {"pointer": "/a", "value": ["x", "\\udead"]}}]}}');
+    const deep = await raw(
+      h(),
+      '/v1/escrows',
+      '{"terms": {"description": "ok", "checks": [{"kind": "equals", "params": {"pointer": "/a", "value": ["x", "\\udead"]}}]}}',
+    );
     assert.match(expectError(deep, 400, 'bad_request'), /^terms\.checks\[0\]\.params\.value\[1\] must not contain a lone/);
     // A well-formed pair (an emoji) is fine.
     const ok = await raw(h(), '/v1/agents', '{"label": "\\ud83d\\ude00"}');
@@ -39,9 +61,16 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
 
   test('a duplicate key anywhere in a JSON body is 400 naming its path', async () => {
     const top = await raw(h(), '/v1/agents', '{"label": "a", "label": "b"}');
-    assert.match(expectError(top, 400, 'bad_request'), /^label appears twice in one object of the request body; duplicate keys are refused/);
+    assert.match(
+      expectError(top, 400, 'bad_request'),
+      /^label appears twice in one object of the request body; duplicate keys are refused/,
+    );
     const e = await escrow(h());
-    const nested = await raw(h(), `/v1/escrows/${e.id}/delivery`, `{"agentId": "${e.payee.id}", "payload": {"items": [{"a": 1}, {"b": 1, "c": {"d": 1, "d": 2}}]}}`);
+    const nested = await raw(
+      h(),
+      `/v1/escrows/${e.id}/delivery`,
+      `{"agentId": "${e.payee.id}", "payload": {"items": [{"a": 1}, {"b": 1, "c": {"d": 1, "d": 2}}]}}`,
+    );
     assert.match(expectError(nested, 400, 'bad_request'), /^payload\.items\[1\]\.c\.d appears twice/);
     // Keys equal only after unescaping are the same key.
     const escaped = await raw(h(), '/v1/agents', '{"label": "a", "\\u006cabel": "b"}');
@@ -65,15 +94,22 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
     for (const def of h().app.routes.filter((r) => r.method === 'POST' || r.method === 'DELETE')) {
       const path = def.path.replace(/:(\w+)/g, e.id);
       for (const body of [...odd, `{"label": ${odd[3]}, "agentId": ${odd[1]}, "payload": ${odd[0]}, "metadata": {"k": ${odd[2]}}}`]) {
-        const r = await h().app.fetch(new Request(`http://test.local${path}`, { method: def.method, body, headers: { 'content-type': 'application/json' } }), { ip: '127.0.0.1' });
+        const r = await h().app.fetch(
+          new Request(`http://test.local${path}`, { method: def.method, body, headers: { 'content-type': 'application/json' } }),
+          { ip: '127.0.0.1' },
+        );
         const text = await r.text();
         assert.ok(r.status < 500, `${def.method} ${path} ${body} → ${r.status} ${text}`);
       }
     }
   });
 
-  test('a body that is not JSON keeps getting 400, including the README\'s curl -d form content type', async () => {
-    expectError(await h().req('POST', '/v1/agents', 'label=x', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'bad_request');
+  test("a body that is not JSON keeps getting 400, including the README's curl -d form content type", async () => {
+    expectError(
+      await h().req('POST', '/v1/agents', 'label=x', { 'content-type': 'application/x-www-form-urlencoded' }),
+      400,
+      'bad_request',
+    );
     const curl = await h().req('POST', '/v1/agents', '{"label": "curl"}', { 'content-type': 'application/x-www-form-urlencoded' });
     assert.equal(curl.status, 201, curl.text);
   });
@@ -96,33 +132,94 @@ describeStores('strict request JSON (I-JSON, RFC 7493)', (h) => {
 });
 
 test('the duplicate-key finder finds exactly the duplicates inserted into generated JSON, and names them', () => {
-  fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (v, dup) => {
-    // Numbers I-JSON refuses (integers beyond 2^53) are a refusal of their own, tested in refuse.test.ts.
-    let text = JSON.stringify(v, (_k, x) => (typeof x === 'number' && numberProblem(x) ? 0 : x));
-    let firstKey: string | undefined;
-    if (dup && v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
-      firstKey = Object.keys(v)[0];
-      text = `{${JSON.stringify(firstKey)}:0,${text.slice(1)}`;
-    }
-    const found = findDuplicateKey(text);
-    if (firstKey === undefined) {
-      assert.equal(found, null, text);
-      assert.deepEqual(parseStrictJson(text), JSON.parse(text));
-    } else {
-      assert.deepEqual(found, [firstKey], text);
-      assert.throws(() => parseStrictJson(text), /appears twice/);
-    }
-  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 500) });
+  fc.assert(
+    fc.property(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (v, dup) => {
+      // Numbers I-JSON refuses (integers beyond 2^53) are a refusal of their own, tested in refuse.test.ts.
+      let text = JSON.stringify(v, (_k, x) => (typeof x === 'number' && numberProblem(x) ? 0 : x));
+      let firstKey: string | undefined;
+      if (dup && v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
+        firstKey = Object.keys(v)[0];
+        text = `{${JSON.stringify(firstKey)}:0,${text.slice(1)}`;
+      }
+      const found = findDuplicateKey(text);
+      if (firstKey === undefined) {
+        assert.equal(found, null, text);
+        assert.deepEqual(parseStrictJson(text), JSON.parse(text));
+      } else {
+        assert.deepEqual(found, [firstKey], text);
+        assert.throws(() => parseStrictJson(text), /appears twice/);
+      }
+    }),
+    { numRuns: Number(process.env.FUZZ_RUNS ?? 500) },
+  );
 });
 
 /** Strings that have broken services: NUL, lone surrogates, huge numbers, ids, paths, controls. */
 const nasty = fc.oneof(
   fc.string(),
-  fc.constantFrom('\u0000', '\ud800', '\udfff', 'agt_\u0000', 'esc_', 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', '/a/b', '', ' ', '9'.repeat(400), '-1', '1e309', 'USDC', '__proto__', 'constructor', 'toString', 'valueOf', '%00', '../..', '\r\n'),
+  fc.constantFrom(
+    '\u0000',
+    '\ud800',
+    '\udfff',
+    'agt_\u0000',
+    'esc_',
+    'esc_01aaaaaaaaaaaaaaaaaaaaaaaa',
+    '/a/b',
+    '',
+    ' ',
+    '9'.repeat(400),
+    '-1',
+    '1e309',
+    'USDC',
+    '__proto__',
+    'constructor',
+    'toString',
+    'valueOf',
+    '%00',
+    '../..',
+    '\r\n',
+  ),
   fc.string({ unit: 'binary' }),
 );
 const jsonish = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, nasty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom('amount', 'asset', 'terms', 'payerAgentId', 'payeeAgentId', 'agentId', 'payload', 'label', 'url', 'outcome', 'advanceSeconds', 'count', 'signatures', 'agentIds', 'shares', 'reason', 'note', 'principal', 'caps', 'signature')), tie('value'), { maxKeys: 5 })),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    nasty,
+    fc.integer(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(
+      fc.oneof(
+        nasty,
+        fc.constantFrom(
+          'amount',
+          'asset',
+          'terms',
+          'payerAgentId',
+          'payeeAgentId',
+          'agentId',
+          'payload',
+          'label',
+          'url',
+          'outcome',
+          'advanceSeconds',
+          'count',
+          'signatures',
+          'agentIds',
+          'shares',
+          'reason',
+          'note',
+          'principal',
+          'caps',
+          'signature',
+        ),
+      ),
+      tie('value'),
+      { maxKeys: 5 },
+    ),
+  ),
 })).value;
 
 /** A JSON text from a value, sometimes with a duplicated first key, sometimes cut short. */
@@ -142,28 +239,43 @@ const encodePart = (s: string) => {
   }
 };
 
-describeStores('generated input on every route never gets a 5xx', (h) => {
-  test('random JSON bodies, path parameters and query strings, on every route of app.routes', async () => {
-    const routes = h().app.routes;
-    const e = await escrow(h());
-    const seen = new Set<number>();
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom(...routes), fc.option(bodyText, { nil: undefined }), fc.oneof(nasty, fc.constant(e.id)), fc.array(fc.tuple(nasty, nasty), { maxLength: 3 }),
-      fc.constantFrom('GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND'),
-      async (def, body, id, query, otherMethod) => {
-        const path = def.path.replace(/:(\w+)/g, () => encodePart(id));
-        const qs = query.length ? '?' + new URLSearchParams(query).toString() : '';
-        const method: string = ['PUT', 'PROPFIND', 'OPTIONS', 'HEAD'].includes(otherMethod) ? otherMethod : def.method;
-        const res = await h().app.fetch(new Request(`http://test.local${path}${qs}`, {
-          method, ...(body !== undefined && method !== 'GET' && method !== 'HEAD' ? { body } : {}), headers: { 'content-type': 'application/json' },
-        }), { ip: '127.0.0.1' });
-        const text = await res.text();
-        seen.add(res.status);
-        assert.ok(res.status < 500, `${method} ${path}${qs} ${JSON.stringify(body)} → ${res.status} ${text}`);
-        if (res.status >= 400 && method !== 'HEAD') assert.ok(JSON.parse(text).error.code, text);
-      },
-    ), { numRuns: Number(process.env.FUZZ_RUNS ?? 400), seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined });
-    // The generator reached past validation as well as being refused by it.
-    assert.ok(seen.has(400) && [...seen].some((s) => s < 300), `statuses seen: ${[...seen].join(', ')}`);
-  });
-}, { RATE_LIMIT_MAX: '1000000000', PUBLIC_RATE_LIMIT_MAX: '1000000000', VERIFY_RATE_LIMIT_MAX: '1000000000' });
+describeStores(
+  'generated input on every route never gets a 5xx',
+  (h) => {
+    test('random JSON bodies, path parameters and query strings, on every route of app.routes', async () => {
+      const routes = h().app.routes;
+      const e = await escrow(h());
+      const seen = new Set<number>();
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...routes),
+          fc.option(bodyText, { nil: undefined }),
+          fc.oneof(nasty, fc.constant(e.id)),
+          fc.array(fc.tuple(nasty, nasty), { maxLength: 3 }),
+          fc.constantFrom('GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND'),
+          async (def, body, id, query, otherMethod) => {
+            const path = def.path.replace(/:(\w+)/g, () => encodePart(id));
+            const qs = query.length ? '?' + new URLSearchParams(query).toString() : '';
+            const method: string = ['PUT', 'PROPFIND', 'OPTIONS', 'HEAD'].includes(otherMethod) ? otherMethod : def.method;
+            const res = await h().app.fetch(
+              new Request(`http://test.local${path}${qs}`, {
+                method,
+                ...(body !== undefined && method !== 'GET' && method !== 'HEAD' ? { body } : {}),
+                headers: { 'content-type': 'application/json' },
+              }),
+              { ip: '127.0.0.1' },
+            );
+            const text = await res.text();
+            seen.add(res.status);
+            assert.ok(res.status < 500, `${method} ${path}${qs} ${JSON.stringify(body)} → ${res.status} ${text}`);
+            if (res.status >= 400 && method !== 'HEAD') assert.ok(JSON.parse(text).error.code, text);
+          },
+        ),
+        { numRuns: Number(process.env.FUZZ_RUNS ?? 400), seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined },
+      );
+      // The generator reached past validation as well as being refused by it.
+      assert.ok(seen.has(400) && [...seen].some((s) => s < 300), `statuses seen: ${[...seen].join(', ')}`);
+    });
+  },
+  { RATE_LIMIT_MAX: '1000000000', PUBLIC_RATE_LIMIT_MAX: '1000000000', VERIFY_RATE_LIMIT_MAX: '1000000000' },
+);

@@ -14,7 +14,12 @@ describeStores('escrow lifecycle', (h) => {
     assert.equal(e.escrow.amount, '12.5');
     assert.equal(e.escrow.custody.status, 'unfunded');
     assert.equal(e.escrow.deadlineAt, undefined);
-    assert.deepEqual(e.escrow.timeouts, { deliverWithinSeconds: 86400, resolveWithinSeconds: 86400, decideWithinSeconds: 259200, timeoutRuling: 'refund' });
+    assert.deepEqual(e.escrow.timeouts, {
+      deliverWithinSeconds: 86400,
+      resolveWithinSeconds: 86400,
+      decideWithinSeconds: 259200,
+      timeoutRuling: 'refund',
+    });
 
     const f = await h().req('POST', `/v1/escrows/${e.id}/fund`);
     assert.equal(f.body.state, 'funded');
@@ -26,7 +31,13 @@ describeStores('escrow lifecycle', (h) => {
     const { delivery, verdict, proof } = d.body;
     assert.equal(delivery.contentHash, sha(canonicalize({ title: 'report' })));
     assert.equal(delivery.signature.signer, e.payee.publicKey);
-    assert.ok(nodeVerifyHex(e.payee.publicKey, canonicalize({ escrowId: e.id, contentHash: delivery.contentHash, submittedAt: delivery.submittedAt }), delivery.signature.signature));
+    assert.ok(
+      nodeVerifyHex(
+        e.payee.publicKey,
+        canonicalize({ escrowId: e.id, contentHash: delivery.contentHash, submittedAt: delivery.submittedAt }),
+        delivery.signature.signature,
+      ),
+    );
     assert.equal(verdict.passed, true);
     assert.equal(verdict.results.length, 1);
     assert.equal(verdict.results[0].passed, true);
@@ -55,7 +66,10 @@ describeStores('escrow lifecycle', (h) => {
   test('events come out in the order and with the data of docs/protocol.md §3.6, derived from a trail that verifies', async () => {
     const s = await settled(h());
     const ev = (await h().req('GET', `/v1/escrows/${s.id}/events`)).body.events;
-    assert.deepEqual(ev.map((x: any) => x.event), ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);
+    assert.deepEqual(
+      ev.map((x: any) => x.event),
+      ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued'],
+    );
     assert.equal(ev[0].data.escrow.id, s.id);
     assert.equal(ev[1].data.deadlineAt, s.escrow.deadlineAt);
     assert.deepEqual(ev[2].data, { deliveryId: s.delivery.delivery.id, contentHash: s.delivery.delivery.contentHash });
@@ -79,7 +93,9 @@ describeStores('escrow lifecycle', (h) => {
 
   test('a tampered trail reports the first broken index, and proof verification notices', async () => {
     const s = await settled(h());
-    await h().db.query(`UPDATE trail_entries SET body = '{"deadlineAt":"2000-01-01T00:00:00.000Z"}' WHERE escrow_id = $1 AND idx = 1`, [s.id]);
+    await h().db.query(`UPDATE trail_entries SET body = '{"deadlineAt":"2000-01-01T00:00:00.000Z"}' WHERE escrow_id = $1 AND idx = 1`, [
+      s.id,
+    ]);
     const trail = (await h().req('GET', `/v1/escrows/${s.id}/trail`)).body;
     assert.equal(trail.intactUpTo, 1);
     const v = (await h().req('GET', `/v1/proofs/${s.proof.id}/verify`)).body;
@@ -122,7 +138,13 @@ describeStores('escrow lifecycle', (h) => {
   test('a client-signed delivery verifies against the payee key; wrong signer, bad signature and clock skew are 422', async () => {
     const payer = await agent(h());
     const payee = clientKey();
-    const c = await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payee: { publicKey: payee.publicKey, label: 'remote' } });
+    const c = await h().req('POST', '/v1/escrows', {
+      amount: '1',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payee: { publicKey: payee.publicKey, label: 'remote' },
+    });
     assert.equal(c.status, 201, c.text);
     assert.deepEqual(c.body.payee, { publicKey: payee.publicKey, label: 'remote' });
     await h().req('POST', `/v1/escrows/${c.body.id}/fund`);
@@ -130,26 +152,50 @@ describeStores('escrow lifecycle', (h) => {
     const contentHash = sha(canonicalize(payload));
     const submittedAt = new Date().toISOString();
     const other = clientKey();
-    const wrongSigner = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, { payload, submittedAt, signature: { signer: other.publicKey, signature: other.sign({ escrowId: c.body.id, contentHash, submittedAt }) } });
+    const wrongSigner = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, {
+      payload,
+      submittedAt,
+      signature: { signer: other.publicKey, signature: other.sign({ escrowId: c.body.id, contentHash, submittedAt }) },
+    });
     assert.match(expectError(wrongSigner, 422, 'unprocessable'), /signer/);
-    const badSig = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, { payload, submittedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash: '0'.repeat(64), submittedAt }) } });
+    const badSig = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, {
+      payload,
+      submittedAt,
+      signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash: '0'.repeat(64), submittedAt }) },
+    });
     assert.match(expectError(badSig, 422, 'unprocessable'), /does not verify/);
     const old = new Date(Date.now() - 301_000).toISOString();
-    const skew = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, { payload, submittedAt: old, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt: old }) } });
+    const skew = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, {
+      payload,
+      submittedAt: old,
+      signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt: old }) },
+    });
     assert.match(expectError(skew, 422, 'unprocessable'), /300 s/);
-    const ok = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, { payload, submittedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt }) } });
+    const ok = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, {
+      payload,
+      submittedAt,
+      signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt }) },
+    });
     assert.equal(ok.status, 201, ok.text);
     assert.equal(ok.body.delivery.submittedAt, submittedAt);
     assert.equal(ok.body.proof.outcome, 'released');
     // A second delivery is 409.
-    const again = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, { payload, submittedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt }) } });
+    const again = await h().req('POST', `/v1/escrows/${c.body.id}/delivery`, {
+      payload,
+      submittedAt,
+      signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: c.body.id, contentHash, submittedAt }) },
+    });
     expectError(again, 409, 'invalid_state');
   });
 
   test('the sandbox delivery form refuses an agent that is not the payee (422) and an unknown agent (404)', async () => {
     const e = await funded(h());
     expectError(await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: e.payer.id, payload: {} }), 422, 'unprocessable');
-    expectError(await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa', payload: {} }), 404, 'not_found');
+    expectError(
+      await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa', payload: {} }),
+      404,
+      'not_found',
+    );
     expectError(await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: e.payee.id }), 400, 'bad_request');
     expectError(await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: e.payee.id, payload: '\ud800' }), 400, 'bad_request');
     // Nothing half-written: the escrow is still funded with no delivery.
@@ -177,11 +223,22 @@ describeStores('escrow lifecycle', (h) => {
     const d = await h().req('POST', `/v1/escrows/${e.id}/delivery`, { agentId: e.payee.id, payload });
     assert.equal(d.status, 201, d.text);
     const results = d.body.verdict.results;
-    assert.deepEqual(results.map((r: any) => r.passed), [true, false, false, false, true, true, false, true]);
-    assert.deepEqual(results.map((r: any) => r.check.kind), terms.checks.map((c) => c.kind));
+    assert.deepEqual(
+      results.map((r: any) => r.passed),
+      [true, false, false, false, true, true, false, true],
+    );
+    assert.deepEqual(
+      results.map((r: any) => r.check.kind),
+      terms.checks.map((c) => c.kind),
+    );
     for (const r of results) assert.ok(r.detail.length > 5, r.detail);
     assert.match(results[3].detail, /\/missing/);
-    assert.deepEqual((await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events[3].data.failed, ['maxBytes', 'deadline', 'shape', 'predicate']);
+    assert.deepEqual((await h().req('GET', `/v1/escrows/${e.id}/events`)).body.events[3].data.failed, [
+      'maxBytes',
+      'deadline',
+      'shape',
+      'predicate',
+    ]);
   });
 });
 
@@ -198,19 +255,52 @@ describeStores('escrow creation errors', (h) => {
     ['seven fraction digits', (b) => (b.amount = '1.0000001'), 400, 'bad_request', /^amount/],
     ['a zero amount', (b) => (b.amount = '0.000'), 400, 'bad_request', /^amount/],
     ['a bad asset', (b) => (b.asset = 'US D'), 400, 'bad_request', /^asset/],
-    ['a malformed party key', (b) => { delete b.payerAgentId; b.payer = { publicKey: 'abc' }; }, 400, 'bad_request', /^payer\.publicKey/],
+    [
+      'a malformed party key',
+      (b) => {
+        delete b.payerAgentId;
+        b.payer = { publicKey: 'abc' };
+      },
+      400,
+      'bad_request',
+      /^payer\.publicKey/,
+    ],
     ['no payer at all', (b) => delete b.payerAgentId, 400, 'bad_request', /^payer is required/],
     ['both payee forms', (b) => (b.payee = { publicKey: 'a'.repeat(64) }), 400, 'bad_request', /either payee or payeeAgentId/],
     ['payer equal to payee', (b) => (b.payeeAgentId = b.payerAgentId), 400, 'bad_request', /different/],
     ['an unknown field', (b) => (b.colour = 'red'), 400, 'bad_request', /^colour is not a known field/],
-    ['an unknown check kind', (b) => (b.terms = { description: 'd', checks: [{ kind: 'vibes' }] }), 400, 'bad_request', /terms\.checks\[0\]/],
-    ['an unknown predicate', (b) => (b.terms = { description: 'd', checks: [{ kind: 'predicate', name: 'nope' }] }), 400, 'bad_request', /terms\.checks\[0\]\.name/],
-    ['bad predicate params', (b) => (b.terms = { description: 'd', checks: [{ kind: 'predicate', name: 'number-range', params: { pointer: 'x' } }] }), 400, 'bad_request', /terms\.checks\[0\]\.params/],
+    [
+      'an unknown check kind',
+      (b) => (b.terms = { description: 'd', checks: [{ kind: 'vibes' }] }),
+      400,
+      'bad_request',
+      /terms\.checks\[0\]/,
+    ],
+    [
+      'an unknown predicate',
+      (b) => (b.terms = { description: 'd', checks: [{ kind: 'predicate', name: 'nope' }] }),
+      400,
+      'bad_request',
+      /terms\.checks\[0\]\.name/,
+    ],
+    [
+      'bad predicate params',
+      (b) => (b.terms = { description: 'd', checks: [{ kind: 'predicate', name: 'number-range', params: { pointer: 'x' } }] }),
+      400,
+      'bad_request',
+      /terms\.checks\[0\]\.params/,
+    ],
     ['a zero timeout', (b) => (b.timeouts = { deliverWithinSeconds: 0 }), 400, 'bad_request', /^timeouts\.deliverWithinSeconds/],
     ['an unknown timeout ruling', (b) => (b.timeouts = { timeoutRuling: 'coin-flip' }), 400, 'bad_request', /^timeouts\.timeoutRuling/],
     ['an unknown payer agent', (b) => (b.payerAgentId = 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa'), 404, 'not_found', /payerAgentId/],
     ['an unknown mandate', (b) => (b.mandateId = 'mnd_01aaaaaaaaaaaaaaaaaaaaaaaa'), 404, 'not_found', /mandateId/],
-    ['an over-long description', (b) => (b.terms = { description: 'x'.repeat(10001), checks: [] }), 400, 'bad_request', /terms\.description/],
+    [
+      'an over-long description',
+      (b) => (b.terms = { description: 'x'.repeat(10001), checks: [] }),
+      400,
+      'bad_request',
+      /terms\.description/,
+    ],
   ];
   for (const [what, mutate, status, code, msg] of rows) {
     test(`creating an escrow with ${what} is ${status} ${code}`, async () => {
@@ -235,10 +325,21 @@ describeStores('escrow creation errors', (h) => {
 
   test('unknown escrow ids are 404 on every escrow route', async () => {
     const id = 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa';
-    for (const [m, p] of [['GET', ''], ['POST', '/fund'], ['POST', '/refund'], ['GET', '/trail'], ['GET', '/events'], ['GET', '/proof']] as const) {
+    for (const [m, p] of [
+      ['GET', ''],
+      ['POST', '/fund'],
+      ['POST', '/refund'],
+      ['GET', '/trail'],
+      ['GET', '/events'],
+      ['GET', '/proof'],
+    ] as const) {
       expectError(await h().req(m, `/v1/escrows/${id}${p}`), 404, 'not_found');
     }
-    expectError(await h().req('POST', `/v1/escrows/${id}/delivery`, { agentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaab', payload: 1 }), 404, 'not_found');
+    expectError(
+      await h().req('POST', `/v1/escrows/${id}/delivery`, { agentId: 'agt_01aaaaaaaaaaaaaaaaaaaaaaab', payload: 1 }),
+      404,
+      'not_found',
+    );
     expectError(await h().req('GET', '/v1/proofs/prf_01aaaaaaaaaaaaaaaaaaaaaaaa'), 404, 'not_found');
     expectError(await h().req('GET', '/v1/proofs/prf_01aaaaaaaaaaaaaaaaaaaaaaaa/verify'), 404, 'not_found');
   });

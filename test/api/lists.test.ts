@@ -53,91 +53,101 @@ async function pagesLikeTheWhole(h: Harness, path: string, key: string, n: numbe
   assert.match(expectError(await h.req('GET', `${path}${sep}limit=1&limit=2`), 400, 'bad_request'), /limit/);
 }
 
-describeStores('list pagination', (h) => {
-  test('GET /v1/escrows pages by an opaque cursor, and a cursor from another list is refused', async () => {
-    for (let i = 0; i < 5; i++) await escrow(h());
-    await pagesLikeTheWhole(h(), '/v1/escrows', 'escrows', 5);
-    const e = await escrow(h());
-    assert.equal((await h().req('POST', `/v1/escrows/${e.id}/fund`)).status, 200);
-    const trailCursor = (await h().req('GET', `/v1/escrows/${e.id}/trail?limit=1`)).body.nextCursor;
-    assert.equal(typeof trailCursor, 'string');
-    assert.match(expectError(await h().req('GET', `/v1/escrows?limit=1&cursor=${trailCursor}`), 400, 'bad_request'), /cursor/);
-  });
+describeStores(
+  'list pagination',
+  (h) => {
+    test('GET /v1/escrows pages by an opaque cursor, and a cursor from another list is refused', async () => {
+      for (let i = 0; i < 5; i++) await escrow(h());
+      await pagesLikeTheWhole(h(), '/v1/escrows', 'escrows', 5);
+      const e = await escrow(h());
+      assert.equal((await h().req('POST', `/v1/escrows/${e.id}/fund`)).status, 200);
+      const trailCursor = (await h().req('GET', `/v1/escrows/${e.id}/trail?limit=1`)).body.nextCursor;
+      assert.equal(typeof trailCursor, 'string');
+      assert.match(expectError(await h().req('GET', `/v1/escrows?limit=1&cursor=${trailCursor}`), 400, 'bad_request'), /cursor/);
+    });
 
-  test('the trail and the events of an escrow page by trail index; intactUpTo describes the whole chain on every page', async () => {
-    const s = await settled(h());
-    await pagesLikeTheWhole(h(), `/v1/escrows/${s.id}/trail`, 'entries', 5);
-    await pagesLikeTheWhole(h(), `/v1/escrows/${s.id}/events`, 'events', 5);
-    const last = await h().req('GET', `/v1/escrows/${s.id}/trail?limit=2`);
-    assert.equal(last.body.intactUpTo, null);
-    // Break the chain at index 1: every page, even one after the break, says so.
-    await h().db.query(`UPDATE trail_entries SET body = '{"tampered":true}' WHERE escrow_id = $1 AND idx = 1`, [s.id]);
-    let cursor: string | null = null;
-    do {
-      const r: any = await h().req('GET', `/v1/escrows/${s.id}/trail?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
-      assert.equal(r.body.intactUpTo, 1);
-      cursor = r.body.nextCursor;
-    } while (cursor);
-    const evCursor = (await h().req('GET', `/v1/escrows/${s.id}/events?limit=1`)).body.nextCursor;
-    assert.match(expectError(await h().req('GET', `/v1/escrows/${s.id}/trail?limit=1&cursor=${evCursor}`), 400, 'bad_request'), /cursor/);
-    expectError(await h().req('GET', '/v1/escrows/esc_01aaaaaaaaaaaaaaaaaaaaaaaa/events?limit=1'), 404, 'not_found');
-  });
+    test('the trail and the events of an escrow page by trail index; intactUpTo describes the whole chain on every page', async () => {
+      const s = await settled(h());
+      await pagesLikeTheWhole(h(), `/v1/escrows/${s.id}/trail`, 'entries', 5);
+      await pagesLikeTheWhole(h(), `/v1/escrows/${s.id}/events`, 'events', 5);
+      const last = await h().req('GET', `/v1/escrows/${s.id}/trail?limit=2`);
+      assert.equal(last.body.intactUpTo, null);
+      // Break the chain at index 1: every page, even one after the break, says so.
+      await h().db.query(`UPDATE trail_entries SET body = '{"tampered":true}' WHERE escrow_id = $1 AND idx = 1`, [s.id]);
+      let cursor: string | null = null;
+      do {
+        const r: any = await h().req('GET', `/v1/escrows/${s.id}/trail?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(r.body.intactUpTo, 1);
+        cursor = r.body.nextCursor;
+      } while (cursor);
+      const evCursor = (await h().req('GET', `/v1/escrows/${s.id}/events?limit=1`)).body.nextCursor;
+      assert.match(expectError(await h().req('GET', `/v1/escrows/${s.id}/trail?limit=1&cursor=${evCursor}`), 400, 'bad_request'), /cursor/);
+      expectError(await h().req('GET', '/v1/escrows/esc_01aaaaaaaaaaaaaaaaaaaaaaaa/events?limit=1'), 404, 'not_found');
+    });
 
-  test('webhook registrations and dead letters page in registration and dead-letter order', async () => {
-    const dead = await receiver(() => 500);
-    const urls = ['a', 'b', 'c', 'd'].map((p) => `http://127.0.0.1:9/${p}`);
-    try {
-      await register(h(), ...urls, dead.url);
-      await pagesLikeTheWhole(h(), '/v1/webhooks', 'webhooks', 5);
-      const whole = (await h().req('GET', '/v1/webhooks')).body;
-      assert.deepEqual(whole.webhooks.slice(-5), [...urls, dead.url], 'registration order');
-      const page = (await h().req('GET', '/v1/webhooks?limit=2')).body;
-      assert.equal(page.signingKey, whole.signingKey, 'a page keeps the signing key');
-      await unregister(h(), ...urls);
-      await failedDelivery(h());
-      await drain(h().app.svc, 30_000);
-      const letters = (await h().req('GET', '/v1/webhooks/dead-letters')).body.deadLetters;
-      assert.ok(letters.length >= 4, 'every event of the escrow was dead-lettered');
-      await pagesLikeTheWhole(h(), '/v1/webhooks/dead-letters', 'deadLetters', 4);
-    } finally {
-      await unregister(h(), dead.url);
-      await dead.close();
-    }
-  });
+    test('webhook registrations and dead letters page in registration and dead-letter order', async () => {
+      const dead = await receiver(() => 500);
+      const urls = ['a', 'b', 'c', 'd'].map((p) => `http://127.0.0.1:9/${p}`);
+      try {
+        await register(h(), ...urls, dead.url);
+        await pagesLikeTheWhole(h(), '/v1/webhooks', 'webhooks', 5);
+        const whole = (await h().req('GET', '/v1/webhooks')).body;
+        assert.deepEqual(whole.webhooks.slice(-5), [...urls, dead.url], 'registration order');
+        const page = (await h().req('GET', '/v1/webhooks?limit=2')).body;
+        assert.equal(page.signingKey, whole.signingKey, 'a page keeps the signing key');
+        await unregister(h(), ...urls);
+        await failedDelivery(h());
+        await drain(h().app.svc, 30_000);
+        const letters = (await h().req('GET', '/v1/webhooks/dead-letters')).body.deadLetters;
+        assert.ok(letters.length >= 4, 'every event of the escrow was dead-lettered');
+        await pagesLikeTheWhole(h(), '/v1/webhooks/dead-letters', 'deadLetters', 4);
+      } finally {
+        await unregister(h(), dead.url);
+        await dead.close();
+      }
+    });
 
-  test('the public log entries page by leaf index too, beside start/end', async () => {
-    for (let i = 0; i < 3; i++) await settled(h());
-    await pagesLikeTheWhole(h(), '/v1/log/entries', 'entries', 3);
-    const { entries } = (await h().req('GET', '/v1/log/entries')).body;
-    assert.deepEqual(entries.map((e: any) => e.leafIndex), entries.map((_: any, i: number) => i), 'leaf order from 0');
-    const second = (await h().req('GET', '/v1/log/entries?limit=1')).body.nextCursor;
-    assert.deepEqual((await h().req('GET', `/v1/log/entries?cursor=${second}&limit=1`)).body.entries, [entries[1]]);
-    assert.equal('nextCursor' in (await h().req('GET', '/v1/log/entries?start=1&end=2')).body, false, 'start/end answer as before');
-    expectError(await h().req('GET', `/v1/log/entries?cursor=${second}&start=1`), 400, 'bad_request');
-    expectError(await h().req('GET', '/v1/log/entries?limit=2&end=3'), 400, 'bad_request');
-  });
+    test('the public log entries page by leaf index too, beside start/end', async () => {
+      for (let i = 0; i < 3; i++) await settled(h());
+      await pagesLikeTheWhole(h(), '/v1/log/entries', 'entries', 3);
+      const { entries } = (await h().req('GET', '/v1/log/entries')).body;
+      assert.deepEqual(
+        entries.map((e: any) => e.leafIndex),
+        entries.map((_: any, i: number) => i),
+        'leaf order from 0',
+      );
+      const second = (await h().req('GET', '/v1/log/entries?limit=1')).body.nextCursor;
+      assert.deepEqual((await h().req('GET', `/v1/log/entries?cursor=${second}&limit=1`)).body.entries, [entries[1]]);
+      assert.equal('nextCursor' in (await h().req('GET', '/v1/log/entries?start=1&end=2')).body, false, 'start/end answer as before');
+      expectError(await h().req('GET', `/v1/log/entries?cursor=${second}&start=1`), 400, 'bad_request');
+      expectError(await h().req('GET', '/v1/log/entries?limit=2&end=3'), 400, 'bad_request');
+    });
 
-  test('pages are stable under concurrent inserts: nothing repeats, nothing that existed is skipped', async () => {
-    const before = (await h().req('GET', '/v1/escrows')).body.escrows.map((e: any) => e.id);
-    const seen: string[] = [];
-    let cursor: string | null = null;
-    let inserted = 0;
-    do {
-      // Each page is read while new escrows are being created.
-      const [r]: [any, void] = await Promise.all([
-        h().req('GET', `/v1/escrows?limit=3${cursor ? `&cursor=${cursor}` : ''}`) as Promise<any>,
-        escrow(h()).then(() => { inserted++; }),
-      ]);
-      assert.equal(r.status, 200, r.text);
-      seen.push(...r.body.escrows.map((e: any) => e.id));
-      cursor = r.body.nextCursor;
-    } while (cursor !== null);
-    assert.equal(new Set(seen).size, seen.length, 'no escrow appears twice');
-    for (const id of before) assert.ok(seen.includes(id), `${id} existed before paging began and was listed`);
-    assert.deepEqual(seen.slice(0, before.length), before, 'the escrows that existed come first, in creation order');
-    assert.ok(inserted > 0);
-  });
-}, { WEBHOOK_BACKOFF_MS: '5,5,5,5', WEBHOOK_TIMEOUT_MS: '2000' });
+    test('pages are stable under concurrent inserts: nothing repeats, nothing that existed is skipped', async () => {
+      const before = (await h().req('GET', '/v1/escrows')).body.escrows.map((e: any) => e.id);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let inserted = 0;
+      do {
+        // Each page is read while new escrows are being created.
+        const [r]: [any, void] = await Promise.all([
+          h().req('GET', `/v1/escrows?limit=3${cursor ? `&cursor=${cursor}` : ''}`) as Promise<any>,
+          escrow(h()).then(() => {
+            inserted++;
+          }),
+        ]);
+        assert.equal(r.status, 200, r.text);
+        seen.push(...r.body.escrows.map((e: any) => e.id));
+        cursor = r.body.nextCursor;
+      } while (cursor !== null);
+      assert.equal(new Set(seen).size, seen.length, 'no escrow appears twice');
+      for (const id of before) assert.ok(seen.includes(id), `${id} existed before paging began and was listed`);
+      assert.deepEqual(seen.slice(0, before.length), before, 'the escrows that existed come first, in creation order');
+      assert.ok(inserted > 0);
+    });
+  },
+  { WEBHOOK_BACKOFF_MS: '5,5,5,5', WEBHOOK_TIMEOUT_MS: '2000' },
+);
 
 describeStores('escrow list filters', (h) => {
   test('agentId lists the escrows where the agent is payer or payee, and pages within them', async () => {
@@ -145,14 +155,40 @@ describeStores('escrow list filters', (h) => {
     const others = [await agent(h(), 'b'), await agent(h(), 'c')];
     const mine: string[] = [];
     for (const o of others) {
-      mine.push((await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: { description: 'd', checks: [] }, payerAgentId: a.id, payeeAgentId: o.id })).body.id);
-      mine.push((await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: { description: 'd', checks: [] }, payerAgentId: o.id, payeeAgentId: a.id })).body.id);
+      mine.push(
+        (
+          await h().req('POST', '/v1/escrows', {
+            amount: '1',
+            asset: 'USDC',
+            terms: { description: 'd', checks: [] },
+            payerAgentId: a.id,
+            payeeAgentId: o.id,
+          })
+        ).body.id,
+      );
+      mine.push(
+        (
+          await h().req('POST', '/v1/escrows', {
+            amount: '1',
+            asset: 'USDC',
+            terms: { description: 'd', checks: [] },
+            payerAgentId: o.id,
+            payeeAgentId: a.id,
+          })
+        ).body.id,
+      );
     }
     await escrow(h());
     const r = await h().req('GET', `/v1/escrows?agentId=${a.id}`);
-    assert.deepEqual(r.body.escrows.map((e: any) => e.id), mine);
+    assert.deepEqual(
+      r.body.escrows.map((e: any) => e.id),
+      mine,
+    );
     for (const e of r.body.escrows) assert.ok([e.payer.publicKey, e.payee.publicKey].includes(a.publicKey));
-    assert.deepEqual((await pages(h(), '/v1/escrows', 'escrows', 1, `&agentId=${a.id}`)).items.map((e) => e.id), mine);
+    assert.deepEqual(
+      (await pages(h(), '/v1/escrows', 'escrows', 1, `&agentId=${a.id}`)).items.map((e) => e.id),
+      mine,
+    );
     assert.deepEqual((await h().req('GET', `/v1/escrows?agentId=${a.id}&state=funded`)).body.escrows, []);
     assert.match(expectError(await h().req('GET', '/v1/escrows?agentId=agt_01aaaaaaaaaaaaaaaaaaaaaaaa'), 404, 'not_found'), /agentId/);
     assert.match(expectError(await h().req('GET', '/v1/escrows?agentId=esc_1'), 400, 'bad_request'), /agentId/);
@@ -169,7 +205,9 @@ describeStores('escrow list filters', (h) => {
     assert.equal((await ids(`createdAfter=${t1}`)).includes(first.id), false, 'createdAfter is strict');
     assert.ok((await ids(`createdBefore=${t2}`)).includes(first.id));
     assert.equal((await ids(`createdBefore=${t2}`)).includes(second.id), false, 'createdBefore is strict');
-    const window = await ids(`createdAfter=${encodeURIComponent(new Date(Date.parse(t1) - 1).toISOString())}&createdBefore=${encodeURIComponent(new Date(Date.parse(t1) + 1).toISOString())}`);
+    const window = await ids(
+      `createdAfter=${encodeURIComponent(new Date(Date.parse(t1) - 1).toISOString())}&createdBefore=${encodeURIComponent(new Date(Date.parse(t1) + 1).toISOString())}`,
+    );
     assert.ok(window.includes(first.id));
     assert.equal(window.includes(second.id), false);
     // Any ISO 8601 zone is accepted (docs/protocol.md §2.5).
@@ -177,7 +215,16 @@ describeStores('escrow list filters', (h) => {
     assert.ok((await ids(`createdBefore=${encodeURIComponent(plusTwo)}&limit=1000`)).includes(second.id));
     for (const name of ['createdAfter', 'createdBefore']) {
       assert.equal((await h().req('GET', `/v1/escrows?${name}=2024-02-29T00:00:00Z&limit=1`)).status, 200, 'a leap day is a date');
-      for (const bad of ['yesterday', '2026-13-40T00:00:00Z', '2026-11-21', '', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-04-31T10:00:00Z', '0000-01-01T00:00:00Z']) {
+      for (const bad of [
+        'yesterday',
+        '2026-13-40T00:00:00Z',
+        '2026-11-21',
+        '',
+        '2026-02-30T00:00:00Z',
+        '2025-02-29T00:00:00Z',
+        '2026-04-31T10:00:00Z',
+        '0000-01-01T00:00:00Z',
+      ]) {
         assert.match(expectError(await h().req('GET', `/v1/escrows?${name}=${bad}`), 400, 'bad_request'), new RegExp(name));
       }
     }
@@ -202,7 +249,11 @@ for (const kind of STORES) {
         cursor = r.body.nextCursor;
       } while (cursor);
       assert.deepEqual(seen, whole);
-      assert.deepEqual(whole.map((k: any) => k.label), ['k0', 'k1', 'k2', 'k3'], 'oldest first');
+      assert.deepEqual(
+        whole.map((k: any) => k.label),
+        ['k0', 'k1', 'k2', 'k3'],
+        'oldest first',
+      );
       expectError(await h.req('GET', '/v1/admin/keys?limit=0', undefined, root), 400, 'bad_request');
 
       const none = await h.req('GET', '/v1/escrows');

@@ -8,12 +8,31 @@ describeStores('mandates', (h) => {
     const principal = clientKey();
     const payer = await agent(h(), 'agent');
     const payee = await agent(h(), 'payee');
-    const caps = { agent: payer.publicKey, perEscrowMax: '10', cumulativeMax: '25', allowedAssets: ['USDC'], expiresAt: '2099-01-01T00:00:00.000Z', ...capsOver };
-    const body = { principal: principal.publicKey, caps, signature: { signer: principal.publicKey, signature: principal.sign({ principal: principal.publicKey, caps }) } };
+    const caps = {
+      agent: payer.publicKey,
+      perEscrowMax: '10',
+      cumulativeMax: '25',
+      allowedAssets: ['USDC'],
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      ...capsOver,
+    };
+    const body = {
+      principal: principal.publicKey,
+      caps,
+      signature: { signer: principal.publicKey, signature: principal.sign({ principal: principal.publicKey, caps }) },
+    };
     return { principal, payer, payee, caps, body };
   }
   const create = (m: string, payerId: string, payeeId: string, amount: string, extra: Record<string, unknown> = {}) =>
-    h().req('POST', '/v1/escrows', { amount, asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payerId, payeeAgentId: payeeId, mandateId: m, ...extra });
+    h().req('POST', '/v1/escrows', {
+      amount,
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payerId,
+      payeeAgentId: payeeId,
+      mandateId: m,
+      ...extra,
+    });
 
   test('a mandate registers once by content hash: 201 new, 200 on identical resubmission with usage intact', async () => {
     const s = await setup();
@@ -34,12 +53,28 @@ describeStores('mandates', (h) => {
   test('a mandate signed by someone else, or with a bad signature, is 403 mandate_violation', async () => {
     const s = await setup();
     const other = clientKey();
-    const wrong = { ...s.body, signature: { signer: other.publicKey, signature: other.sign({ principal: s.principal.publicKey, caps: s.caps }) } };
+    const wrong = {
+      ...s.body,
+      signature: { signer: other.publicKey, signature: other.sign({ principal: s.principal.publicKey, caps: s.caps }) },
+    };
     assert.match(expectError(await h().req('POST', '/v1/mandates', wrong), 403, 'mandate_violation'), /principal/);
-    const bad = { ...s.body, signature: { signer: s.principal.publicKey, signature: s.principal.sign({ principal: s.principal.publicKey, caps: { ...s.caps, perEscrowMax: '11' } }) } };
+    const bad = {
+      ...s.body,
+      signature: {
+        signer: s.principal.publicKey,
+        signature: s.principal.sign({ principal: s.principal.publicKey, caps: { ...s.caps, perEscrowMax: '11' } }),
+      },
+    };
     assert.match(expectError(await h().req('POST', '/v1/mandates', bad), 403, 'mandate_violation'), /verify/);
-    expectError(await h().req('POST', '/v1/mandates', { principal: s.principal.publicKey, signature: s.body.signature }), 400, 'bad_request');
-    assert.match(expectError(await h().req('POST', '/v1/mandates', { ...s.body, caps: { ...s.caps, perEscrowMax: 10 } }), 400, 'bad_request'), /caps\.perEscrowMax/);
+    expectError(
+      await h().req('POST', '/v1/mandates', { principal: s.principal.publicKey, signature: s.body.signature }),
+      400,
+      'bad_request',
+    );
+    assert.match(
+      expectError(await h().req('POST', '/v1/mandates', { ...s.body, caps: { ...s.caps, perEscrowMax: 10 } }), 400, 'bad_request'),
+      /caps\.perEscrowMax/,
+    );
     expectError(await h().req('GET', '/v1/mandates/mnd_01aaaaaaaaaaaaaaaaaaaaaaaa'), 404, 'not_found');
   });
 
@@ -49,7 +84,21 @@ describeStores('mandates', (h) => {
     const stranger = await agent(h());
     assert.match(expectError(await create(m.id, stranger.id, s.payee.id, '1'), 403, 'mandate_violation'), /agent/);
     assert.match(expectError(await create(m.id, s.payer.id, s.payee.id, '10.000001'), 403, 'mandate_violation'), /perEscrowMax/);
-    assert.match(expectError(await h().req('POST', '/v1/escrows', { amount: '1', asset: 'EURC', terms: PASSING_TERMS, payerAgentId: s.payer.id, payeeAgentId: s.payee.id, mandateId: m.id }), 403, 'mandate_violation'), /allowedAssets/);
+    assert.match(
+      expectError(
+        await h().req('POST', '/v1/escrows', {
+          amount: '1',
+          asset: 'EURC',
+          terms: PASSING_TERMS,
+          payerAgentId: s.payer.id,
+          payeeAgentId: s.payee.id,
+          mandateId: m.id,
+        }),
+        403,
+        'mandate_violation',
+      ),
+      /allowedAssets/,
+    );
     assert.equal((await create(m.id, s.payer.id, s.payee.id, '10')).status, 201);
     assert.equal((await create(m.id, s.payer.id, s.payee.id, '10')).status, 201);
     assert.match(expectError(await create(m.id, s.payer.id, s.payee.id, '5.000001'), 403, 'mandate_violation'), /cumulativeMax/);

@@ -40,7 +40,10 @@ describeStores('HTTP methods', (h) => {
 
   test('OPTIONS on an unknown path is 404; on a known one 204 with no CORS headers when none are configured', async () => {
     expectError(await h().req('OPTIONS', '/v1/nowhere'), 404, 'not_found');
-    const r = await h().req('OPTIONS', '/v1/escrows', undefined, { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' });
+    const r = await h().req('OPTIONS', '/v1/escrows', undefined, {
+      origin: 'https://elsewhere.example',
+      'access-control-request-method': 'POST',
+    });
     // Not an allowed origin: refused like any cross-site request.
     expectError(r, 403, 'forbidden');
     const plain = await h().req('OPTIONS', '/v1/escrows');

@@ -24,7 +24,11 @@ test('parseStrictJson: integers within ±(2^53−1) pass; beyond, anywhere, are 
     ['{"payload":{"n":12345678901234567890}}', /^payload\.n is an integer outside/],
   ];
   for (const [text, msg] of bad) {
-    assert.throws(() => parseStrictJson(text), (e: Error) => msg.test(e.message), text);
+    assert.throws(
+      () => parseStrictJson(text),
+      (e: Error) => msg.test(e.message),
+      text,
+    );
     REFUSE_TRIED.bodies++;
   }
 });
@@ -42,18 +46,34 @@ describeStores('refused instead of changed', (h) => {
 
   test('an integer beyond 2^53 in a delivery payload is 400 naming its path, not rounded before hashing', async () => {
     const e = await funded(h());
-    const r = await h().req('POST', `/v1/escrows/${e.id}/delivery`, `{"agentId":"${e.payee.id}","payload":{"title":"t","big":9007199254740993}}`);
+    const r = await h().req(
+      'POST',
+      `/v1/escrows/${e.id}/delivery`,
+      `{"agentId":"${e.payee.id}","payload":{"title":"t","big":9007199254740993}}`,
+    );
     assert.match(expectError(r, 400, 'bad_request'), /^payload\.big is an integer outside ±\(2\^53−1\)/);
     REFUSE_TRIED.bodies++;
     assert.equal((await h().req('GET', `/v1/escrows/${e.id}`)).body.state, 'funded');
   });
 
   test('every answer carries X-Content-Type-Options: nosniff; a 404 does not echo the path', async () => {
-    for (const [m, p] of [['GET', '/health'], ['GET', '/v1/escrows'], ['GET', '/v1/openapi.json'], ['GET', '/docs/errors'], ['POST', '/v1/agents'], ['OPTIONS', '/v1/escrows'], ['DELETE', '/health']]) {
+    for (const [m, p] of [
+      ['GET', '/health'],
+      ['GET', '/v1/escrows'],
+      ['GET', '/v1/openapi.json'],
+      ['GET', '/docs/errors'],
+      ['POST', '/v1/agents'],
+      ['OPTIONS', '/v1/escrows'],
+      ['DELETE', '/health'],
+    ]) {
       const r = await h().req(m, p);
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff', `${m} ${p}`);
     }
-    for (const [m, p] of [['GET', '/v1/<script>alert(1)</script>'], ['OPTIONS', '/nowhere/evil-text'], ['POST', '/v1/Click-here-http%3A%2F%2Fevil.example']]) {
+    for (const [m, p] of [
+      ['GET', '/v1/<script>alert(1)</script>'],
+      ['OPTIONS', '/nowhere/evil-text'],
+      ['POST', '/v1/Click-here-http%3A%2F%2Fevil.example'],
+    ]) {
       const r = await h().req(m, p);
       const msg = expectError(r, 404, 'not_found');
       assert.doesNotMatch(msg, /script|evil|nowhere|Click/i, msg);

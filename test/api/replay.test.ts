@@ -13,21 +13,39 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 async function clientMatter(h: Harness) {
   const payer = clientKey();
   const payee = clientKey();
-  const c = await h.req('POST', '/v1/escrows', { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey } });
+  const c = await h.req('POST', '/v1/escrows', {
+    amount: '3',
+    asset: 'USDC',
+    terms: PASSING_TERMS,
+    payer: { publicKey: payer.publicKey },
+    payee: { publicKey: payee.publicKey },
+  });
   assert.equal(c.status, 201, c.text);
   const id = c.body.id as string;
   await h.req('POST', `/v1/escrows/${id}/fund`);
   const submittedAt = new Date().toISOString();
   const payload = { body: 'no title' };
-  const d = await h.req('POST', `/v1/escrows/${id}/delivery`, { payload, submittedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: id, contentHash: sha(canonicalize(payload)), submittedAt }) } });
+  const d = await h.req('POST', `/v1/escrows/${id}/delivery`, {
+    payload,
+    submittedAt,
+    signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: id, contentHash: sha(canonicalize(payload)), submittedAt }) },
+  });
   assert.equal(d.status, 201, d.text);
   return { id, payer, payee };
 }
 
-const signedOpen = (m: { id: string; payer: ReturnType<typeof clientKey> }, signedAt = new Date().toISOString()) =>
-  ({ party: m.payer.publicKey, reason: 'late', signedAt, signature: { signer: m.payer.publicKey, signature: m.payer.sign({ escrowId: m.id, action: 'dispute.open', reason: 'late', signedAt }) } });
-const signedEvidence = (id: string, k: ReturnType<typeof clientKey>, note: string, signedAt = new Date().toISOString()) =>
-  ({ party: k.publicKey, note, signedAt, signature: { signer: k.publicKey, signature: k.sign({ escrowId: id, action: 'dispute.evidence', note, signedAt }) } });
+const signedOpen = (m: { id: string; payer: ReturnType<typeof clientKey> }, signedAt = new Date().toISOString()) => ({
+  party: m.payer.publicKey,
+  reason: 'late',
+  signedAt,
+  signature: { signer: m.payer.publicKey, signature: m.payer.sign({ escrowId: m.id, action: 'dispute.open', reason: 'late', signedAt }) },
+});
+const signedEvidence = (id: string, k: ReturnType<typeof clientKey>, note: string, signedAt = new Date().toISOString()) => ({
+  party: k.publicKey,
+  note,
+  signedAt,
+  signature: { signer: k.publicKey, signature: k.sign({ escrowId: id, action: 'dispute.evidence', note, signedAt }) },
+});
 const trailLength = async (h: Harness, id: string) => (await h.req('GET', `/v1/escrows/${id}/trail`)).body.entries.length as number;
 
 describeStores('replayed client-signed dispute actions', (h) => {
@@ -45,7 +63,11 @@ describeStores('replayed client-signed dispute actions', (h) => {
     assert.equal(await trailLength(h(), m.id), length);
     assert.equal((await h().req('GET', `/v1/escrows/${m.id}/dispute`)).body.evidence.length, 1);
     // The same words signed anew (another signedAt) are a new action.
-    const fresh = await h().req('POST', `/v1/escrows/${m.id}/dispute/evidence`, signedEvidence(m.id, m.payee, 'it had a title', new Date(Date.now() + 1000).toISOString()));
+    const fresh = await h().req(
+      'POST',
+      `/v1/escrows/${m.id}/dispute/evidence`,
+      signedEvidence(m.id, m.payee, 'it had a title', new Date(Date.now() + 1000).toISOString()),
+    );
     assert.equal(fresh.status, 200, fresh.text);
     assert.equal(fresh.body.evidence.length, 2);
   });
@@ -97,10 +119,19 @@ describeStores('replayed client-signed dispute actions', (h) => {
   test('sandbox-form actions (the service signs) are not replay-limited: two notes from a held agent both count', async () => {
     const payer = await agent(h());
     const payee = await agent(h());
-    const c = (await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id })).body;
+    const c = (
+      await h().req('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer.id,
+        payeeAgentId: payee.id,
+      })
+    ).body;
     await h().req('POST', `/v1/escrows/${c.id}/fund`);
     await h().req('POST', `/v1/escrows/${c.id}/delivery`, { agentId: payee.id, payload: {} });
     await h().req('POST', `/v1/escrows/${c.id}/dispute`, { agentId: payer.id });
-    for (let i = 0; i < 2; i++) assert.equal((await h().req('POST', `/v1/escrows/${c.id}/dispute/evidence`, { agentId: payer.id, note: 'same' })).status, 200);
+    for (let i = 0; i < 2; i++)
+      assert.equal((await h().req('POST', `/v1/escrows/${c.id}/dispute/evidence`, { agentId: payer.id, note: 'same' })).status, 200);
   });
 });

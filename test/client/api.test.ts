@@ -4,8 +4,22 @@ import { makeHarness } from '../harness.ts';
 import { nodeVerifyHex } from '../fixtures.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
-  API_ROUTES, ApiError, contentHash, createClient, generateKeys, signBody, signDelivery, signDisputeAction, signMandate, signRuling,
-  verifyBundle, verifyConsistency, verifyInclusion, verifyProof, type ApiClient, type Terms,
+  API_ROUTES,
+  ApiError,
+  contentHash,
+  createClient,
+  generateKeys,
+  signBody,
+  signDelivery,
+  signDisputeAction,
+  signMandate,
+  signRuling,
+  verifyBundle,
+  verifyConsistency,
+  verifyInclusion,
+  verifyProof,
+  type ApiClient,
+  type Terms,
 } from '@escrow-settlement/client';
 
 const h = await makeHarness('pglite', { PUBLIC_URL: 'http://sandbox.local' });
@@ -17,11 +31,13 @@ after(async () => {
 
 /** The client over the in-process app: no server, no sockets. Records each answer's x-request-id. */
 const seen: string[] = [];
-const inProcess = (app = h.app) => async (req: Request) => {
-  const res = await app.fetch(req);
-  seen.push(res.headers.get('x-request-id') ?? '');
-  return res;
-};
+const inProcess =
+  (app = h.app) =>
+  async (req: Request) => {
+    const res = await app.fetch(req);
+    seen.push(res.headers.get('x-request-id') ?? '');
+    return res;
+  };
 const api: ApiClient = createClient({ baseUrl: 'http://sandbox.local', fetch: inProcess() });
 
 const TITLE_TERMS: Terms = { description: 'a report with a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] };
@@ -43,8 +59,16 @@ describe('the API client', () => {
     // POST /mcp's client is an MCP client (the SDK's, or the package's stdio server in client/src/mcp/).
     const served = new Set(h.app.routes.filter((r) => !r.page && r.path !== '/mcp').map((r) => `${r.method} ${r.path}`));
     const covered = new Set<string>(Object.values(API_ROUTES).flat());
-    assert.deepEqual([...served].filter((r) => !covered.has(r)), [], 'routes without a client method');
-    assert.deepEqual([...covered].filter((r) => !served.has(r)), [], 'client methods for routes that do not exist');
+    assert.deepEqual(
+      [...served].filter((r) => !covered.has(r)),
+      [],
+      'routes without a client method',
+    );
+    assert.deepEqual(
+      [...covered].filter((r) => !served.has(r)),
+      [],
+      'client methods for routes that do not exist',
+    );
     for (const name of Object.keys(API_ROUTES)) assert.equal(typeof methodAt(api, name), 'function', `client.${name}`);
   });
 
@@ -52,18 +76,38 @@ describe('the API client', () => {
     const principal = generateKeys();
     const payer = generateKeys();
     const payee = generateKeys();
-    const caps = { agent: payer.publicKey, perEscrowMax: '50', cumulativeMax: '100', allowedAssets: ['USDC'], expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const caps = {
+      agent: payer.publicKey,
+      perEscrowMax: '50',
+      cumulativeMax: '100',
+      allowedAssets: ['USDC'],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
     const mandate = await api.mandates.create(signMandate(principal.secretKey, caps));
     assert.equal(mandate.principal, principal.publicKey);
     assert.match(mandate.hash, /^[0-9a-f]{64}$/);
 
     const created = await api.escrows.create(
-      { amount: '25', asset: 'USDC', terms: TITLE_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey, label: 'seller' }, mandateId: mandate.id },
+      {
+        amount: '25',
+        asset: 'USDC',
+        terms: TITLE_TERMS,
+        payer: { publicKey: payer.publicKey },
+        payee: { publicKey: payee.publicKey, label: 'seller' },
+        mandateId: mandate.id,
+      },
       { idempotencyKey: 'create-1' },
     );
     assert.equal(created.state, 'created');
     const replayed = await api.escrows.create(
-      { amount: '25', asset: 'USDC', terms: TITLE_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey, label: 'seller' }, mandateId: mandate.id },
+      {
+        amount: '25',
+        asset: 'USDC',
+        terms: TITLE_TERMS,
+        payer: { publicKey: payer.publicKey },
+        payee: { publicKey: payee.publicKey, label: 'seller' },
+        mandateId: mandate.id,
+      },
       { idempotencyKey: 'create-1' },
     );
     assert.deepEqual(replayed, created, 'the same Idempotency-Key replays the first answer');
@@ -90,7 +134,13 @@ describe('the API client', () => {
     const bundle = await api.proofs.bundle(proof.id);
     assert.equal(verifyBundle(bundle, { trustedKeys: keys }).ok, true);
     assert.equal(verifyProof(proof, { trustedKeys: keys }).ok, true);
-    assert.deepEqual(await api.proofs.verify(proof.id), { proofId: proof.id, signatureValid: true, trailIntact: true, trailHeadMatches: true, issuer: keys.at(-1)!.publicKey });
+    assert.deepEqual(await api.proofs.verify(proof.id), {
+      proofId: proof.id,
+      signatureValid: true,
+      trailIntact: true,
+      trailHeadMatches: true,
+      issuer: keys.at(-1)!.publicKey,
+    });
     assert.equal((await api.verify(proof)).valid, true);
     const inclusion = await api.log.inclusion(proof.id);
     assert.equal(verifyInclusion(proof, inclusion).ok, true);
@@ -109,23 +159,47 @@ describe('the API client', () => {
   test('runs a dispute with client-side signatures: opened by the payer, evidence from the payee, a co-signed split', async () => {
     const payer = generateKeys();
     const payee = generateKeys();
-    const e = await api.escrows.create({ amount: '10', asset: 'USDC', terms: TITLE_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey } });
+    const e = await api.escrows.create({
+      amount: '10',
+      asset: 'USDC',
+      terms: TITLE_TERMS,
+      payer: { publicKey: payer.publicKey },
+      payee: { publicKey: payee.publicKey },
+    });
     await api.escrows.fund(e.id);
     const failed = await api.escrows.deliver(e.id, signDelivery(payee.secretKey, { escrowId: e.id, payload: { body: 'no title' } }));
     assert.equal(failed.verdict.passed, false);
     assert.equal(failed.proof, undefined);
 
-    const opened = await api.disputes.open(e.id, signDisputeAction(payer.secretKey, { escrowId: e.id, action: 'dispute.open', reason: 'no title' }));
+    const opened = await api.disputes.open(
+      e.id,
+      signDisputeAction(payer.secretKey, { escrowId: e.id, action: 'dispute.open', reason: 'no title' }),
+    );
     assert.equal(opened.openedBy, payer.publicKey);
-    const withEvidence = await api.disputes.addEvidence(e.id, signDisputeAction(payee.secretKey, { escrowId: e.id, action: 'dispute.evidence', note: 'see attached', payload: { title: 'late' } }));
+    const withEvidence = await api.disputes.addEvidence(
+      e.id,
+      signDisputeAction(payee.secretKey, { escrowId: e.id, action: 'dispute.evidence', note: 'see attached', payload: { title: 'late' } }),
+    );
     assert.equal(withEvidence.state, 'under-review');
     assert.equal(withEvidence.evidence[0].contentHash, contentHash({ title: 'late' }));
-    const noted = await api.disputes.addEvidence(e.id, signDisputeAction(payer.secretKey, { escrowId: e.id, action: 'dispute.evidence', note: 'a note alone' }));
+    const noted = await api.disputes.addEvidence(
+      e.id,
+      signDisputeAction(payer.secretKey, { escrowId: e.id, action: 'dispute.evidence', note: 'a note alone' }),
+    );
     assert.equal(noted.evidence.length, 2);
 
-    const ruling = { escrowId: e.id, disputeId: opened.id, outcome: 'split' as const, rationale: 'half done', shares: { payerBps: 5000, payeeBps: 5000 } };
+    const ruling = {
+      escrowId: e.id,
+      disputeId: opened.id,
+      outcome: 'split' as const,
+      rationale: 'half done',
+      shares: { payerBps: 5000, payeeBps: 5000 },
+    };
     const { dispute, proof } = await api.disputes.resolve(e.id, {
-      outcome: 'split', rationale: 'half done', shares: ruling.shares, signatures: [signRuling(payer.secretKey, ruling), signRuling(payee.secretKey, ruling)],
+      outcome: 'split',
+      rationale: 'half done',
+      shares: ruling.shares,
+      signatures: [signRuling(payer.secretKey, ruling), signRuling(payee.secretKey, ruling)],
     });
     assert.equal(dispute.ruling?.decidedBy, 'co-signature');
     assert.equal(proof.outcome, 'split');
@@ -224,10 +298,12 @@ describe('the API client', () => {
 
 describe('the client transport', () => {
   const recorded: Request[] = [];
-  const fake = (status: number, body: string, type = 'application/json') => async (req: Request) => {
-    recorded.push(req);
-    return new Response(body, { status, headers: { 'content-type': type, 'x-request-id': 'rid-1' } });
-  };
+  const fake =
+    (status: number, body: string, type = 'application/json') =>
+    async (req: Request) => {
+      recorded.push(req);
+      return new Response(body, { status, headers: { 'content-type': type, 'x-request-id': 'rid-1' } });
+    };
 
   test('joins a base path, encodes path parameters, drops undefined query values and sends the key and Idempotency-Key', async () => {
     const c = createClient({ baseUrl: 'https://api.example/escrow/', apiKey: 'k-123', fetch: fake(200, '{}') });
@@ -243,7 +319,7 @@ describe('the client transport', () => {
     assert.equal(await fund.text(), '', 'fund sends no body');
   });
 
-  test('reports a non-envelope failure (a proxy\'s HTML 502) as ApiError http_502', async () => {
+  test("reports a non-envelope failure (a proxy's HTML 502) as ApiError http_502", async () => {
     const c = createClient({ baseUrl: 'https://api.example', fetch: fake(502, '<html>bad gateway</html>', 'text/html') });
     const err = await rejects(c.health());
     assert.equal(err.status, 502);
@@ -267,9 +343,17 @@ describe('client-side signatures', () => {
     assert.equal(s.signer, k.publicKey);
     assert.ok(nodeVerifyHex(k.publicKey, canonicalize({ a: 'x', b: 1 }), s.signature));
     const d = signDelivery(k.secretKey, { escrowId: 'esc_1', payload: { t: 1 }, submittedAt: '2026-11-21T10:00:00.000Z' });
-    assert.ok(nodeVerifyHex(k.publicKey, canonicalize({ escrowId: 'esc_1', contentHash: contentHash({ t: 1 }), submittedAt: d.submittedAt }), d.signature.signature));
+    assert.ok(
+      nodeVerifyHex(
+        k.publicKey,
+        canonicalize({ escrowId: 'esc_1', contentHash: contentHash({ t: 1 }), submittedAt: d.submittedAt }),
+        d.signature.signature,
+      ),
+    );
     const r = signRuling(k.secretKey, { escrowId: 'esc_1', disputeId: 'dsp_1', outcome: 'refund' });
-    assert.ok(nodeVerifyHex(k.publicKey, canonicalize({ escrowId: 'esc_1', disputeId: 'dsp_1', outcome: 'refund', rationale: '' }), r.signature));
+    assert.ok(
+      nodeVerifyHex(k.publicKey, canonicalize({ escrowId: 'esc_1', disputeId: 'dsp_1', outcome: 'refund', rationale: '' }), r.signature),
+    );
     assert.throws(() => signBody('not-a-key', {}), { name: 'TypeError', message: /secretKey must be 64 lowercase hex/ });
     assert.throws(() => signMandate('XYZ', {} as never), { message: /principalSecretKey/ });
   });

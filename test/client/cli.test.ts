@@ -29,8 +29,24 @@ describe('escrow-settlement verify', () => {
   test('an intact bundle checked against the pinned issuer key prints one PASS line per check and exits 0', () => {
     const r = cli(['verify', write('ok.json', text), '--trusted-key', active.publicKey]);
     assert.equal(r.code, 0, r.out + r.err);
-    const names = ['proof.signature', 'proof.issuer', 'proof.issuer.trusted', 'trail.chain', 'trail.length', 'trail.head', 'leaf.hash', 'inclusion.path', 'head.signature', 'head.trusted', 'head.match', 'parties.complete'];
-    assert.deepEqual(r.lines.slice(0, -1).map((l) => l.split(':')[0]), names.map((n) => `PASS ${n}`));
+    const names = [
+      'proof.signature',
+      'proof.issuer',
+      'proof.issuer.trusted',
+      'trail.chain',
+      'trail.length',
+      'trail.head',
+      'leaf.hash',
+      'inclusion.path',
+      'head.signature',
+      'head.trusted',
+      'head.match',
+      'parties.complete',
+    ];
+    assert.deepEqual(
+      r.lines.slice(0, -1).map((l) => l.split(':')[0]),
+      names.map((n) => `PASS ${n}`),
+    );
     assert.equal(r.lines.at(-1), 'OK: all 12 checks passed');
     assert.equal(r.err, '');
   });
@@ -41,7 +57,12 @@ describe('escrow-settlement verify', () => {
     assert.equal(changed.length, text.length);
     const r = cli(['verify', write('changed.json', changed), '--trusted-key', active.publicKey]);
     assert.equal(r.code, 1);
-    assert.ok(r.lines.includes(`FAIL proof.signature: issuer signature does not verify over the canonical proof body with signer ${active.publicKey}`), r.out);
+    assert.ok(
+      r.lines.includes(
+        `FAIL proof.signature: issuer signature does not verify over the canonical proof body with signer ${active.publicKey}`,
+      ),
+      r.out,
+    );
     assert.ok(r.lines.some((l) => l.startsWith('FAIL leaf.hash: inclusion.leafHash')));
     assert.ok(r.lines.some((l) => l.startsWith('PASS trail.chain: ')));
     assert.equal(r.lines.at(-1), 'FAILED: 3 of 12 checks failed');
@@ -52,7 +73,10 @@ describe('escrow-settlement verify', () => {
     const changed = text.replace(sig, (sig[0] === '0' ? '1' : '0') + sig.slice(1));
     const r = cli(['verify', write('head.json', changed), '--trusted-key', active.publicKey]);
     assert.equal(r.code, 1);
-    assert.deepEqual(r.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]), ['FAIL head.signature']);
+    assert.deepEqual(
+      r.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]),
+      ['FAIL head.signature'],
+    );
   });
 
   test('--trusted-key pins the issuer: the right key passes, another fails proof.issuer.trusted', () => {
@@ -60,7 +84,10 @@ describe('escrow-settlement verify', () => {
     assert.equal(cli(['verify', file, '--trusted-key', active.publicKey]).code, 0);
     const r = cli(['verify', file, `--trusted-key=${old.publicKey}`]);
     assert.equal(r.code, 1);
-    assert.ok(r.lines.some((l) => l.startsWith('FAIL proof.issuer.trusted: ')), r.out);
+    assert.ok(
+      r.lines.some((l) => l.startsWith('FAIL proof.issuer.trusted: ')),
+      r.out,
+    );
   });
 
   test('the bundle can come from standard input', () => {
@@ -70,7 +97,10 @@ describe('escrow-settlement verify', () => {
   test('without a trusted key a bundle is not valid: FAIL issuer.trust says what to give, exit 1', () => {
     const r = cli(['verify', write('untrusted.json', text)]);
     assert.equal(r.code, 1, r.out);
-    assert.deepEqual(r.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]), ['FAIL issuer.trust']);
+    assert.deepEqual(
+      r.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]),
+      ['FAIL issuer.trust'],
+    );
     assert.match(r.out, /FAIL issuer.trust: no trusted issuer key given/);
   });
 
@@ -79,18 +109,27 @@ describe('escrow-settlement verify', () => {
     assert.equal(cli(['verify', forged]).code, 1);
     const pinned = cli(['verify', forged, '--trusted-key', active.publicKey]);
     assert.equal(pinned.code, 1);
-    assert.deepEqual(pinned.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]), ['FAIL proof.issuer.trusted', 'FAIL head.trusted']);
+    assert.deepEqual(
+      pinned.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]),
+      ['FAIL proof.issuer.trusted', 'FAIL head.trusted'],
+    );
     const open = cli(['verify', forged, '--trust-bundle-keys']);
     assert.equal(open.code, 0, open.out);
     assert.match(open.err, /^escrow-settlement: WARNING: trusting the issuer keys inside the bundle: anyone can make a bundle that passes/);
-    assert.ok(open.lines.some((l) => l.startsWith('PASS issuer.trust: WARNING ')), open.out);
+    assert.ok(
+      open.lines.some((l) => l.startsWith('PASS issuer.trust: WARNING ')),
+      open.out,
+    );
   });
 
   test('--issuer-doc pins every key of a saved issuer document', () => {
     const doc = write('issuer.json', JSON.stringify({ keys: bundle.issuerKeys }));
     const r = cli(['verify', write('doc.json', text), '--issuer-doc', doc]);
     assert.equal(r.code, 0, r.out + r.err);
-    assert.ok(r.lines.some((l) => l.startsWith('PASS proof.issuer.trusted: proof signer is one of the 2 trusted keys')), r.out);
+    assert.ok(
+      r.lines.some((l) => l.startsWith('PASS proof.issuer.trusted: proof signer is one of the 2 trusted keys')),
+      r.out,
+    );
     const other = write('other.json', JSON.stringify({ keys: [{ ...bundle.issuerKeys[0] }] }));
     assert.equal(cli(['verify', write('doc2.json', text), `--issuer-doc=${other}`]).code, 1);
   });
@@ -108,7 +147,7 @@ describe('escrow-settlement verify', () => {
     });
   }
 
-  test('help and --help print the usage and exit 0; --version prints the client package\'s version', () => {
+  test("help and --help print the usage and exit 0; --version prints the client package's version", () => {
     for (const args of [['help'], ['--help'], ['verify', '--help']]) {
       const r = cli(args);
       assert.equal(r.code, 0, args.join(' '));

@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 const PACKAGES = ['protocol', 'client'].map((p) => fileURLToPath(new URL(`../../packages/${p}/src`, import.meta.url)));
 
 function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : []));
+  return readdirSync(dir).flatMap((n) =>
+    statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : [],
+  );
 }
 
 /** The comment text of a file: // lines and /* blocks (a rough cut, enough for citations). */
@@ -20,7 +22,7 @@ function comments(text: string): string[] {
 
 const UNSHIPPED = [/\bSPEC\b/, /\bCONTRACT\b/, /\bissue \d/i, /\b(src|test|docs|contracts|bench)\/[\w./-]+/];
 
-test('the packages\' comments cite nothing a package does not ship', () => {
+test("the packages' comments cite nothing a package does not ship", () => {
   const found: string[] = [];
   for (const file of PACKAGES.flatMap(files)) {
     for (const c of comments(readFileSync(file, 'utf8'))) {

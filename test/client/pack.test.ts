@@ -1,7 +1,6 @@
 // The published client package works for someone outside this repository (README.md "The client package"): the
 // same steps as .ci/pack-check.sh (test/client/packCheck.ts), asserted one by one.
 import { test } from 'node:test';
-import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { foreignImports, packCheck, readPackageJson } from './packCheck.ts';
@@ -20,13 +19,27 @@ test('the client package declares ESM with types, a bin, and only the protocol p
   for (const s of ['preinstall', 'install', 'postinstall', 'prepare']) assert.equal(pkg.scripts?.[s], undefined, `no ${s} script`);
 });
 
-test('npm pack → install into an empty directory → the CLI verifies a service bundle → tsc --strict compiles a consumer', { timeout: 300_000 }, async () => {
+test('npm pack → install into an empty directory → the CLI verifies a service bundle → tsc --strict compiles a consumer', {
+  timeout: 300_000,
+}, async () => {
   const r = await packCheck();
   assert.ok(r.files.includes('dist/index.js') && r.files.includes('dist/index.d.ts') && r.files.includes('dist/bin.js'), r.files.join(' '));
-  assert.deepEqual(r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(f)), [], 'nothing but dist/, package.json, README.md and LICENSE');
+  assert.deepEqual(
+    r.files.filter((f) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(f)),
+    [],
+    'nothing but dist/, package.json, README.md and LICENSE',
+  );
   assert.ok(r.files.includes('LICENSE'), 'LICENSE is packed');
-  assert.deepEqual(foreignImports(), [], 'the built client imports only itself, the protocol package, @noble/* and node: builtins (and the optional MCP SDK from dist/mcp/)');
-  assert.deepEqual(foreignImports(fileURLToPath(new URL('../../packages/protocol/dist', import.meta.url)), /^$/), [], 'the protocol package imports only itself and @noble/*');
+  assert.deepEqual(
+    foreignImports(),
+    [],
+    'the built client imports only itself, the protocol package, @noble/* and node: builtins (and the optional MCP SDK from dist/mcp/)',
+  );
+  assert.deepEqual(
+    foreignImports(fileURLToPath(new URL('../../packages/protocol/dist', import.meta.url)), /^$/),
+    [],
+    'the protocol package imports only itself and @noble/*',
+  );
   // The MCP SDK is an optional peer dependency: not installed with the package, and its absence explained.
   assert.equal(r.mcpWithoutSdk.code, 2, r.mcpWithoutSdk.err);
   assert.match(r.mcpWithoutSdk.err, /npm install @modelcontextprotocol\/sdk/);

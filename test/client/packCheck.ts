@@ -46,7 +46,13 @@ export async function serviceBundle(): Promise<{ bundle: unknown; issuerDoc: { k
     };
     const payer = await ok('POST', '/v1/agents', { label: 'payer' });
     const payee = await ok('POST', '/v1/agents', { label: 'payee' });
-    const e = await ok('POST', '/v1/escrows', { amount: '10', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id });
+    const e = await ok('POST', '/v1/escrows', {
+      amount: '10',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payeeAgentId: payee.id,
+    });
     await ok('POST', `/v1/escrows/${e.id}/fund`);
     const d = await ok('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title: 'packed' } });
     return { bundle: await ok('GET', `/v1/proofs/${d.proof.id}/bundle`), issuerDoc: await ok('GET', '/.well-known/proof-issuer.json') };
@@ -73,8 +79,14 @@ verifyBundle({} as Bundle, { trustedKeys: 5 });
 
 const CONSUMER_TSCONFIG = {
   compilerOptions: {
-    strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022',
-    lib: ['es2023', 'dom'], types: [], skipLibCheck: false,
+    strict: true,
+    noEmit: true,
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    lib: ['es2023', 'dom'],
+    types: [],
+    skipLibCheck: false,
   },
   files: ['consumer.ts'],
 };
@@ -125,10 +137,17 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
     log('tsc --strict against the installed package');
     const tsc = run(process.execPath, [TSC, '-p', 'tsconfig.json', '--strict'], dir);
-    const runtimeImport = run(process.execPath, ['--input-type=module', '-e',
-      "const m = await import('@escrow-settlement/client'); const b = JSON.parse((await import('node:fs')).readFileSync('bundle.json', 'utf8'));" +
-      " const d = JSON.parse((await import('node:fs')).readFileSync('issuer.json', 'utf8'));" +
-      ' const r = m.verifyBundle(b, { trustedKeys: d.keys }); console.log(r.ok ? "ok" : JSON.stringify(r.checks));'], dir);
+    const runtimeImport = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('@escrow-settlement/client'); const b = JSON.parse((await import('node:fs')).readFileSync('bundle.json', 'utf8'));" +
+          " const d = JSON.parse((await import('node:fs')).readFileSync('issuer.json', 'utf8'));" +
+          ' const r = m.verifyBundle(b, { trustedKeys: d.keys }); console.log(r.ok ? "ok" : JSON.stringify(r.checks));',
+      ],
+      dir,
+    );
     return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport, mcpWithoutSdk };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -136,7 +155,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
 }
 
 /** Only the x402/authCapture subpath may use the optional @x402/core peer (types only); the core index never loads it. */
-const OPTIONAL_PEER_FILES = /^x402[\/]authCapture/;
+const OPTIONAL_PEER_FILES = /^x402[/]authCapture/;
 
 /**
  * Every module specifier in the built package: relative ones must stay inside dist/, bare ones may
@@ -153,7 +172,13 @@ export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escr
       if (spec.startsWith('.')) {
         const target = resolve(dirname(join(distDir, f)), spec);
         if (!target.startsWith(resolve(distDir) + sep)) bad.push(`${f}: ${spec}`);
-      } else if (!/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) && !allowed.test(spec) && !spec.startsWith('node:') && !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/')) && !(OPTIONAL_PEER_FILES.test(f) && /^@x402\/core(\/|$)/.test(spec))) {
+      } else if (
+        !/^@noble\/(ed25519|hashes)(\/|$)/.test(spec) &&
+        !allowed.test(spec) &&
+        !spec.startsWith('node:') &&
+        !(f.startsWith(`mcp${sep}`) && spec.startsWith('@modelcontextprotocol/sdk/')) &&
+        !(OPTIONAL_PEER_FILES.test(f) && /^@x402\/core(\/|$)/.test(spec))
+      ) {
         bad.push(`${f}: ${spec}`);
       }
     }

@@ -24,7 +24,11 @@ function parseVkey(vkey: string) {
   assert.equal(blob[0], 0x01, 'Ed25519 signature type');
   const key = blob.subarray(1);
   // key hash = SHA-256(name ‖ "\n" ‖ 0x01 ‖ key)[:4]
-  const expected = createHash('sha256').update(Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0x0a, 0x01]), key])).digest().subarray(0, 4).toString('hex');
+  const expected = createHash('sha256')
+    .update(Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0x0a, 0x01]), key]))
+    .digest()
+    .subarray(0, 4)
+    .toString('hex');
   return { name, hash, expected, keyHex: key.toString('hex'), key };
 }
 
@@ -34,60 +38,69 @@ function noteSignedBy(note: string, vkey: string): boolean {
   const cut = note.lastIndexOf('\n\n');
   const text = note.slice(0, cut + 1);
   const spki = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), key]), format: 'der', type: 'spki' });
-  return note.slice(cut + 2).split('\n').filter(Boolean).some((line) => {
-    const m = /^\u2014 (\S+) (\S+)$/.exec(line);
-    if (!m || m[1] !== name) return false;
-    const sig = Buffer.from(m[2], 'base64');
-    return sig.subarray(0, 4).toString('hex') === hash && nodeVerify(null, Buffer.from(text, 'utf8'), spki, sig.subarray(4));
-  });
+  return note
+    .slice(cut + 2)
+    .split('\n')
+    .filter(Boolean)
+    .some((line) => {
+      const m = /^\u2014 (\S+) (\S+)$/.exec(line);
+      if (!m || m[1] !== name) return false;
+      const sig = Buffer.from(m[2], 'base64');
+      return sig.subarray(0, 4).toString('hex') === hash && nodeVerify(null, Buffer.from(text, 'utf8'), spki, sig.subarray(4));
+    });
 }
 
-describeStores('the issuer document publishes a C2SP vkey per key', (h) => {
-  test('each key carries vkey = <LOG_ORIGIN>+<key hash>+<base64(0x01 ‖ key)> for its own public key', async () => {
-    const root = withKey(h(), ROOT);
-    await settled(root);
-    const doc = (await root.req('GET', '/.well-known/proof-issuer.json')).body;
-    assert.ok(doc.keys.length >= 1);
-    for (const k of doc.keys) {
-      const v = parseVkey(k.vkey);
-      assert.equal(v.name, h().config.logOrigin);
-      assert.equal(v.keyHex, k.publicKey);
-      assert.equal(v.hash, v.expected);
-    }
-    assert.deepEqual(issuerDocumentKeys(doc), doc.keys, 'the client accepts the document it serves');
-  });
+describeStores(
+  'the issuer document publishes a C2SP vkey per key',
+  (h) => {
+    test('each key carries vkey = <LOG_ORIGIN>+<key hash>+<base64(0x01 ‖ key)> for its own public key', async () => {
+      const root = withKey(h(), ROOT);
+      await settled(root);
+      const doc = (await root.req('GET', '/.well-known/proof-issuer.json')).body;
+      assert.ok(doc.keys.length >= 1);
+      for (const k of doc.keys) {
+        const v = parseVkey(k.vkey);
+        assert.equal(v.name, h().config.logOrigin);
+        assert.equal(v.keyHex, k.publicKey);
+        assert.equal(v.hash, v.expected);
+      }
+      assert.deepEqual(issuerDocumentKeys(doc), doc.keys, 'the client accepts the document it serves');
+    });
 
-  test('the checkpoint verifies with the active key\'s vkey, by hand and with verifyCheckpoint; after rotation only the new vkey does', async () => {
-    const root = withKey(h(), ROOT);
-    await settled(root);
-    const checkpoint = async () => (await root.req('GET', '/v1/log/checkpoint')).text;
-    const vkeys = async () => (await root.req('GET', '/.well-known/proof-issuer.json')).body.keys.map((k: { vkey: string }) => k.vkey) as string[];
+    test("the checkpoint verifies with the active key's vkey, by hand and with verifyCheckpoint; after rotation only the new vkey does", async () => {
+      const root = withKey(h(), ROOT);
+      await settled(root);
+      const checkpoint = async () => (await root.req('GET', '/v1/log/checkpoint')).text;
+      const vkeys = async () =>
+        (await root.req('GET', '/.well-known/proof-issuer.json')).body.keys.map((k: { vkey: string }) => k.vkey) as string[];
 
-    const before = await checkpoint();
-    const [first] = (await vkeys()).slice(-1);
-    assert.equal(noteSignedBy(before, first), true);
-    const r = verifyCheckpoint(before, first);
-    assert.equal(r.ok, true, r.detail);
-    const head = (await root.req('GET', '/v1/log/head')).body;
-    assert.equal(r.checkpoint!.size, head.logSize);
-    assert.equal(Buffer.from(r.checkpoint!.rootHash).toString('hex'), head.rootHash);
+      const before = await checkpoint();
+      const [first] = (await vkeys()).slice(-1);
+      assert.equal(noteSignedBy(before, first), true);
+      const r = verifyCheckpoint(before, first);
+      assert.equal(r.ok, true, r.detail);
+      const head = (await root.req('GET', '/v1/log/head')).body;
+      assert.equal(r.checkpoint!.size, head.logSize);
+      assert.equal(Buffer.from(r.checkpoint!.rootHash).toString('hex'), head.rootHash);
 
-    const tampered = before.replace(/\n(\d+)\n/, (_, n) => `\n${Number(n) + 1}\n`);
-    assert.equal(noteSignedBy(tampered, first), false);
-    assert.match(verifyCheckpoint(tampered, first).detail, /no valid signature by/);
+      const tampered = before.replace(/\n(\d+)\n/, (_, n) => `\n${Number(n) + 1}\n`);
+      assert.equal(noteSignedBy(tampered, first), false);
+      assert.match(verifyCheckpoint(tampered, first).detail, /no valid signature by/);
 
-    assert.equal((await h().req('POST', '/v1/admin/issuer/rotate', undefined, bearer(ROOT))).status, 201);
-    const all = await vkeys();
-    const after = await checkpoint();
-    const newest = all[all.length - 1];
-    assert.notEqual(newest, first);
-    assert.equal(noteSignedBy(after, newest), true);
-    assert.equal(verifyCheckpoint(after, newest).ok, true);
-    assert.equal(noteSignedBy(after, first), false, 'the retired key does not sign new checkpoints');
-    assert.equal(verifyCheckpoint(after, first).ok, false);
-    assert.ok(all.includes(first), 'the retired key stays published with its vkey');
-  });
-}, HOSTED);
+      assert.equal((await h().req('POST', '/v1/admin/issuer/rotate', undefined, bearer(ROOT))).status, 201);
+      const all = await vkeys();
+      const after = await checkpoint();
+      const newest = all[all.length - 1];
+      assert.notEqual(newest, first);
+      assert.equal(noteSignedBy(after, newest), true);
+      assert.equal(verifyCheckpoint(after, newest).ok, true);
+      assert.equal(noteSignedBy(after, first), false, 'the retired key does not sign new checkpoints');
+      assert.equal(verifyCheckpoint(after, first).ok, false);
+      assert.ok(all.includes(first), 'the retired key stays published with its vkey');
+    });
+  },
+  HOSTED,
+);
 
 describe('the client vkey helpers against the vendored C2SP and Go vectors', () => {
   test('issuerVkey encodes the published verifier keys exactly', () => {
@@ -124,7 +137,13 @@ describe('the client vkey helpers against the vendored C2SP and Go vectors', () 
 
   test('issuerDocumentKeys refuses a document whose vkey encodes another key, naming the field', () => {
     const self = vectors.selfGeneratedCheckpoint;
-    const key = { keyId: 'iss_x', alg: 'ed25519', publicKey: 'ab'.repeat(32), validFrom: '2026-01-01T00:00:00.000Z', vkey: self.logVerifierKey };
+    const key = {
+      keyId: 'iss_x',
+      alg: 'ed25519',
+      publicKey: 'ab'.repeat(32),
+      validFrom: '2026-01-01T00:00:00.000Z',
+      vkey: self.logVerifierKey,
+    };
     assert.throws(() => issuerDocumentKeys({ keys: [key] }), /^TypeError: keys\[0\]\.vkey encodes another key than keys\[0\]\.publicKey/);
     assert.throws(() => issuerDocumentKeys({ keys: [{ ...key, vkey: 'x+y+z' }] }), /keys\[0\]\.vkey is not a C2SP verifier key/);
     assert.throws(() => issuerDocumentKeys({ keys: [] }), /has no keys/);

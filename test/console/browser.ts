@@ -16,7 +16,9 @@ export function chromiumPath(): string | null {
   const found = CANDIDATES.find((p) => existsSync(p));
   if (found) return found;
   if (!process.env.CI) return null;
-  throw new Error(`BROWSER TESTS: CI is set and no chromium was found (looked at ${CANDIDATES.join(', ')}). Install it (${INSTALL}) or set CHROMIUM_PATH.`);
+  throw new Error(
+    `BROWSER TESTS: CI is set and no chromium was found (looked at ${CANDIDATES.join(', ')}). Install it (${INSTALL}) or set CHROMIUM_PATH.`,
+  );
 }
 
 /** `test` options: skip (with the reason in the report) only when chromiumPath() said so. */
@@ -35,13 +37,27 @@ export interface Env {
 
 /** Starts the service and a fresh browser profile; both are stopped after the file's tests. */
 export async function openEnv(env: Record<string, string> = {}): Promise<Env> {
-  const svc = await startService(['--import', 'tsx', 'src/main.ts'], { DATA_DIR: ':memory:', HOST: '127.0.0.1', SWEEP_INTERVAL_MS: '200', ...env });
+  const svc = await startService(['--import', 'tsx', 'src/main.ts'], {
+    DATA_DIR: ':memory:',
+    HOST: '127.0.0.1',
+    SWEEP_INTERVAL_MS: '200',
+    ...env,
+  });
   const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
   const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: BROWSER!,
     headless: true,
     viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   after(async () => {
     await ctx.close().catch(() => {});
@@ -57,7 +73,11 @@ export async function openEnv(env: Record<string, string> = {}): Promise<Env> {
   });
   const base = svc.url;
   return {
-    svc, base, ctx, page, problems,
+    svc,
+    base,
+    ctx,
+    page,
+    problems,
     async api(method, path, body, key) {
       const headers: Record<string, string> = {};
       if (body !== undefined) headers['content-type'] = 'application/json';
@@ -74,12 +94,25 @@ export async function openEnv(env: Record<string, string> = {}): Promise<Env> {
 export async function lifecycle(e: Env, opts: { pass: boolean; dispute?: boolean; key?: string }) {
   const payer = await e.api('POST', '/v1/agents', { label: 'payer' }, opts.key);
   const payee = await e.api('POST', '/v1/agents', { label: 'payee' }, opts.key);
-  const escrow = await e.api('POST', '/v1/escrows', {
-    amount: '10', asset: 'USDC', payerAgentId: payer.id, payeeAgentId: payee.id,
-    terms: { description: 'a report with a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] },
-  }, opts.key);
+  const escrow = await e.api(
+    'POST',
+    '/v1/escrows',
+    {
+      amount: '10',
+      asset: 'USDC',
+      payerAgentId: payer.id,
+      payeeAgentId: payee.id,
+      terms: { description: 'a report with a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] },
+    },
+    opts.key,
+  );
   await e.api('POST', `/v1/escrows/${escrow.id}/fund`, undefined, opts.key);
-  const delivery = await e.api('POST', `/v1/escrows/${escrow.id}/delivery`, { agentId: payee.id, payload: opts.pass ? { title: 'done' } : { nothing: true } }, opts.key);
+  const delivery = await e.api(
+    'POST',
+    `/v1/escrows/${escrow.id}/delivery`,
+    { agentId: payee.id, payload: opts.pass ? { title: 'done' } : { nothing: true } },
+    opts.key,
+  );
   if (opts.dispute) await e.api('POST', `/v1/escrows/${escrow.id}/dispute`, { agentId: payer.id, reason: 'no title' }, opts.key);
   return { escrowId: escrow.id as string, payer, payee, proofId: delivery.proof?.id as string | undefined };
 }

@@ -17,11 +17,14 @@ test('advancing the clock past the decide deadline closes the dispute on screen'
   await page.getByLabel('Advance by').fill('4');
   await page.getByLabel('Unit').selectOption('days');
   await page.getByTestId('advance').click();
-  await page.getByTestId('sandbox-status').getByText(/Clock advanced by 4 days/).waitFor();
+  await page
+    .getByTestId('sandbox-status')
+    .getByText(/Clock advanced by 4 days/)
+    .waitFor();
   // The sandbox page's deadline table watches it close too.
   const row = page.locator('tr', { has: page.getByRole('link', { name: escrowId }) });
   await row.getByTestId('deadline-state').filter({ hasText: 'resolved' }).waitFor({ timeout: 20_000 });
-  assert.match(await row.textContent() ?? '', /closed/);
+  assert.match((await row.textContent()) ?? '', /closed/);
   await page.goBack();
 
   // The sweep closes it within a second or so; the page polls and redraws.

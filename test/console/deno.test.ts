@@ -9,8 +9,17 @@ import { ASSETS, CONSOLE_JS } from '../../src/console/assets.gen.ts';
 // Installed by .ci/run like test/deploy/deno.test.ts does; DENO_BIN overrides the location.
 const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
 
-test('under Deno /console, its script and /docs are served as under Node', { skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2', timeout: 120_000 }, async () => {
-  const s = await startService(['run', '-A', '--quiet', 'src/deno.ts'], { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' }, 90_000, ROOT, DENO);
+test('under Deno /console, its script and /docs are served as under Node', {
+  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  timeout: 120_000,
+}, async () => {
+  const s = await startService(
+    ['run', '-A', '--quiet', 'src/deno.ts'],
+    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
+    90_000,
+    ROOT,
+    DENO,
+  );
   try {
     const page = await fetch(`${s.url}/console`);
     assert.equal(page.status, 200);

@@ -28,13 +28,15 @@ test('the committed src/console/assets.gen.ts is what the build makes from src/c
   assert.ok(built.jsGzip < build.JS_BUDGET_GZIP, `console JS is ${built.jsGzip} B gzipped, over the ${build.JS_BUDGET_GZIP} B budget`);
 });
 
-test('the console bundle loads nothing from elsewhere: no absolute URL but the SVG namespace, an example.com placeholder and an error text\'s loopback example', () => {
+test("the console bundle loads nothing from elsewhere: no absolute URL but the SVG namespace, an example.com placeholder and an error text's loopback example", () => {
   const js = ASSETS[CONSOLE_JS].body;
   // example.com is reserved (RFC 2606): it appears only as the webhook form's placeholder text. The
   // loopback address is the example in the typed client's TypeError for a baseUrl that is not a string
   // (the console passes its own origin).
   const text = new Set(['http://www.w3.org/2000/svg', 'http://127.0.0.1:4280']);
-  const urls = [...js.matchAll(/https?:\/\/[^\s"'`)]+/g)].map((m) => m[0]).filter((u) => !text.has(u) && !u.startsWith('https://example.com/'));
+  const urls = [...js.matchAll(/https?:\/\/[^\s"'`)]+/g)]
+    .map((m) => m[0])
+    .filter((u) => !text.has(u) && !u.startsWith('https://example.com/'));
   assert.deepEqual(urls, []);
   assert.ok(!/\beval\(|new Function\(/.test(js), 'no eval: the CSP forbids it');
 });
@@ -95,7 +97,8 @@ test('/docs renders every operation and schema of the OpenAPI document, and link
       const id = `op-${method}-${path.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
       assert.ok(page.includes(`id="${id}"`), `${method} ${path} missing`);
       for (const status of Object.keys(op.responses)) {
-        for (const m of String(op.responses[status].description).matchAll(/`([a-z_]+)`:/g)) assert.ok(page.includes(`<a href="/docs/errors#${m[1]}">`), m[1]);
+        for (const m of String(op.responses[status].description).matchAll(/`([a-z_]+)`:/g))
+          assert.ok(page.includes(`<a href="/docs/errors#${m[1]}">`), m[1]);
       }
     }
   }
@@ -109,7 +112,10 @@ test('/docs/errors lists exactly the codes the API answers with (the OpenAPI Err
   assert.deepEqual(codes, Object.keys(ERROR_CODES));
   const page = (await sandbox.req('GET', '/docs/errors')).text;
   const rows = [...page.matchAll(/<tr id="([a-z_0-9]+)"><td><code>\1<\/code><\/td><td>(\d{3})<\/td>/g)].map((m) => [m[1], Number(m[2])]);
-  assert.deepEqual(rows, Object.entries(ERROR_CODES).map(([c, e]) => [c, e.status]));
+  assert.deepEqual(
+    rows,
+    Object.entries(ERROR_CODES).map(([c, e]) => [c, e.status]),
+  );
   // A real error's docsUrl lands on its row.
   const e = await sandbox.req('GET', '/v1/escrows/esc_missing');
   assert.ok(page.includes(`<tr id="${e.body.error.docsUrl.split('#')[1]}">`));

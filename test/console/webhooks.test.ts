@@ -41,7 +41,13 @@ test('the redeliver button puts a dead letter back and it is delivered', skipNoB
   await page.getByRole('button', { name: 'Register' }).click();
   await page.getByRole('listitem').filter({ hasText: hookUrl }).waitFor();
 
-  const escrow = await e!.api('POST', '/v1/escrows', { amount: '3', asset: 'USDC', payer: { publicKey: 'a'.repeat(64) }, payee: { publicKey: 'b'.repeat(64) }, terms: { description: 'x', checks: [] } });
+  const escrow = await e!.api('POST', '/v1/escrows', {
+    amount: '3',
+    asset: 'USDC',
+    payer: { publicKey: 'a'.repeat(64) },
+    payee: { publicKey: 'b'.repeat(64) },
+    terms: { description: 'x', checks: [] },
+  });
   const dead = await until(async () => (await e!.api('GET', '/v1/webhooks/dead-letters')).deadLetters[0], 'the dead letter');
   assert.equal(dead.event.escrowId, escrow.id);
 
@@ -55,18 +61,30 @@ test('the redeliver button puts a dead letter back and it is delivered', skipNoB
 
   accepting = true;
   await page.getByTestId('redeliver').click();
-  await page.getByTestId('redeliver-status').getByText(/Queued dlr_/).waitFor();
+  await page
+    .getByTestId('redeliver-status')
+    .getByText(/Queued dlr_/)
+    .waitFor();
   const got = await until(async () => received.find((b) => b.escrowId === escrow.id), 'the redelivered event');
   assert.equal(got.event, 'escrow.created');
   // The sender records an attempt in its tick's transaction, just after the receiver answered.
-  await until(async () => (await e!.api('GET', `/v1/webhooks/attempts?escrowId=${escrow.id}`)).attempts.find((a: any) => a.outcome === 'delivered'), 'the delivered attempt');
+  await until(
+    async () => (await e!.api('GET', `/v1/webhooks/attempts?escrowId=${escrow.id}`)).attempts.find((a: any) => a.outcome === 'delivered'),
+    'the delivered attempt',
+  );
 
   await page.reload();
   await page.getByTestId('no-dead-letters').waitFor();
-  assert.match(await page.locator('ol.attempts li[data-outcome="delivered"]').first().textContent() ?? '', /HTTP 200/);
+  assert.match((await page.locator('ol.attempts li[data-outcome="delivered"]').first().textContent()) ?? '', /HTTP 200/);
   // The escrow page lists the same three attempts.
   await page.goto(`${e!.base}/console#/escrows/${escrow.id}`);
   await page.getByRole('heading', { name: 'Webhook attempts' }).waitFor();
-  assert.equal(await page.locator('section', { has: page.getByRole('heading', { name: 'Webhook attempts' }) }).locator('tbody tr').count(), 3);
+  assert.equal(
+    await page
+      .locator('section', { has: page.getByRole('heading', { name: 'Webhook attempts' }) })
+      .locator('tbody tr')
+      .count(),
+    3,
+  );
   assert.deepEqual(e!.problems, []);
 });

@@ -12,16 +12,21 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', async () => {
-    const answer = await witness.fetch(new Request(`http://127.0.0.1${req.url}`, { method: req.method, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined }));
+    const answer = await witness.fetch(
+      new Request(`http://127.0.0.1${req.url}`, { method: req.method, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined }),
+    );
     res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
     res.end(Buffer.from(await answer.arrayBuffer()));
   });
 });
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-after(() => new Promise<void>((resolve) => {
-  server.closeAllConnections();
-  server.close(() => resolve());
-}));
+after(
+  () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+);
 const port = (server.address() as AddressInfo).port;
 
 const e: Env | null = BROWSER ? await openEnv({ WITNESSES: `${witness.vkey}=http://127.0.0.1:${port}`, WITNESS_INTERVAL_MS: '100' }) : null;
@@ -44,7 +49,11 @@ test('the log page shows each witness with the size it last cosigned', skipNoBro
   await page.getByTestId('witnesses').waitFor();
   assert.equal(await page.locator('[data-witness]').first().textContent(), 'w1.console.test');
   assert.equal(await page.getByTestId('cosigned-w1.console.test').textContent(), '1');
-  assert.match(await page.locator('pre').first().textContent() ?? '', /\n— w1\.console\.test /, 'the served checkpoint carries the cosignature line');
+  assert.match(
+    (await page.locator('pre').first().textContent()) ?? '',
+    /\n— w1\.console\.test /,
+    'the served checkpoint carries the cosignature line',
+  );
   assert.deepEqual(e!.problems, []);
 });
 
@@ -60,11 +69,11 @@ test('verifying a bundle in the page lists each cosignature of its checkpoint', 
   await page.getByLabel('Bundle (JSON)').fill(JSON.stringify(bundle));
   await page.getByTestId('verify-run').click();
   await page.getByTestId('verdict').waitFor();
-  assert.match(await page.getByTestId('verdict').textContent() ?? '', /^Valid: all \d+ checks pass/);
+  assert.match((await page.getByTestId('verdict').textContent()) ?? '', /^Valid: all \d+ checks pass/);
   const list = page.getByTestId('cosignatures');
   await list.waitFor();
   assert.equal(await list.locator('[data-cosigner]').count(), 1);
-  assert.match(await list.textContent() ?? '', /w1\.console\.test.*verifies under its published key/);
+  assert.match((await list.textContent()) ?? '', /w1\.console\.test.*verifies under its published key/);
   assert.equal(await page.locator('[data-check="checkpoint.inclusion"].ok').count(), 1);
   assert.deepEqual(e!.problems, []);
 });

@@ -10,7 +10,10 @@ import { caip2, escrowRefOf, payoutAddressOf, proofPayoutWei, WEI_PER_MICRO } fr
 import { createRpc, RpcError } from '@escrow-settlement/protocol/chain/rpc';
 import { needsChainTools } from '../chain/tools.ts';
 
-test('the committed escrowContract.gen.ts equals contracts/Escrow.sol compiled now with solc', { timeout: 120_000, ...needsChainTools('solc') }, async () => {
+test('the committed escrowContract.gen.ts equals contracts/Escrow.sol compiled now with solc', {
+  timeout: 120_000,
+  ...needsChainTools('solc'),
+}, async () => {
   const r = await run(['scripts/compile-contract.mjs', '--check']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /matches contracts\/Escrow\.sol/);
@@ -22,7 +25,7 @@ test('every function, event and error the adapter uses is in the shipped ABI', (
   for (const s of [...Object.values(SIG), ...ERRORS]) assert.ok(sigs.has(s), s);
 });
 
-test('keccak-256, selectors and static ABI words match Ethereum\'s published values', () => {
+test("keccak-256, selectors and static ABI words match Ethereum's published values", () => {
   assert.equal(keccakHex(''), '0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
   assert.equal(selector('transfer(address,uint256)'), '0xa9059cbb');
   assert.equal(
@@ -34,7 +37,8 @@ test('keccak-256, selectors and static ABI words match Ethereum\'s published val
   assert.throws(() => strip('12', 'x'), /x must be 0x-prefixed hex/);
   assert.throws(() => words('0x1234'), /not a whole number of 32-byte words/);
   // Error(string) "nope": selector, offset 0x20, length 4, data.
-  const err = '0x08c379a0' + (32).toString(16).padStart(64, '0') + '4'.padStart(64, '0') + Buffer.from('nope').toString('hex').padEnd(64, '0');
+  const err =
+    '0x08c379a0' + (32).toString(16).padStart(64, '0') + '4'.padStart(64, '0') + Buffer.from('nope').toString('hex').padEnd(64, '0');
   assert.equal(revertReason(err, ERRORS), 'nope');
   assert.equal(revertReason(selector('NotLocked(bytes32)') + '00'.repeat(32), ERRORS), 'NotLocked');
   assert.equal(revertReason('0x', ERRORS), undefined);
@@ -49,14 +53,19 @@ test('mapping: escrowRef = keccak256(escrow id), payout address = last 20 bytes 
   assert.equal(caip2(31337), 'eip155:31337');
   assert.deepEqual(proofPayoutWei({ amount: '1.5', outcome: 'released' }), { payer: 0n, payee: 15n * 10n ** 17n });
   assert.deepEqual(proofPayoutWei({ amount: '1.5', outcome: 'refunded' }), { payer: 15n * 10n ** 17n, payee: 0n });
-  assert.deepEqual(proofPayoutWei({ amount: '0.000003', outcome: 'split', shares: { payerBps: 5000, payeeBps: 5000 } }), { payer: 2n * WEI_PER_MICRO, payee: WEI_PER_MICRO });
+  assert.deepEqual(proofPayoutWei({ amount: '0.000003', outcome: 'split', shares: { payerBps: 5000, payeeBps: 5000 } }), {
+    payer: 2n * WEI_PER_MICRO,
+    payee: WEI_PER_MICRO,
+  });
   assert.throws(() => proofPayoutWei({ amount: '1e3', outcome: 'released' }), /proof.amount is not an amount/);
 });
 
 test('the JSON-RPC client reports node errors, non-JSON answers and missing results by method', async () => {
   const answer = (status: number, body: string) => createRpc('http://node', { fetch: async () => new Response(body, { status }) });
-  await assert.rejects(answer(200, '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"boom","data":"0x12"}}').call('eth_x'),
-    (e: unknown) => e instanceof RpcError && e.code === -32000 && e.data === '0x12' && e.message === 'eth_x: boom');
+  await assert.rejects(
+    answer(200, '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"boom","data":"0x12"}}').call('eth_x'),
+    (e: unknown) => e instanceof RpcError && e.code === -32000 && e.data === '0x12' && e.message === 'eth_x: boom',
+  );
   await assert.rejects(answer(502, 'bad gateway').call('eth_x'), /eth_x: HTTP 502: the answer is not JSON-RPC/);
   await assert.rejects(answer(200, '{"jsonrpc":"2.0","id":1}').call('eth_x'), /eth_x: HTTP 200: the answer has no result/);
   assert.equal(await answer(200, '{"jsonrpc":"2.0","id":1,"result":"0x1"}').call('eth_x'), '0x1');

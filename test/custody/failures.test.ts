@@ -58,12 +58,16 @@ describeChain('chain custody failures', (ctx) => {
       assert.equal(d.body.proof, undefined);
       const j = (await quick.req('GET', `/v1/escrows/${e.id}/custody`)).body;
       assert.equal(j.status, 'settle-failed');
-      assert.match(j.lastError, /^payout transaction 0x[0-9a-f]{64} not confirmed within 300 ms; a retry reads the chain before sending again$/);
+      assert.match(
+        j.lastError,
+        /^payout transaction 0x[0-9a-f]{64} not confirmed within 300 ms; a retry reads the chain before sending again$/,
+      );
       pending = /0x[0-9a-f]{64}/.exec(j.lastError)![0];
     } finally {
       await chain.rpc.call('miner_start');
     }
-    for (let i = 0; i < 100 && !(await chain.rpc.call('eth_getTransactionReceipt', [pending])); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !(await chain.rpc.call('eth_getTransactionReceipt', [pending])); i++)
+      await new Promise((r) => setTimeout(r, 20));
     const blocks = await chain.blockNumber();
     const p = await quick.req('POST', `/v1/escrows/${e.id}/custody/retry`);
     assert.equal(p.status, 200, p.text);
@@ -149,8 +153,21 @@ describeChain('chain custody failures', (ctx) => {
     const { chain, h } = ctx();
     const { createChainCustody } = await import('../../src/custody/chainCustody.ts');
     const { createRpc } = await import('@escrow-settlement/protocol/chain/rpc');
-    const down = createChainCustody({ rpc: createRpc('http://127.0.0.1:1'), chainId: 1337, contract: h.custody.contract, account: chain.accounts[0] as `0x${string}`, sandboxFault: async () => false });
-    const req = { escrowId: 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa', reference: 'cst_x', outcome: 'refunded' as const, payerAmount: 1n, payeeAmount: 0n, asset: 'USDC' };
+    const down = createChainCustody({
+      rpc: createRpc('http://127.0.0.1:1'),
+      chainId: 1337,
+      contract: h.custody.contract,
+      account: chain.accounts[0] as `0x${string}`,
+      sandboxFault: async () => false,
+    });
+    const req = {
+      escrowId: 'esc_01aaaaaaaaaaaaaaaaaaaaaaaa',
+      reference: 'cst_x',
+      outcome: 'refunded' as const,
+      payerAmount: 1n,
+      payeeAmount: 0n,
+      asset: 'USDC',
+    };
     const r1 = await down.settle(h.db, req);
     assert.equal(r1.ok, false);
     assert.match((r1 as { error: string }).error, /^chain custody: eth_call: cannot reach the chain RPC/);
@@ -164,7 +181,14 @@ describeChain('chain custody failures', (ctx) => {
     await h.req('POST', `/v1/escrows/${e.id}/refund`);
     const r3 = await h.custody.settle(h.db, { ...req, escrowId: e.id, outcome: 'released', payerAmount: 0n, payeeAmount: 1_000_000n });
     assert.match((r3 as { error: string }).error, /already paid out on chain with other amounts/);
-    const r4 = await h.custody.lock!(h.db, { escrowId: e.id, reference: 'x', amount: 2n, asset: 'USDC', payer: e.payer.publicKey, payee: e.payee.publicKey });
+    const r4 = await h.custody.lock!(h.db, {
+      escrowId: e.id,
+      reference: 'x',
+      amount: 2n,
+      asset: 'USDC',
+      payer: e.payer.publicKey,
+      payee: e.payee.publicKey,
+    });
     assert.match((r4 as { error: string }).error, /already holds another lock on chain/);
   });
 });

@@ -52,14 +52,20 @@ export interface ChainHarness extends Harness {
 
 /** The app on a fresh store, with `wrap(custody)` (default: the chain adapter itself) as its custody. */
 export async function chainHarness(
-  kind: StoreKind, chain: Chain, opts: Partial<ChainOptions> & { wrap?: (c: ChainCustody) => CustodyAdapter; db?: Db } = {},
+  kind: StoreKind,
+  chain: Chain,
+  opts: Partial<ChainOptions> & { wrap?: (c: ChainCustody) => CustodyAdapter; db?: Db } = {},
 ): Promise<ChainHarness> {
   const store = opts.db ? { db: opts.db, drop: async () => {} } : await openStore(kind);
   const custody = await connectChainCustody(store.db, { rpcUrl: chain.url, pollMs: 20, sandboxFault: takeSandboxFault, ...opts });
   const config = parseConfig({ DATA_DIR: ':memory:' });
   const app = createApp({ db: store.db, config, custody: opts.wrap ? opts.wrap(custody) : custody });
   return {
-    kind, app, db: store.db, config, custody,
+    kind,
+    app,
+    db: store.db,
+    config,
+    custody,
     req: requester(app),
     close: store.drop,
   };

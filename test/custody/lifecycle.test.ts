@@ -54,7 +54,10 @@ describeChain('chain custody lifecycle', (ctx) => {
 
     const ok = await verifyAnchor(proof, { rpcUrl: chain.url });
     assert.equal(ok.ok, true, JSON.stringify(ok.checks));
-    assert.deepEqual(ok.checks.map((x) => x.name), ['proof.signature', 'anchor.chain', 'anchor.escrowRef', 'anchor.receipt', 'anchor.payout']);
+    assert.deepEqual(
+      ok.checks.map((x) => x.name),
+      ['proof.signature', 'anchor.chain', 'anchor.escrowRef', 'anchor.receipt', 'anchor.payout'],
+    );
   });
 
   test('verifyAnchor fails a tampered anchor on the signature and on the chain', async () => {
@@ -68,24 +71,42 @@ describeChain('chain custody lifecycle', (ctx) => {
       return Object.fromEntries(r.checks.map((x) => [x.name, x.ok]));
     };
     // Another escrow's payout transaction: a real, successful call to the contract, for another ref.
-    assert.deepEqual(await failing({ txHash: refunded.anchor.txHash }),
-      { 'proof.signature': false, 'anchor.chain': true, 'anchor.escrowRef': true, 'anchor.receipt': false, 'anchor.payout': true });
+    assert.deepEqual(await failing({ txHash: refunded.anchor.txHash }), {
+      'proof.signature': false,
+      'anchor.chain': true,
+      'anchor.escrowRef': true,
+      'anchor.receipt': false,
+      'anchor.payout': true,
+    });
     // Another escrow's ref: not keccak256(escrowId), and the contract paid it to other parties.
-    assert.deepEqual(await failing({ escrowRef: refunded.anchor.escrowRef }),
-      { 'proof.signature': false, 'anchor.chain': true, 'anchor.escrowRef': false, 'anchor.receipt': false, 'anchor.payout': false });
+    assert.deepEqual(await failing({ escrowRef: refunded.anchor.escrowRef }), {
+      'proof.signature': false,
+      'anchor.chain': true,
+      'anchor.escrowRef': false,
+      'anchor.receipt': false,
+      'anchor.payout': false,
+    });
     // A contract that is not the escrow contract (an account with no code).
-    assert.deepEqual(await failing({ contract: chain.accounts[5] }),
-      { 'proof.signature': false, 'anchor.chain': true, 'anchor.escrowRef': true, 'anchor.receipt': false, 'anchor.payout': false });
+    assert.deepEqual(await failing({ contract: chain.accounts[5] }), {
+      'proof.signature': false,
+      'anchor.chain': true,
+      'anchor.escrowRef': true,
+      'anchor.receipt': false,
+      'anchor.payout': false,
+    });
     // A public chain id is never an anchor this service issues.
     assert.equal((await failing({ chain: 'eip155:1' }))['anchor.chain'], false);
     const none = await verifyAnchor({ ...a.proof, anchor: undefined }, { rpcUrl: chain.url });
-    assert.deepEqual(none.checks.map((x) => [x.name, x.ok]), [['anchor.present', false]]);
+    assert.deepEqual(
+      none.checks.map((x) => [x.name, x.ok]),
+      [['anchor.present', false]],
+    );
     const down = await verifyAnchor(a.proof, { rpcUrl: 'http://127.0.0.1:1' });
     assert.equal(down.ok, false);
     assert.match(down.checks.find((x) => x.name === 'anchor.receipt')!.detail, /could not be checked: .*cannot reach/);
   });
 
-  test('a refund pays the payer back and a split pays both by the ruling\'s shares (payee floor)', async () => {
+  test("a refund pays the payer back and a split pays both by the ruling's shares (payee floor)", async () => {
     const { chain, h } = ctx();
     const r = await funded(h, { amount: '1.25' });
     const payerR = payoutAddressOf(r.payer.publicKey);
@@ -101,7 +122,9 @@ describeChain('chain custody lifecycle', (ctx) => {
     const [payerS, payeeS] = [payoutAddressOf(s.payer.publicKey), payoutAddressOf(s.payee.publicKey)];
     const [p0, q0, c0] = [await chain.balance(payerS), await chain.balance(payeeS), await chain.balance(h.custody.contract)];
     const sp = await h.req('POST', `/v1/escrows/${s.id}/dispute/resolve`, {
-      outcome: 'split', shares: { payerBps: 3000, payeeBps: 7000 }, agentIds: [s.payer.id, s.payee.id],
+      outcome: 'split',
+      shares: { payerBps: 3000, payeeBps: 7000 },
+      agentIds: [s.payer.id, s.payee.id],
     });
     assert.equal(sp.status, 200, sp.text);
     assert.equal(sp.body.proof.outcome, 'split');
@@ -118,7 +141,7 @@ describeChain('chain custody lifecycle', (ctx) => {
     const other = await chainHarness(h.kind, chain, { db: h.db });
     assert.equal(other.custody.contract, h.custody.contract);
     assert.equal(await chain.blockNumber(), blocks, 'nothing was deployed');
-    const rows = [...await h.db.query('SELECT chain, address, operator FROM chain_contracts')];
+    const rows = [...(await h.db.query('SELECT chain, address, operator FROM chain_contracts'))];
     assert.deepEqual(rows, [{ chain: 'eip155:1337', address: h.custody.contract, operator: chain.accounts[0] }]);
     // A matter funded through one instance closes through the other.
     const e = await funded(h, { amount: '0.5' });
@@ -132,9 +155,23 @@ describeChain('chain custody lifecycle', (ctx) => {
     const intruder = await chainHarness(h.kind, chain, { db: h.db, account: chain.accounts[1] }).catch((e) => e);
     assert.match(String(intruder.message), /CHAIN_ACCOUNT: the escrow contract 0x[0-9a-f]{40} is operated by/);
     const { createChainCustody } = await import('../../src/custody/chainCustody.ts');
-    const wrong = createChainCustody({ rpc: chain.rpc, chainId: 1337, contract: h.custody.contract, account: chain.accounts[1] as `0x${string}`, pollMs: 20, sandboxFault: async () => false });
+    const wrong = createChainCustody({
+      rpc: chain.rpc,
+      chainId: 1337,
+      contract: h.custody.contract,
+      account: chain.accounts[1] as `0x${string}`,
+      pollMs: 20,
+      sandboxFault: async () => false,
+    });
     const e = await escrow(h, { amount: '1' });
-    const r = await wrong.lock!(h.db, { escrowId: e.id, reference: 'x', amount: 1_000_000n, asset: 'USDC', payer: e.payer.publicKey, payee: e.payee.publicKey });
+    const r = await wrong.lock!(h.db, {
+      escrowId: e.id,
+      reference: 'x',
+      amount: 1_000_000n,
+      asset: 'USDC',
+      payer: e.payer.publicKey,
+      payee: e.payee.publicKey,
+    });
     assert.equal(r.ok, false);
     assert.match((r as { error: string }).error, /^lock transaction 0x[0-9a-f]{64} reverted \(NotOperator\)$/);
     const { createApp } = await import('../../src/app.ts');

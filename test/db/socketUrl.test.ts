@@ -9,14 +9,26 @@ import { socketUrl, openPostgres } from '../../src/db/postgres.ts';
 import { PG_URL } from '../harness.ts';
 
 test('socketUrl: ?host=/dir becomes the host option; other parameters, user and port stay', () => {
-  assert.deepEqual(socketUrl('postgres://postgres@/test?host=/var/run/postgresql'), { url: 'postgres://postgres@localhost/test', host: '/var/run/postgresql' });
-  assert.deepEqual(socketUrl('postgresql://u:p%40ss@:5433/db?search_path=s&host=%2Ftmp&application_name=a'), { url: 'postgresql://u:p%40ss@localhost:5433/db?search_path=s&application_name=a', host: '/tmp' });
+  assert.deepEqual(socketUrl('postgres://postgres@/test?host=/var/run/postgresql'), {
+    url: 'postgres://postgres@localhost/test',
+    host: '/var/run/postgresql',
+  });
+  assert.deepEqual(socketUrl('postgresql://u:p%40ss@:5433/db?search_path=s&host=%2Ftmp&application_name=a'), {
+    url: 'postgresql://u:p%40ss@localhost:5433/db?search_path=s&application_name=a',
+    host: '/tmp',
+  });
   assert.deepEqual(socketUrl('postgres:///db?host=/run/pg'), { url: 'postgres://localhost/db', host: '/run/pg' });
 });
 
 test('socketUrl: a percent-encoded directory as the host', () => {
-  assert.deepEqual(socketUrl('postgres://postgres@%2Fvar%2Frun%2Fpostgresql/test'), { url: 'postgres://postgres@localhost/test', host: '/var/run/postgresql' });
-  assert.deepEqual(socketUrl('postgres://postgres@%2fvar%2frun%2fpostgresql:5433/test?x=1'), { url: 'postgres://postgres@localhost:5433/test?x=1', host: '/var/run/postgresql' });
+  assert.deepEqual(socketUrl('postgres://postgres@%2Fvar%2Frun%2Fpostgresql/test'), {
+    url: 'postgres://postgres@localhost/test',
+    host: '/var/run/postgresql',
+  });
+  assert.deepEqual(socketUrl('postgres://postgres@%2fvar%2frun%2fpostgresql:5433/test?x=1'), {
+    url: 'postgres://postgres@localhost:5433/test?x=1',
+    host: '/var/run/postgresql',
+  });
 });
 
 test('socketUrl: TCP URLs, a host parameter that is not a directory, and non-postgres strings are left alone', () => {
@@ -26,13 +38,17 @@ test('socketUrl: TCP URLs, a host parameter that is not a directory, and non-pos
     'postgres://postgres@[::1]:5432/test?sslmode=disable',
     'mysql://x@%2Ftmp/db',
     'not a url',
-  ]) assert.deepEqual(socketUrl(u), { url: u });
+  ])
+    assert.deepEqual(socketUrl(u), { url: u });
 });
 
 const SOCKET_DIR = '/var/run/postgresql';
 const pg = PG_URL ? new URL(PG_URL) : undefined;
-const socketHere = pg !== undefined && ['127.0.0.1', 'localhost', '[::1]'].includes(pg.hostname) && existsSync(`${SOCKET_DIR}/.s.PGSQL.${pg.port || '5432'}`);
-test('openPostgres connects through the Unix socket of TEST_DATABASE_URL\'s server', {
+const socketHere =
+  pg !== undefined &&
+  ['127.0.0.1', 'localhost', '[::1]'].includes(pg.hostname) &&
+  existsSync(`${SOCKET_DIR}/.s.PGSQL.${pg.port || '5432'}`);
+test("openPostgres connects through the Unix socket of TEST_DATABASE_URL's server", {
   skip: socketHere ? false : 'needs TEST_DATABASE_URL on this host with its socket in /var/run/postgresql',
 }, async () => {
   const user = pg!.username ? `${pg!.username}${pg!.password ? `:${pg!.password}` : ''}@` : '';
@@ -43,7 +59,9 @@ test('openPostgres connects through the Unix socket of TEST_DATABASE_URL\'s serv
     const db = openPostgres(url, { max: 1 });
     try {
       // inet_server_addr() is NULL on a Unix-socket connection, the server's address over TCP.
-      const [row] = await db.query<{ addr: string | null; db: string }>('SELECT inet_server_addr()::text AS addr, current_database() AS db');
+      const [row] = await db.query<{ addr: string | null; db: string }>(
+        'SELECT inet_server_addr()::text AS addr, current_database() AS db',
+      );
       assert.equal(row.addr, null, `${url}: not a Unix-socket connection`);
       assert.equal(row.db, pg!.pathname.slice(1));
     } finally {

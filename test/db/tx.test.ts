@@ -39,22 +39,35 @@ for (const kind of STORES) {
 
     withDb('rolls back when fn throws; hooks do not run', async (db) => {
       let ran = false;
-      await assert.rejects(db.tx(async (tx) => {
-        await tx.batch([{ text: 'INSERT INTO t VALUES (1, $1)', params: ['a'] }, { text: 'INSERT INTO t VALUES (2, $1)', params: ['b'] }]);
-        tx.afterCommit(() => { ran = true; });
-        throw new Error('boom');
-      }), /boom/);
+      await assert.rejects(
+        db.tx(async (tx) => {
+          await tx.batch([
+            { text: 'INSERT INTO t VALUES (1, $1)', params: ['a'] },
+            { text: 'INSERT INTO t VALUES (2, $1)', params: ['b'] },
+          ]);
+          tx.afterCommit(() => {
+            ran = true;
+          });
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
       assert.equal(await count(db), 0);
       assert.equal(ran, false);
     });
 
     withDb('a statement error that fn catches still fails the transaction: nothing is written', async (db) => {
       await db.query('INSERT INTO t VALUES (1, $1)', ['a']);
-      const err = await db.tx(async (tx) => {
-        await tx.query('INSERT INTO t VALUES (2, $1)', ['b']);
-        await tx.query('INSERT INTO t VALUES (1, $1)', ['dup']).catch(() => {}); // swallowed
-        return 'fn thinks it succeeded';
-      }).then(() => null, (e) => e);
+      const err = await db
+        .tx(async (tx) => {
+          await tx.query('INSERT INTO t VALUES (2, $1)', ['b']);
+          await tx.query('INSERT INTO t VALUES (1, $1)', ['dup']).catch(() => {}); // swallowed
+          return 'fn thinks it succeeded';
+        })
+        .then(
+          () => null,
+          (e) => e,
+        );
       assert.ok(err, 'the transaction must not report success');
       assert.equal(err.code, '23505', `the statement's own error comes back: ${err}`);
       assert.equal(await count(db), 1, 'row 2 was rolled back');
@@ -64,23 +77,36 @@ for (const kind of STORES) {
       const hooks: string[] = [];
       await db.tx(async (tx) => {
         await tx.query('INSERT INTO t VALUES (1, $1)', ['kept']);
-        await assert.rejects(tx.savepoint(async (sp) => {
-          await sp.query('INSERT INTO t VALUES (2, $1)', ['undone']);
-          sp.afterCommit(() => { hooks.push('failed savepoint'); });
-          await sp.query('INSERT INTO t VALUES (1, $1)', ['dup']);
-        }), (e: any) => e.code === '23505');
+        await assert.rejects(
+          tx.savepoint(async (sp) => {
+            await sp.query('INSERT INTO t VALUES (2, $1)', ['undone']);
+            sp.afterCommit(() => {
+              hooks.push('failed savepoint');
+            });
+            await sp.query('INSERT INTO t VALUES (1, $1)', ['dup']);
+          }),
+          (e: any) => e.code === '23505',
+        );
         await tx.savepoint(async (sp) => {
           await sp.query('INSERT INTO t VALUES (3, $1)', ['kept too']);
-          sp.afterCommit(() => { hooks.push('good savepoint'); });
+          sp.afterCommit(() => {
+            hooks.push('good savepoint');
+          });
         });
         // A JS error inside a savepoint is rolled back the same way.
-        await assert.rejects(tx.savepoint(async (sp) => {
-          await sp.query('INSERT INTO t VALUES (4, $1)', ['undone']);
-          throw new Error('js');
-        }), /js/);
+        await assert.rejects(
+          tx.savepoint(async (sp) => {
+            await sp.query('INSERT INTO t VALUES (4, $1)', ['undone']);
+            throw new Error('js');
+          }),
+          /js/,
+        );
       });
       const rows = await db.query<{ id: number }>('SELECT id FROM t ORDER BY id');
-      assert.deepEqual(rows.map((r) => r.id), [1, 3]);
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [1, 3],
+      );
       assert.deepEqual(hooks, ['good savepoint']);
     });
 
@@ -92,10 +118,16 @@ for (const kind of STORES) {
           { text: 'INSERT INTO t VALUES (2, $1) RETURNING id', params: ['b'] },
           { text: 'UPDATE t SET v = $1 WHERE id = 1 RETURNING v', params: ['a2'] },
         ]);
-        after = await tx.query('SELECT 1').then(() => 'sent', (e) => String(e));
+        after = await tx.query('SELECT 1').then(
+          () => 'sent',
+          (e) => String(e),
+        );
         return out;
       });
-      assert.deepEqual(rows.map((r) => [...r]), [[{ id: 2 }], [{ v: 'a2' }]]);
+      assert.deepEqual(
+        rows.map((r) => [...r]),
+        [[{ id: 2 }], [{ v: 'a2' }]],
+      );
       assert.match(String(after), /after the transaction's commit/);
       assert.equal(await count(db), 2);
     });
@@ -103,27 +135,42 @@ for (const kind of STORES) {
     withDb('commitWith with a failing statement rolls everything back and rejects with its error', async (db) => {
       await db.query('INSERT INTO t VALUES (1, $1)', ['a']);
       let ran = false;
-      await assert.rejects(db.tx(async (tx) => {
-        tx.afterCommit(() => { ran = true; });
-        await tx.query('INSERT INTO t VALUES (2, $1)', ['b']);
-        await tx.commitWith([{ text: 'INSERT INTO t VALUES (3, $1)', params: ['c'] }, { text: 'INSERT INTO t VALUES (1, $1)', params: ['dup'] }]);
-      }), (e: any) => e.code === '23505');
+      await assert.rejects(
+        db.tx(async (tx) => {
+          tx.afterCommit(() => {
+            ran = true;
+          });
+          await tx.query('INSERT INTO t VALUES (2, $1)', ['b']);
+          await tx.commitWith([
+            { text: 'INSERT INTO t VALUES (3, $1)', params: ['c'] },
+            { text: 'INSERT INTO t VALUES (1, $1)', params: ['dup'] },
+          ]);
+        }),
+        (e: any) => e.code === '23505',
+      );
       assert.equal(await count(db), 1);
       assert.equal(ran, false);
     });
 
     withDb('commitWith after a caught statement error: rolled back, not reported committed', async (db) => {
       await db.query('INSERT INTO t VALUES (1, $1)', ['a']);
-      await assert.rejects(db.tx(async (tx) => {
-        await tx.query('INSERT INTO t VALUES (1, $1)', ['dup']).catch(() => {});
-        await tx.commitWith([{ text: 'INSERT INTO t VALUES (2, $1)', params: ['b'] }]);
-      }));
+      await assert.rejects(
+        db.tx(async (tx) => {
+          await tx.query('INSERT INTO t VALUES (1, $1)', ['dup']).catch(() => {});
+          await tx.commitWith([{ text: 'INSERT INTO t VALUES (2, $1)', params: ['b'] }]);
+        }),
+      );
       assert.equal(await count(db), 1);
     });
 
     withDb('a transaction that sends nothing costs nothing and returns', async (db) => {
       assert.equal(await db.tx(async () => 7), 7);
-      await assert.rejects(db.tx(async () => { throw new Error('early'); }), /early/);
+      await assert.rejects(
+        db.tx(async () => {
+          throw new Error('early');
+        }),
+        /early/,
+      );
       // The pool is fine afterwards (no connection was left reserved).
       await Promise.all(Array.from({ length: 25 }, (_, i) => db.tx((tx) => tx.query('INSERT INTO t VALUES ($1, $2)', [i, 'x']))));
       assert.equal(await count(db), 25);
@@ -131,45 +178,64 @@ for (const kind of STORES) {
 
     withDb('concurrent transactions on one row serialise (FOR UPDATE) and all commit', async (db) => {
       await db.query('INSERT INTO t VALUES (1, $1)', ['0']);
-      await Promise.all(Array.from({ length: 20 }, () => db.tx(async (tx) => {
-        const [r] = await tx.query<{ v: string }>('SELECT v FROM t WHERE id = 1 FOR UPDATE');
-        await tx.commitWith([{ text: 'UPDATE t SET v = $1 WHERE id = 1', params: [String(Number(r.v) + 1)] }]);
-      })));
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          db.tx(async (tx) => {
+            const [r] = await tx.query<{ v: string }>('SELECT v FROM t WHERE id = 1 FOR UPDATE');
+            await tx.commitWith([{ text: 'UPDATE t SET v = $1 WHERE id = 1', params: [String(Number(r.v) + 1)] }]);
+          }),
+        ),
+      );
       assert.equal((await db.query<{ v: string }>('SELECT v FROM t WHERE id = 1'))[0].v, '20');
     });
   });
 }
 
-test('[postgres] a connection lost mid-transaction: later statements fail as unavailable, none runs outside the transaction, the pool recovers', { skip: PG_URL ? false : 'needs TEST_DATABASE_URL' }, async () => {
+test('[postgres] a connection lost mid-transaction: later statements fail as unavailable, none runs outside the transaction, the pool recovers', {
+  skip: PG_URL ? false : 'needs TEST_DATABASE_URL',
+}, async () => {
   const store = await openStore('postgres');
   const target = new URL(PG_URL!);
   const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   const via = new URL(PG_URL!);
   via.hostname = '127.0.0.1';
   via.port = String(proxy.port);
-  const schema = ((await store.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]).s;
+  const schema = (await store.db.query<{ s: string }>('SELECT current_schema() AS s'))[0].s;
   const db = openPostgres(via.toString(), { schema, max: 2 });
   try {
     await store.db.exec('CREATE TABLE t (id int PRIMARY KEY, v text)');
-    const err = await db.tx(async (tx) => {
-      await tx.query('INSERT INTO t VALUES (1, $1)', ['before the cut']);
-      await proxy.cut();
-      await new Promise((r) => setTimeout(r, 100));
-      await proxy.restore(); // the pool may reconnect the same connection object for someone else
-      // Keep the pool busy so that a reconnected connection would be handed out.
-      const other = db.query('SELECT 1').catch(() => {});
-      const r = await tx.query('INSERT INTO t VALUES (2, $1)', ['after the cut']).then(() => null, (e) => e);
-      await other;
-      if (r) throw r;
-      return null;
-    }).then(() => null, (e) => e);
+    const err = await db
+      .tx(async (tx) => {
+        await tx.query('INSERT INTO t VALUES (1, $1)', ['before the cut']);
+        await proxy.cut();
+        await new Promise((r) => setTimeout(r, 100));
+        await proxy.restore(); // the pool may reconnect the same connection object for someone else
+        // Keep the pool busy so that a reconnected connection would be handed out.
+        const other = db.query('SELECT 1').catch(() => {});
+        const r = await tx.query('INSERT INTO t VALUES (2, $1)', ['after the cut']).then(
+          () => null,
+          (e) => e,
+        );
+        await other;
+        if (r) throw r;
+        return null;
+      })
+      .then(
+        () => null,
+        (e) => e,
+      );
     assert.ok(err, 'the transaction must fail');
     assert.ok(isDatabaseUnavailable(err), `an outage error (503 upstream), got ${err?.code}: ${err}`);
     assert.equal(await count(store.db), 0, 'neither row: the first rolled back with the lost session, the second never ran elsewhere');
     // The pool serves again (it may take the renewal's second).
     let ok = false;
     for (let i = 0; i < 50 && !ok; i++) {
-      ok = await db.tx((tx) => tx.commitWith([{ text: 'INSERT INTO t VALUES (3, $1)', params: ['later'] }])).then(() => true, () => false);
+      ok = await db
+        .tx((tx) => tx.commitWith([{ text: 'INSERT INTO t VALUES (3, $1)', params: ['later'] }]))
+        .then(
+          () => true,
+          () => false,
+        );
       if (!ok) await new Promise((r) => setTimeout(r, 200));
     }
     assert.ok(ok, 'a transaction succeeds after the outage');
@@ -181,28 +247,60 @@ test('[postgres] a connection lost mid-transaction: later statements fail as una
   }
 });
 
-test('[postgres] nothing waits forever: a reservation and a statement past their bounds fail as unavailable; a late reservation goes back to the pool', { skip: PG_URL ? false : 'needs TEST_DATABASE_URL' }, async () => {
+test('[postgres] nothing waits forever: a reservation and a statement past their bounds fail as unavailable; a late reservation goes back to the pool', {
+  skip: PG_URL ? false : 'needs TEST_DATABASE_URL',
+}, async () => {
   const { pipelinedTx } = await import('../../src/db/pgTx.ts');
   const postgres = (await import('postgres')).default;
   const sql = postgres(PG_URL!, { max: 2, onnotice: () => {} });
   try {
     // A reservation that never comes (a replaced pool's queue): QUERY_DEADLINE.
     const never = () => new Promise<never>(() => {});
-    const e1 = await pipelinedTx(never as never, async () => 1, { reserveMs: 100, statementMs: 1000 }).then(() => null, (e) => e);
+    const e1 = await pipelinedTx(never as never, async () => 1, { reserveMs: 100, statementMs: 1000 }).then(
+      () => null,
+      (e) => e,
+    );
     assert.equal(e1?.code, 'QUERY_DEADLINE');
     assert.ok(isDatabaseUnavailable(e1));
     // One that comes late is released at once, not leaked.
     let released = 0;
-    const late = () => new Promise((resolve) => setTimeout(() => resolve({ release: () => { released++; } }), 150));
-    const e2 = await pipelinedTx(late as never, async () => 1, { reserveMs: 50, statementMs: 1000 }).then(() => null, (e) => e);
+    const late = () =>
+      new Promise((resolve) =>
+        setTimeout(
+          () =>
+            resolve({
+              release: () => {
+                released++;
+              },
+            }),
+          150,
+        ),
+      );
+    const e2 = await pipelinedTx(late as never, async () => 1, { reserveMs: 50, statementMs: 1000 }).then(
+      () => null,
+      (e) => e,
+    );
     assert.equal(e2?.code, 'QUERY_DEADLINE');
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(released, 1);
     // A statement nobody answers in time: the transaction fails as unavailable, nothing more is sent on that connection.
     let after: unknown;
-    const e3 = await pipelinedTx(() => sql.reserve() as never, async (tx) => {
-      await tx.query('SELECT pg_sleep(1)').catch((e) => { after = tx.query('SELECT 1').then(() => 'sent', (x) => x.code); throw e; });
-    }, { reserveMs: 1000, statementMs: 100 }).then(() => null, (e) => e);
+    const e3 = await pipelinedTx(
+      () => sql.reserve() as never,
+      async (tx) => {
+        await tx.query('SELECT pg_sleep(1)').catch((e) => {
+          after = tx.query('SELECT 1').then(
+            () => 'sent',
+            (x) => x.code,
+          );
+          throw e;
+        });
+      },
+      { reserveMs: 1000, statementMs: 100 },
+    ).then(
+      () => null,
+      (e) => e,
+    );
     assert.equal(e3?.code, 'QUERY_DEADLINE');
     assert.equal(await after, 'QUERY_DEADLINE', 'a later statement of that transaction is refused, not sent');
     // The pool still serves on its other connection.

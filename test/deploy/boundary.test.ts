@@ -8,7 +8,8 @@ import { ROOT } from '../process/proc.ts';
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []);
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 const files = tsFiles(join(ROOT, 'src')).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
@@ -18,15 +19,23 @@ const importsOf = (text: string) => [...text.matchAll(/(?:from|import)\s*\(?\s*'
 const edge = (path: string) => path === 'src/main.ts' || path.startsWith('src/node/');
 
 test('only src/main.ts and src/node/ import node:* modules or read process.env', () => {
-  const offenders = files.filter((f) => !edge(f.path))
-    .filter((f) => importsOf(f.text).some((s) => s.startsWith('node:')) || /\bprocess\.env\b/.test(f.text.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, '')))
+  const offenders = files
+    .filter((f) => !edge(f.path))
+    .filter(
+      (f) =>
+        importsOf(f.text).some((s) => s.startsWith('node:')) || /\bprocess\.env\b/.test(f.text.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, '')),
+    )
     .map((f) => f.path);
   assert.deepEqual(offenders, []);
 });
 
 test('the Node edge is gathered under src/node/', () => {
-  const nodeFiles = files.filter((f) => f.path.startsWith('src/node/')).map((f) => f.path).sort();
-  for (const f of ['src/node/adapter.ts', 'src/node/requestLog.ts', 'src/node/start.ts', 'src/node/webhookTransport.ts']) assert.ok(nodeFiles.includes(f), f);
+  const nodeFiles = files
+    .filter((f) => f.path.startsWith('src/node/'))
+    .map((f) => f.path)
+    .sort();
+  for (const f of ['src/node/adapter.ts', 'src/node/requestLog.ts', 'src/node/start.ts', 'src/node/webhookTransport.ts'])
+    assert.ok(nodeFiles.includes(f), f);
   const main = files.find((f) => f.path === 'src/main.ts')!;
   assert.deepEqual(importsOf(main.text), ['./node/start.ts'], 'src/main.ts is only the entry point');
 });

@@ -12,8 +12,17 @@ import { nodeVerifyHex, PASSING_TERMS } from '../fixtures.ts';
 // a devDependency. DENO_BIN overrides the location.
 const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
 
-test('under Deno the service answers /health and runs an escrow to a verified proof, then stops on SIGTERM', { skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2', timeout: 120_000 }, async () => {
-  const s = await startService(['run', '-A', '--quiet', 'src/deno.ts'], { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' }, 90_000, ROOT, DENO);
+test('under Deno the service answers /health and runs an escrow to a verified proof, then stops on SIGTERM', {
+  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  timeout: 120_000,
+}, async () => {
+  const s = await startService(
+    ['run', '-A', '--quiet', 'src/deno.ts'],
+    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
+    90_000,
+    ROOT,
+    DENO,
+  );
   try {
     const call = async (method: string, path: string, body?: unknown) => {
       const r = await fetch(`${s.url}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -23,7 +32,15 @@ test('under Deno the service answers /health and runs an escrow to a verified pr
     assert.equal(health.body.ok, true);
     const payer = (await call('POST', '/v1/agents', { label: 'payer' })).body;
     const payee = (await call('POST', '/v1/agents', { label: 'payee' })).body;
-    const e = (await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id })).body;
+    const e = (
+      await call('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer.id,
+        payeeAgentId: payee.id,
+      })
+    ).body;
     assert.equal((await call('POST', `/v1/escrows/${e.id}/fund`)).status, 200);
     const d = await call('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title: 'from deno' } });
     assert.equal(d.status, 201);

@@ -25,9 +25,16 @@ test('the systemd unit passes systemd-analyze verify', () => {
 test('the systemd unit runs the bundle with node, restarts on failure, stops with SIGTERM and is hardened', () => {
   for (const line of [
     'ExecStart=/usr/bin/env node /opt/escrow-settlement/dist/escrow-settlement.mjs',
-    'EnvironmentFile=-/etc/escrow-settlement/env', 'Restart=on-failure', 'KillSignal=SIGTERM', 'DynamicUser=yes',
-    'StateDirectory=escrow-settlement', 'ProtectSystem=strict', 'PrivateTmp=yes', 'NoNewPrivileges=yes',
-  ]) assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
+    'EnvironmentFile=-/etc/escrow-settlement/env',
+    'Restart=on-failure',
+    'KillSignal=SIGTERM',
+    'DynamicUser=yes',
+    'StateDirectory=escrow-settlement',
+    'ProtectSystem=strict',
+    'PrivateTmp=yes',
+    'NoNewPrivileges=yes',
+  ])
+    assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
   assert.match(unit, /DATA_DIR=\/var\/lib\/escrow-settlement/);
 });
 
@@ -43,7 +50,10 @@ function stages(): Array<{ from: string; lines: string[] }> {
 
 test('the Dockerfile lints clean and has the shape operators expect', () => {
   const problems = validate(dockerfile);
-  assert.deepEqual(problems.map((p) => `${p.range.start.line + 1}: ${p.message}`), []);
+  assert.deepEqual(
+    problems.map((p) => `${p.range.start.line + 1}: ${p.message}`),
+    [],
+  );
   const [build, runtime, ...more] = stages();
   assert.equal(more.length, 0, 'two stages');
   // One exact Node release for both stages (no floating tag such as node:20-bookworm-slim).
@@ -57,7 +67,11 @@ test('the Dockerfile lints clean and has the shape operators expect', () => {
 
 test('the runtime stage copies only the bundle from the build stage and runs as the unprivileged node user', () => {
   const runtime = stages()[1].lines;
-  assert.deepEqual(runtime.filter((l) => /^(COPY|ADD) /.test(l)), ['COPY --from=build /app/dist ./dist'], 'no node_modules, no sources');
+  assert.deepEqual(
+    runtime.filter((l) => /^(COPY|ADD) /.test(l)),
+    ['COPY --from=build /app/dist ./dist'],
+    'no node_modules, no sources',
+  );
   const users = runtime.filter((l) => l.startsWith('USER '));
   assert.deepEqual(users, ['USER node']);
   assert.ok(runtime.indexOf('USER node') < runtime.findIndex((l) => l.startsWith('CMD ')), 'USER node comes before CMD');
@@ -75,7 +89,9 @@ function commands() {
   return { runs, cmd, health, env };
 }
 
-test('the Dockerfile\'s own build, start and health-check commands work outside Docker, from dist/ alone, under its start-up rule', { timeout: 300_000 }, async () => {
+test("the Dockerfile's own build, start and health-check commands work outside Docker, from dist/ alone, under its start-up rule", {
+  timeout: 300_000,
+}, async () => {
   const { runs, cmd, health, env } = commands();
   assert.deepEqual(runs.slice(0, 3), ['npm ci --no-audit --no-fund --ignore-scripts', 'npm run build:client', 'npm run build']);
   assert.deepEqual(env, { NODE_ENV: 'production', PORT: '4280', HOST: '0.0.0.0', DATA_DIR: '/data' });
@@ -83,25 +99,59 @@ test('the Dockerfile\'s own build, start and health-check commands work outside 
   const run = mkdtempSync(join(tmpdir(), 'escrow-run-'));
   try {
     // Stage 1: exactly the files the Dockerfile copies, then its RUN lines.
-    for (const f of ['package.json', 'package-lock.json', 'packages/protocol/package.json', 'packages/protocol/tsconfig.json', 'packages/protocol/src', 'packages/client/package.json', 'packages/client/tsconfig.json', 'packages/client/src', 'tsconfig.json', 'build.mjs', 'src']) cpSync(join(ROOT, f), join(build, f), { recursive: true });
-    for (const line of runs.slice(0, 3)) execFileSync('sh', ['-c', line], { cwd: build, stdio: 'pipe', env: { ...process.env, NODE_V8_COVERAGE: '' } });
+    for (const f of [
+      'package.json',
+      'package-lock.json',
+      'packages/protocol/package.json',
+      'packages/protocol/tsconfig.json',
+      'packages/protocol/src',
+      'packages/client/package.json',
+      'packages/client/tsconfig.json',
+      'packages/client/src',
+      'tsconfig.json',
+      'build.mjs',
+      'src',
+    ])
+      cpSync(join(ROOT, f), join(build, f), { recursive: true });
+    for (const line of runs.slice(0, 3))
+      execFileSync('sh', ['-c', line], { cwd: build, stdio: 'pipe', env: { ...process.env, NODE_V8_COVERAGE: '' } });
     // Stage 2: only dist/, no node_modules anywhere near it; none of the dev tools made it into the bundle.
     cpSync(join(build, 'dist'), join(run, 'dist'), { recursive: true });
-    assert.deepEqual(readdirSync(join(run, 'dist')).sort(), ['escrow-settlement.mjs', 'escrow-settlement.mjs.map', 'initdb.wasm', 'pglite.data', 'pglite.wasm']);
-    const sources = (JSON.parse(readFileSync(join(run, 'dist/escrow-settlement.mjs.map'), 'utf8')).sources as string[]);
+    assert.deepEqual(readdirSync(join(run, 'dist')).sort(), [
+      'escrow-settlement.mjs',
+      'escrow-settlement.mjs.map',
+      'initdb.wasm',
+      'pglite.data',
+      'pglite.wasm',
+    ]);
+    const sources = JSON.parse(readFileSync(join(run, 'dist/escrow-settlement.mjs.map'), 'utf8')).sources as string[];
     // Packages the bundle took from node_modules/ (PGlite's own source map adds paths of its
     // internal packages that are not installed; only installed ones are counted).
-    const packages = [...new Set(sources.map((s) => /^\.\.\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(s)?.[1]).filter((p): p is string => !!p))]
-      .filter((p) => existsSync(join(build, 'node_modules', p, 'package.json'))).sort();
-    assert.deepEqual(packages.filter((p) => !RUNTIME_PACKAGES.has(p)), [], 'only runtime dependencies are bundled');
+    const packages = [
+      ...new Set(sources.map((s) => /^\.\.\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(s)?.[1]).filter((p): p is string => !!p)),
+    ]
+      .filter((p) => existsSync(join(build, 'node_modules', p, 'package.json')))
+      .sort();
+    assert.deepEqual(
+      packages.filter((p) => !RUNTIME_PACKAGES.has(p)),
+      [],
+      'only runtime dependencies are bundled',
+    );
     assert.ok(packages.includes('postgres') && packages.includes('@electric-sql/pglite'));
     assert.ok(!packages.some((p) => /ganache|solc|typescript|esbuild|tsx/.test(p)), 'no development tool is in the bundle');
 
     // The image's environment as the Dockerfile sets it (DATA_DIR in a temp dir, PORT 0 to share the machine).
     const imageEnv = { ...env, PORT: '0', DATA_DIR: join(run, 'data') };
-    const refused = spawnSync(process.execPath, cmd.slice(1), { cwd: run, env: { PATH: process.env.PATH, ...imageEnv }, encoding: 'utf8', timeout: 30_000 });
+    const refused = spawnSync(process.execPath, cmd.slice(1), {
+      cwd: run,
+      env: { PATH: process.env.PATH, ...imageEnv },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(refused.status, 1, 'no API_KEY on 0.0.0.0: refused');
-    assert.deepEqual(refused.stderr.trim().split('\n'), ['escrow-settlement: bad configuration: HOST: 0.0.0.0 is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose']);
+    assert.deepEqual(refused.stderr.trim().split('\n'), [
+      'escrow-settlement: bad configuration: HOST: 0.0.0.0 is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose',
+    ]);
     for (const extra of [{ API_KEY: 'container-root-key-0123456789' }, { SANDBOX_PUBLIC: '1' }] as Array<Record<string, string>>) {
       const s = await startService(cmd.slice(1), { ...imageEnv, ...extra }, 60_000, run);
       try {

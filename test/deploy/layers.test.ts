@@ -11,7 +11,19 @@ import { ROOT } from '../process/proc.ts';
 export const LAYERS: Array<[number, string[]]> = [
   [0, ['packages/protocol/']],
   [1, ['packages/client/']],
-  [2, ['src/errors.ts', 'src/config.ts', 'src/version.ts', 'src/validate.ts', 'src/paging.ts', 'src/crypto/', 'src/units/', 'src/witness/config.ts']],
+  [
+    2,
+    [
+      'src/errors.ts',
+      'src/config.ts',
+      'src/version.ts',
+      'src/validate.ts',
+      'src/paging.ts',
+      'src/crypto/',
+      'src/units/',
+      'src/witness/config.ts',
+    ],
+  ],
   [3, ['src/db/']],
   [4, ['src/custody/', 'src/tlog/', 'src/webhooks/']],
   [5, ['src/access/', 'src/terms/', 'src/escrow/', 'src/dispute/', 'src/mandate/', 'src/proof/']],
@@ -28,10 +40,20 @@ export function layerOf(path: string): number | undefined {
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.name === 'node_modules' || e.name === 'dist' ? [] : e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []);
+    e.name === 'node_modules' || e.name === 'dist'
+      ? []
+      : e.isDirectory()
+        ? tsFiles(join(dir, e.name))
+        : e.name.endsWith('.ts')
+          ? [join(dir, e.name)]
+          : [],
+  );
 }
 
-const files = [...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'packages'))].map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+const files = [...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'packages'))].map((f) => ({
+  path: relative(ROOT, f),
+  text: readFileSync(f, 'utf8'),
+}));
 const importsOf = (text: string) => [...text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]);
 
 /** The repository path an import specifier names, or undefined for a third-party package or a builtin. */
@@ -43,7 +65,10 @@ function target(from: string, spec: string): string | undefined {
 }
 
 test('every file of src/ and packages/ belongs to a layer', () => {
-  assert.deepEqual(files.filter((f) => layerOf(f.path) === undefined).map((f) => f.path), []);
+  assert.deepEqual(
+    files.filter((f) => layerOf(f.path) === undefined).map((f) => f.path),
+    [],
+  );
 });
 
 test('no module imports from a higher layer', () => {
@@ -61,7 +86,12 @@ test('no module imports from a higher layer', () => {
 });
 
 test('the protocol package imports no other package of the repository and no node:* module', () => {
-  const bad = files.filter((f) => f.path.startsWith('packages/protocol/'))
-    .flatMap((f) => importsOf(f.text).filter((s) => s.startsWith('node:') || s.startsWith('@escrow-settlement/')).map((s) => `${f.path}: ${s}`));
+  const bad = files
+    .filter((f) => f.path.startsWith('packages/protocol/'))
+    .flatMap((f) =>
+      importsOf(f.text)
+        .filter((s) => s.startsWith('node:') || s.startsWith('@escrow-settlement/'))
+        .map((s) => `${f.path}: ${s}`),
+    );
   assert.deepEqual(bad, []);
 });

@@ -4,7 +4,11 @@ import { TABLE, transition, type EscrowState, type Facts, type Operation } from 
 import { AppError } from '../../src/errors.ts';
 
 const STATES: EscrowState[] = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'];
-const ok = (state: EscrowState, verdict: Facts['verdict'] = 'none', custodyStatus: Facts['custodyStatus'] = 'locked'): Facts => ({ state, verdict, custodyStatus });
+const ok = (state: EscrowState, verdict: Facts['verdict'] = 'none', custodyStatus: Facts['custodyStatus'] = 'locked'): Facts => ({
+  state,
+  verdict,
+  custodyStatus,
+});
 
 // One row per (operation, situation): the expected next state, or null for 409 invalid_state.
 const ROWS: Array<[Operation, Facts, EscrowState | null]> = [
@@ -49,10 +53,18 @@ for (const [op, facts, expected] of ROWS) {
   const what = `${op} from ${facts.state} (verdict ${facts.verdict}, custody ${facts.custodyStatus})`;
   test(expected ? `${what} moves to ${expected}` : `${what} is 409 invalid_state`, () => {
     if (expected) assert.equal(transition(op, facts), expected);
-    else assert.throws(() => transition(op, facts), (e: unknown) => e instanceof AppError && e.code === 'invalid_state' && e.status === 409 && e.message.length > 10);
+    else
+      assert.throws(
+        () => transition(op, facts),
+        (e: unknown) => e instanceof AppError && e.code === 'invalid_state' && e.status === 409 && e.message.length > 10,
+      );
   });
 }
 
 test('every operation of the table has at least one row tested', () => {
-  for (const op of Object.keys(TABLE)) assert.ok(ROWS.some(([o]) => o === op), op);
+  for (const op of Object.keys(TABLE))
+    assert.ok(
+      ROWS.some(([o]) => o === op),
+      op,
+    );
 });

@@ -72,7 +72,14 @@ describeStores('deadline sweep', (h) => {
     const e = await funded(h(), { timeouts: { deliverWithinSeconds: 60 } });
     // The same payer and payee for the rest, created straight through the API.
     for (let i = 0; i < SWEEP_BATCH + 4; i++) {
-      const c = await h().req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: e.payer.id, payeeAgentId: e.payee.id, timeouts: { deliverWithinSeconds: 60 } });
+      const c = await h().req('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: e.payer.id,
+        payeeAgentId: e.payee.id,
+        timeouts: { deliverWithinSeconds: 60 },
+      });
       assert.equal(c.status, 201, c.text);
       assert.equal((await h().req('POST', `/v1/escrows/${c.body.id}/fund`)).status, 200);
     }
@@ -93,7 +100,10 @@ describeStores('deadline sweep', (h) => {
     // The pass's commit hands over its five leaves one after-commit hook each; the integrator starts
     // its batch only once all of them are handed over (not with the first, leaving four for a second).
     const heads = await h().db.query<{ size: number }>('SELECT size::int AS size FROM log_heads WHERE size > $1 ORDER BY size', [before]);
-    assert.deepEqual(heads.map((x) => x.size), [before + 5]);
+    assert.deepEqual(
+      heads.map((x) => x.size),
+      [before + 5],
+    );
   });
 
   test('a timeout that custody cannot settle is journaled and waits for the retry route', async () => {
@@ -116,7 +126,13 @@ describeStores('deadline sweep', (h) => {
     // A custody adapter that throws (as a crash would) on its second call.
     let calls = 0;
     const sim = createSimulatedCustody();
-    const flaky: CustodyAdapter = { kind: 'flaky', async settle(tx, req) { if (++calls === 2) throw new Error('boom'); return sim.settle(tx, req); } };
+    const flaky: CustodyAdapter = {
+      kind: 'flaky',
+      async settle(tx, req) {
+        if (++calls === 2) throw new Error('boom');
+        return sim.settle(tx, req);
+      },
+    };
     const app = createApp({ db: h().db, config: h().config, custody: flaky });
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await funded(h(), { timeouts: { deliverWithinSeconds: 10 } })).id);
@@ -166,7 +182,15 @@ describeStores('sweep pass: proofs signed ahead', (h) => {
     await app.svc.proofLog.drain();
     const states = [];
     for (const id of ids) states.push((await h().req('GET', `/v1/escrows/${id}`)).body);
-    assert.deepEqual(states.map((e) => [e.state, e.custody.status]), [['refunded', 'settled'], ['funded', 'settle-failed'], ['funded', 'locked'], ['refunded', 'settled']]);
+    assert.deepEqual(
+      states.map((e) => [e.state, e.custody.status]),
+      [
+        ['refunded', 'settled'],
+        ['funded', 'settle-failed'],
+        ['funded', 'locked'],
+        ['refunded', 'settled'],
+      ],
+    );
     assert.deepEqual(errors, [ids[2]]);
     const proofs = await h().db.query<{ escrow_id: string }>('SELECT escrow_id FROM proofs ORDER BY escrow_id');
     assert.deepEqual(proofs.map((p) => p.escrow_id).sort(), [ids[0], ids[3]].sort(), 'only the closed escrows have proofs');
@@ -175,7 +199,10 @@ describeStores('sweep pass: proofs signed ahead', (h) => {
     for (const id of [ids[0], ids[3]]) {
       const events = (await h().req('GET', `/v1/escrows/${id}/events`)).body.events;
       const proof = (await h().req('GET', `/v1/escrows/${id}/proof`)).body;
-      assert.deepEqual(events.slice(-2).map((x: any) => x.event), ['escrow.timeout', 'proof.issued']);
+      assert.deepEqual(
+        events.slice(-2).map((x: any) => x.event),
+        ['escrow.timeout', 'proof.issued'],
+      );
       assert.equal(proof.trailLength, events.length - 1, 'the proof commits to the trail up to escrow.timeout');
       const v = await h().req('POST', '/v1/verify', proof);
       assert.equal(v.body.valid, true, JSON.stringify(v.body));
@@ -184,7 +211,9 @@ describeStores('sweep pass: proofs signed ahead', (h) => {
   });
 });
 
-test('two instances sweeping one Postgres close each escrow exactly once (20 rounds)', { skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
+test('two instances sweeping one Postgres close each escrow exactly once (20 rounds)', {
+  skip: !PG_URL && 'needs TEST_DATABASE_URL',
+}, async () => {
   const { a, b, db, close } = await twoInstances('sweep');
   try {
     const payer = await agent(a);
@@ -193,7 +222,16 @@ test('two instances sweeping one Postgres close each escrow exactly once (20 rou
     for (let round = 0; round < 20; round++) {
       const ids: string[] = [];
       for (let i = 0; i < 15; i++) {
-        const e = (await a.req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id, timeouts: { deliverWithinSeconds: 5 } })).body;
+        const e = (
+          await a.req('POST', '/v1/escrows', {
+            amount: '1',
+            asset: 'USDC',
+            terms: PASSING_TERMS,
+            payerAgentId: payer.id,
+            payeeAgentId: payee.id,
+            timeouts: { deliverWithinSeconds: 5 },
+          })
+        ).body;
         await a.req('POST', `/v1/escrows/${e.id}/fund`);
         ids.push(e.id);
       }
@@ -201,21 +239,26 @@ test('two instances sweeping one Postgres close each escrow exactly once (20 rou
       // Both instances sweep at once, repeatedly, with small batches so they interleave.
       // A pass that loses the advisory-lock race skips (ran: false); each keeps going until a pass it
       // ran finds nothing due.
-      const runs = await Promise.all([a, b].map(async (h) => {
-        let ran = 0;
-        const until = Date.now() + 60_000;
-        while (Date.now() < until) {
-          const r = await sweepOnce(h.app.svc, { batch: 4 });
-          if (r.ran) ran++;
-          if (r.ran && r.closed + r.failed + r.errors === 0) break;
-          // Lost the lock race: the other instance is sweeping; try again shortly.
-          if (!r.ran) await new Promise((res) => setTimeout(res, 2));
-        }
-        return ran;
-      }));
+      const runs = await Promise.all(
+        [a, b].map(async (h) => {
+          let ran = 0;
+          const until = Date.now() + 60_000;
+          while (Date.now() < until) {
+            const r = await sweepOnce(h.app.svc, { batch: 4 });
+            if (r.ran) ran++;
+            if (r.ran && r.closed + r.failed + r.errors === 0) break;
+            // Lost the lock race: the other instance is sweeping; try again shortly.
+            if (!r.ran) await new Promise((res) => setTimeout(res, 2));
+          }
+          return ran;
+        }),
+      );
       assert.ok(runs[0] > 0 && runs[1] > 0, `both instances ran passes: ${runs}`);
       total += ids.length;
-      const rows = await db.query(`SELECT e.state, count(p.id)::int AS proofs FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = ANY($1::text[]) GROUP BY e.id, e.state`, [ids]);
+      const rows = await db.query(
+        `SELECT e.state, count(p.id)::int AS proofs FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = ANY($1::text[]) GROUP BY e.id, e.state`,
+        [ids],
+      );
       assert.equal(rows.length, ids.length);
       for (const r of rows) {
         assert.equal(r.state, 'refunded', `round ${round}: an escrow left ${r.state}`);

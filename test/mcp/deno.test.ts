@@ -13,15 +13,30 @@ import { ok } from './helpers.ts';
 // As in test/deploy/deno.test.ts: deno from the npm registry in .tmp/deno, or DENO_BIN.
 const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
 
-test('under Deno, /mcp serves the tools and a tool call runs its route', { skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2', timeout: 120_000 }, async () => {
-  const s = await startService(['run', '-A', '--quiet', 'src/deno.ts'], { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' }, 90_000, ROOT, DENO);
+test('under Deno, /mcp serves the tools and a tool call runs its route', {
+  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  timeout: 120_000,
+}, async () => {
+  const s = await startService(
+    ['run', '-A', '--quiet', 'src/deno.ts'],
+    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
+    90_000,
+    ROOT,
+    DENO,
+  );
   const client = new Client({ name: 'escrow-settlement-tests', version: '0.0.0' });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`)));
     assert.equal((await client.listTools()).tools.length, 14);
     const payer = await ok(client, 'create_agent', { label: 'payer' });
     const payee = await ok(client, 'create_agent', { label: 'payee' });
-    const e = await ok(client, 'create_escrow', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id });
+    const e = await ok(client, 'create_escrow', {
+      amount: '1',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payeeAgentId: payee.id,
+    });
     assert.equal((await ok(client, 'fund_escrow', { escrowId: e.id })).state, 'funded');
     const d = await ok(client, 'submit_delivery', { escrowId: e.id, agentId: payee.id, payload: { title: 'from deno' } });
     const bundle = await ok(client, 'get_bundle', { proofId: d.proof.id });

@@ -12,7 +12,9 @@ const ACCEPT = { accept: 'application/json, text/event-stream', 'content-type': 
 
 /** A raw POST /mcp, for what the SDK's client would never send. */
 async function rawPost(h: Harness, body: string, headers: Record<string, string> = {}) {
-  const res = await h.app.fetch(new Request(`${BASE}/mcp`, { method: 'POST', headers: { ...ACCEPT, ...headers }, body }), { ip: '127.0.0.1' });
+  const res = await h.app.fetch(new Request(`${BASE}/mcp`, { method: 'POST', headers: { ...ACCEPT, ...headers }, body }), {
+    ip: '127.0.0.1',
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
 }
@@ -29,15 +31,32 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
   test('lists the tools with schemas from the routes, self-contained output schemas and hints', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['create_agent', 'create_escrow', 'fund_escrow', 'get_bundle', 'get_escrow', 'get_log_checkpoint', 'get_proof', 'list_escrows',
-      'open_dispute', 'refund_escrow', 'resolve_dispute', 'submit_delivery', 'submit_evidence', 'verify_bundle'].sort());
+    assert.deepEqual(
+      names,
+      [
+        'create_agent',
+        'create_escrow',
+        'fund_escrow',
+        'get_bundle',
+        'get_escrow',
+        'get_log_checkpoint',
+        'get_proof',
+        'list_escrows',
+        'open_dispute',
+        'refund_escrow',
+        'resolve_dispute',
+        'submit_delivery',
+        'submit_evidence',
+        'verify_bundle',
+      ].sort(),
+    );
     const byName = new Map(tools.map((t) => [t.name, t]));
     const create = byName.get('create_escrow')!;
     assert.deepEqual(create.inputSchema.required, ['amount', 'asset', 'terms']);
     assert.equal((create.inputSchema as any).additionalProperties, false);
     assert.ok((create.inputSchema as any).$defs.Terms, 'terms refers to a $defs it carries');
     const delivery = byName.get('submit_delivery')!;
-    assert.deepEqual(delivery.inputSchema.required, ['escrowId', 'payload'], 'both forms\' fields, the common ones required');
+    assert.deepEqual(delivery.inputSchema.required, ['escrowId', 'payload'], "both forms' fields, the common ones required");
     for (const f of ['agentId', 'submittedAt', 'signature']) assert.ok(delivery.inputSchema.properties![f], f);
     for (const t of tools) {
       assert.equal(t.outputSchema?.type, 'object', t.name);
@@ -55,7 +74,13 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     const payer = await ok(client, 'create_agent', { label: 'buyer' });
     const payee = await ok(client, 'create_agent', { label: 'seller' });
     assert.match(payer.id, /^agt_/);
-    const escrow = await ok(client, 'create_escrow', { amount: '12.5', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id });
+    const escrow = await ok(client, 'create_escrow', {
+      amount: '12.5',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payeeAgentId: payee.id,
+    });
     assert.equal(escrow.state, 'created');
     assert.equal((await ok(client, 'fund_escrow', { escrowId: escrow.id })).state, 'funded');
     const d = await ok(client, 'submit_delivery', { escrowId: escrow.id, agentId: payee.id, payload: { title: 'the report' } });
@@ -91,7 +116,7 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     assert.equal(cp.checkpoint, (await h().req('GET', '/v1/log/checkpoint')).text);
   });
 
-  test('a refund and a dispute closed by the sandbox agents\' co-signature', async () => {
+  test("a refund and a dispute closed by the sandbox agents' co-signature", async () => {
     const payer = await ok(client, 'create_agent', {});
     const payee = await ok(client, 'create_agent', {});
     const base = { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payeeAgentId: payee.id };
@@ -107,7 +132,12 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     assert.equal(opened.state, 'open');
     const ev = await ok(client, 'submit_evidence', { escrowId: e.id, agentId: payer.id, note: 'it was not', payload: { x: 1 } });
     assert.equal(ev.state, 'under-review');
-    const resolved = await ok(client, 'resolve_dispute', { escrowId: e.id, outcome: 'split', shares: { payerBps: 4000, payeeBps: 6000 }, agentIds: [payer.id, payee.id] });
+    const resolved = await ok(client, 'resolve_dispute', {
+      escrowId: e.id,
+      outcome: 'split',
+      shares: { payerBps: 4000, payeeBps: 6000 },
+      agentIds: [payer.id, payee.id],
+    });
     assert.equal(resolved.dispute.ruling.decidedBy, 'co-signature');
     assert.equal(resolved.proof.outcome, 'split');
     // A second ruling changes nothing: the lifecycle refuses it, as REST does.
@@ -117,8 +147,19 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
   test('arguments the route refuses are isError with its 400 envelope naming the field', async () => {
     const msg = await fails(client, 'create_escrow', { amount: 5, asset: 'USDC', terms: PASSING_TERMS }, 'bad_request');
     assert.match(msg, /amount/);
-    assert.match(await fails(client, 'create_escrow', { amount: '5', asset: 'USDC', terms: PASSING_TERMS, colour: 'red' }, 'bad_request'), /colour/);
-    assert.match(await fails(client, 'create_escrow', { amount: '5', asset: 'USDC', terms: { description: 'x', checks: [{ kind: 'nope' }] } }, 'bad_request'), /checks/);
+    assert.match(
+      await fails(client, 'create_escrow', { amount: '5', asset: 'USDC', terms: PASSING_TERMS, colour: 'red' }, 'bad_request'),
+      /colour/,
+    );
+    assert.match(
+      await fails(
+        client,
+        'create_escrow',
+        { amount: '5', asset: 'USDC', terms: { description: 'x', checks: [{ kind: 'nope' }] } },
+        'bad_request',
+      ),
+      /checks/,
+    );
     assert.match(await fails(client, 'fund_escrow', {}, 'bad_request'), /escrowId is required/);
     assert.match(await fails(client, 'fund_escrow', { escrowId: 7 }, 'bad_request'), /escrowId/);
     assert.match(await fails(client, 'get_escrow', { escrowId: 'esc_x', verbose: true }, 'bad_request'), /verbose: unknown argument/);
@@ -129,29 +170,57 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     // A path argument cannot reach another route.
     await fails(client, 'get_escrow', { escrowId: 'esc_../../v1/admin/keys' }, 'not_found');
     await fails(client, 'get_proof', { proofId: 'prf_unknown' }, 'not_found');
-    const created = await ok(client, 'create_escrow', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: (await ok(client, 'create_agent')).id, payeeAgentId: (await ok(client, 'create_agent')).id });
+    const created = await ok(client, 'create_escrow', {
+      amount: '1',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: (await ok(client, 'create_agent')).id,
+      payeeAgentId: (await ok(client, 'create_agent')).id,
+    });
     await fails(client, 'refund_escrow', { escrowId: created.id }, 'invalid_state');
   });
 
   test('an unknown tool is a JSON-RPC error, not a result', async () => {
-    await assert.rejects(client.callTool({ name: 'drain_escrow', arguments: {} }), (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams && /unknown tool/.test(e.message));
+    await assert.rejects(
+      client.callTool({ name: 'drain_escrow', arguments: {} }),
+      (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams && /unknown tool/.test(e.message),
+    );
   });
 
   test('oversized arguments are refused as the REST route refuses them; an oversized message before it is read', async () => {
     const payee = await ok(client, 'create_agent');
-    const e = await ok(client, 'create_escrow', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: (await ok(client, 'create_agent')).id, payeeAgentId: payee.id });
+    const e = await ok(client, 'create_escrow', {
+      amount: '1',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: (await ok(client, 'create_agent')).id,
+      payeeAgentId: payee.id,
+    });
     await ok(client, 'fund_escrow', { escrowId: e.id });
     const big = 'x'.repeat(1100 * 1024);
-    assert.match(await fails(client, 'submit_delivery', { escrowId: e.id, agentId: payee.id, payload: { title: big } }, 'payload_too_large'), /1 MB/);
+    assert.match(
+      await fails(client, 'submit_delivery', { escrowId: e.id, agentId: payee.id, payload: { title: big } }, 'payload_too_large'),
+      /1 MB/,
+    );
     assert.equal((await ok(client, 'get_escrow', { escrowId: e.id })).state, 'funded', 'nothing was delivered');
-    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_escrow', arguments: { escrowId: 'x'.repeat(2100 * 1024) } } });
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'get_escrow', arguments: { escrowId: 'x'.repeat(2100 * 1024) } },
+    });
     const r = await rawPost(h(), huge);
     assert.equal(r.status, 413);
     assert.equal(r.body.error.code, -32600);
   });
 
   test('a malformed message gets a JSON-RPC error, never a 500', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
     for (const [body, code, why] of [
       ['{"jsonrpc": "2.0", "id": 1, "method":', -32700, /Parse error/],
       ['', -32700, /empty body/],
@@ -170,11 +239,17 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     const noAccept = await rawPost(h(), JSON.stringify(init), { accept: 'application/json' });
     assert.equal(noAccept.status, 406);
     // A well-formed request to a method the server lacks: a JSON-RPC error in a 200 answer.
-    const unknown = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'resources/list' }), { 'mcp-protocol-version': '2025-06-18' });
+    const unknown = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'resources/list' }), {
+      'mcp-protocol-version': '2025-06-18',
+    });
     assert.equal(unknown.status, 200, unknown.text);
     assert.equal(unknown.body.error.code, ErrorCode.MethodNotFound);
     // tools/call with arguments that are not an object.
-    const badArgs = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'get_escrow', arguments: 'esc_1' } }), { 'mcp-protocol-version': '2025-06-18' });
+    const badArgs = await rawPost(
+      h(),
+      JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'get_escrow', arguments: 'esc_1' } }),
+      { 'mcp-protocol-version': '2025-06-18' },
+    );
     assert.equal(badArgs.body.error.code, ErrorCode.InvalidParams, badArgs.text);
     // A notification is accepted with 202 and no body.
     const note = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
@@ -190,27 +265,42 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     }
   });
 
-  test('the API\'s cross-site and Host rules hold for /mcp', async () => {
+  test("the API's cross-site and Host rules hold for /mcp", async () => {
     const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     const cross = await rawPost(h(), init, { origin: 'https://evil.example' });
     assert.equal(cross.status, 403);
     assert.equal(cross.body.error.code, 'forbidden');
     const rebound = await rawPost(h(), init, { host: 'evil.example' });
     assert.equal(rebound.status, 421);
-    const same = await rawPost(h(), init, { origin: 'http://localhost:4280', host: 'localhost:4280', 'mcp-protocol-version': '2025-06-18' });
+    const same = await rawPost(h(), init, {
+      origin: 'http://localhost:4280',
+      host: 'localhost:4280',
+      'mcp-protocol-version': '2025-06-18',
+    });
     assert.equal(same.status, 200, same.text);
     assert.ok(same.body.result.tools.length > 0);
   });
 });
 
-describeStores('MCP from a web page of an allowed origin (CORS)', (h) => {
-  test('the preflight allows the MCP headers and the answer carries the CORS headers', async () => {
-    const pre = await h().req('OPTIONS', '/mcp', undefined, { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-protocol-version' });
-    assert.equal(pre.status, 204);
-    const allowed = pre.headers.get('access-control-allow-headers')!.split(', ');
-    for (const hd of ['content-type', 'mcp-protocol-version', 'authorization']) assert.ok(allowed.includes(hd), hd);
-    const r = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { origin: 'https://app.example', 'mcp-protocol-version': '2025-06-18' });
-    assert.equal(r.status, 200, r.text);
-    assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example');
-  });
-}, { CORS_ORIGINS: 'https://app.example' });
+describeStores(
+  'MCP from a web page of an allowed origin (CORS)',
+  (h) => {
+    test('the preflight allows the MCP headers and the answer carries the CORS headers', async () => {
+      const pre = await h().req('OPTIONS', '/mcp', undefined, {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, mcp-protocol-version',
+      });
+      assert.equal(pre.status, 204);
+      const allowed = pre.headers.get('access-control-allow-headers')!.split(', ');
+      for (const hd of ['content-type', 'mcp-protocol-version', 'authorization']) assert.ok(allowed.includes(hd), hd);
+      const r = await rawPost(h(), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), {
+        origin: 'https://app.example',
+        'mcp-protocol-version': '2025-06-18',
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example');
+    });
+  },
+  { CORS_ORIGINS: 'https://app.example' },
+);

@@ -15,10 +15,16 @@ const noDispute = async (): Promise<string> => {
 };
 
 test('a delivery without a form is signed by the key over {escrowId, contentHash, submittedAt}', async () => {
-  const s = await signArguments('submit_delivery', { escrowId: 'esc_1', payload: { title: 't' } }, key, noDispute) as any;
+  const s = (await signArguments('submit_delivery', { escrowId: 'esc_1', payload: { title: 't' } }, key, noDispute)) as any;
   assert.deepEqual(Object.keys(s).sort(), ['escrowId', 'payload', 'signature', 'submittedAt']);
   assert.equal(s.signature.signer, key.publicKey);
-  assert.ok(verifyJson({ escrowId: 'esc_1', contentHash: contentHash({ title: 't' }), submittedAt: s.submittedAt }, s.signature.signature, key.publicKey));
+  assert.ok(
+    verifyJson(
+      { escrowId: 'esc_1', contentHash: contentHash({ title: 't' }), submittedAt: s.submittedAt },
+      s.signature.signature,
+      key.publicKey,
+    ),
+  );
 });
 
 test('calls in the sandbox form, already signed, of other tools or that the route will refuse are sent unchanged', async () => {
@@ -38,22 +44,40 @@ test('calls in the sandbox form, already signed, of other tools or that the rout
   }
 });
 
-test('dispute actions carry the party and its signature; evidence signs the payload\'s hash', async () => {
-  const open = await signArguments('open_dispute', { escrowId: 'esc_1', reason: 'late' }, key, noDispute) as any;
+test("dispute actions carry the party and its signature; evidence signs the payload's hash", async () => {
+  const open = (await signArguments('open_dispute', { escrowId: 'esc_1', reason: 'late' }, key, noDispute)) as any;
   assert.equal(open.party, key.publicKey);
-  assert.ok(verifyJson({ escrowId: 'esc_1', action: 'dispute.open', reason: 'late', signedAt: open.signedAt }, open.signature.signature, key.publicKey));
-  const ev = await signArguments('submit_evidence', { escrowId: 'esc_1', note: 'see', payload: { a: 1 } }, key, noDispute) as any;
+  assert.ok(
+    verifyJson(
+      { escrowId: 'esc_1', action: 'dispute.open', reason: 'late', signedAt: open.signedAt },
+      open.signature.signature,
+      key.publicKey,
+    ),
+  );
+  const ev = (await signArguments('submit_evidence', { escrowId: 'esc_1', note: 'see', payload: { a: 1 } }, key, noDispute)) as any;
   assert.deepEqual(ev.payload, { a: 1 });
-  assert.ok(verifyJson({ escrowId: 'esc_1', action: 'dispute.evidence', note: 'see', contentHash: contentHash({ a: 1 }), signedAt: ev.signedAt }, ev.signature.signature, key.publicKey));
+  assert.ok(
+    verifyJson(
+      { escrowId: 'esc_1', action: 'dispute.evidence', note: 'see', contentHash: contentHash({ a: 1 }), signedAt: ev.signedAt },
+      ev.signature.signature,
+      key.publicKey,
+    ),
+  );
 });
 
-test('a ruling gains the key\'s signature over the dispute it reads, once', async () => {
+test("a ruling gains the key's signature over the dispute it reads, once", async () => {
   const other = { signer: 'cd'.repeat(32), signature: 'ef'.repeat(64) };
   const args = { escrowId: 'esc_1', outcome: 'split', shares: { payerBps: 1, payeeBps: 9999 }, signatures: [other] };
-  const r = await signArguments('resolve_dispute', args, key, async (id) => `dsp_of_${id}`) as any;
+  const r = (await signArguments('resolve_dispute', args, key, async (id) => `dsp_of_${id}`)) as any;
   assert.equal(r.signatures.length, 2);
   assert.deepEqual(r.signatures[0], other);
-  assert.ok(verifyJson({ escrowId: 'esc_1', disputeId: 'dsp_of_esc_1', outcome: 'split', rationale: '', shares: { payerBps: 1, payeeBps: 9999 } }, r.signatures[1].signature, key.publicKey));
+  assert.ok(
+    verifyJson(
+      { escrowId: 'esc_1', disputeId: 'dsp_of_esc_1', outcome: 'split', rationale: '', shares: { payerBps: 1, payeeBps: 9999 } },
+      r.signatures[1].signature,
+      key.publicKey,
+    ),
+  );
   assert.deepEqual(await signArguments('resolve_dispute', r, key, noDispute), r, 'already signed by the key');
 });
 
@@ -69,7 +93,10 @@ test('key files: JSON with a matching public key, or the bare hex secret; anythi
     assert.deepEqual(readKeyFile(write('c.hex', `${key.secretKey}\n`)), key);
     assert.throws(() => readKeyFile(write('d.json', '{"secretKey": ')), /not valid JSON/);
     assert.throws(() => readKeyFile(write('e.json', JSON.stringify({ secretKey: key.secretKey.toUpperCase() }))), /64 lowercase hex/);
-    assert.throws(() => readKeyFile(write('f.json', JSON.stringify({ ...key, publicKey: generateKeys().publicKey }))), /is not the public key of secretKey/);
+    assert.throws(
+      () => readKeyFile(write('f.json', JSON.stringify({ ...key, publicKey: generateKeys().publicKey }))),
+      /is not the public key of secretKey/,
+    );
     assert.throws(() => readKeyFile(join(dir, 'absent')), /--key-file .*absent: ENOENT/);
   } finally {
     rmSync(dir, { recursive: true, force: true });

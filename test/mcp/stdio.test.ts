@@ -25,10 +25,13 @@ const BIN = join(ROOT, 'bin/escrow-settlement.mjs');
 /** Serves the harness's app on 127.0.0.1:0, keeping every request body it receives. */
 async function serve(app: App): Promise<{ url: string; bodies: string[]; server: Server }> {
   const bodies: string[] = [];
-  const tapped: App = { ...app, fetch: async (req, info) => {
-    bodies.push(await req.clone().text());
-    return app.fetch(req, info);
-  } };
+  const tapped: App = {
+    ...app,
+    fetch: async (req, info) => {
+      bodies.push(await req.clone().text());
+      return app.fetch(req, info);
+    },
+  };
   const server = createServer(nodeListener(tapped, { trustProxy: false }));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, server };
@@ -38,7 +41,15 @@ async function connectStdio(args: string[], env: Record<string, string> = {}): P
   const client = new Client({ name: 'escrow-settlement-tests', version: '0.0.0' });
   // The SDK passes the child a minimal environment; coverage runs (c8) also need their directory.
   const coverage: Record<string, string> = process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {};
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', ...args], cwd: ROOT, env: { ...getDefaultEnvironment(), ...coverage, ...env }, stderr: 'ignore' }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp', ...args],
+      cwd: ROOT,
+      env: { ...getDefaultEnvironment(), ...coverage, ...env },
+      stderr: 'ignore',
+    }),
+  );
   await client.listTools();
   return client;
 }
@@ -46,7 +57,11 @@ async function connectStdio(args: string[], env: Record<string, string> = {}): P
 /** Runs the command to its end: exit code and stderr. */
 function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'mcp', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'mcp', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (c) => (stderr += c));
     child.on('close', (code) => resolve({ code, stderr }));
@@ -77,12 +92,18 @@ describeStores('the local MCP server over stdio', (h) => {
 
   const newEscrow = async () => {
     const payer = await ok(client, 'create_agent', { label: 'payer' });
-    const e = await ok(client, 'create_escrow', { amount: '8', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer.id, payee: { publicKey: payee.publicKey, label: 'local payee' } });
+    const e = await ok(client, 'create_escrow', {
+      amount: '8',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payee: { publicKey: payee.publicKey, label: 'local payee' },
+    });
     await ok(client, 'fund_escrow', { escrowId: e.id });
     return { payer, id: e.id as string };
   };
 
-  test('lists the service\'s tools, saying which ones it signs', async () => {
+  test("lists the service's tools, saying which ones it signs", async () => {
     const { tools } = await client.listTools();
     assert.equal(tools.length, 14);
     const delivery = tools.find((t) => t.name === 'submit_delivery')!;
@@ -90,13 +111,15 @@ describeStores('the local MCP server over stdio', (h) => {
     assert.ok(!tools.find((t) => t.name === 'get_escrow')!.description!.includes('signs'));
   });
 
-  test('a whole matter: the payee\'s delivery signed locally, settled, its bundle verified offline', async () => {
+  test("a whole matter: the payee's delivery signed locally, settled, its bundle verified offline", async () => {
     const { id } = await newEscrow();
     const d = await ok(client, 'submit_delivery', { escrowId: id, payload: { title: 'signed here' } });
     assert.equal(d.delivery.signature.signer, payee.publicKey);
     assert.equal(d.proof.outcome, 'released');
     const bundle = await ok(client, 'get_bundle', { proofId: d.proof.id });
-    assert.ok(bundle.parties.signatures.some((s: { kind: string; publicKey: string }) => s.kind === 'delivery' && s.publicKey === payee.publicKey));
+    assert.ok(
+      bundle.parties.signatures.some((s: { kind: string; publicKey: string }) => s.kind === 'delivery' && s.publicKey === payee.publicKey),
+    );
     const before = service.bodies.length;
     const v = await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer });
     assert.equal(v.valid, true, JSON.stringify(v.checks.filter((c: { ok: boolean }) => !c.ok)));
@@ -115,11 +138,20 @@ describeStores('the local MCP server over stdio', (h) => {
     assert.equal(opened.openedBy, payee.publicKey);
     const ev = await ok(client, 'submit_evidence', { escrowId: id, note: 'see the body', payload: { page: 1 } });
     assert.equal(ev.evidence.at(-1).party, payee.publicKey);
-    const r = await ok(client, 'resolve_dispute', { escrowId: id, outcome: 'split', shares: { payerBps: 5000, payeeBps: 5000 }, rationale: 'both partly right', agentIds: [payer.id] });
+    const r = await ok(client, 'resolve_dispute', {
+      escrowId: id,
+      outcome: 'split',
+      shares: { payerBps: 5000, payeeBps: 5000 },
+      rationale: 'both partly right',
+      agentIds: [payer.id],
+    });
     assert.equal(r.dispute.ruling.decidedBy, 'co-signature');
     assert.equal(r.proof.outcome, 'split');
     const bundle = await ok(client, 'get_bundle', { proofId: r.proof.id });
-    const kinds = bundle.parties.signatures.filter((s: { publicKey: string }) => s.publicKey === payee.publicKey).map((s: { kind: string }) => s.kind).sort();
+    const kinds = bundle.parties.signatures
+      .filter((s: { publicKey: string }) => s.publicKey === payee.publicKey)
+      .map((s: { kind: string }) => s.kind)
+      .sort();
     assert.deepEqual(kinds, ['delivery', 'dispute.evidence', 'dispute.open', 'ruling']);
     assert.equal((await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer })).valid, true);
     // A sandbox-agent form is sent as the model chose it: the payer agent opens, not the local key.

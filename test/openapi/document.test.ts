@@ -26,7 +26,9 @@ test('the document is OpenAPI 3.1 with info.version 0.3.0 and validates against 
 
 test('the document lists exactly the routes the router serves, no more and no fewer', () => {
   const served = h.app.routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)\+?/g, '{$1}')}`).sort();
-  const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${p}`)).sort();
+  const documented = Object.entries(doc.paths)
+    .flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${p}`))
+    .sort();
   assert.deepEqual(documented, served);
 });
 
@@ -39,7 +41,8 @@ test('every operation has a success schema, an error envelope for each of its co
       // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope; /mcp's
       // transport refusals are JSON-RPC errors (src/mcp/openapi.ts).
       if (r.path === '/mcp' && status in MCP_TRANSPORT_RESPONSES) continue;
-      if (Number(status) >= 400 && !(r.path === '/health' && status === '503')) assert.equal(resp.content['application/json'].schema.$ref, '#/components/schemas/Error');
+      if (Number(status) >= 400 && !(r.path === '/health' && status === '503'))
+        assert.equal(resp.content['application/json'].schema.$ref, '#/components/schemas/Error');
     }
     if (r.access !== 'public') assert.ok(op.responses['401'], `${r.path} documents 401`);
   }
@@ -69,7 +72,20 @@ test('every error envelope points at /docs/errors, a page that lists every code 
   const page = await h.req('GET', '/docs/errors');
   assert.equal(page.status, 200);
   assert.match(page.headers.get('content-type')!, /text\/html/);
-  for (const code of ['bad_request', 'unauthorized', 'forbidden', 'mandate_violation', 'unauthorized_ruling', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited', 'custody_failed', 'payment_invalid']) {
+  for (const code of [
+    'bad_request',
+    'unauthorized',
+    'forbidden',
+    'mandate_violation',
+    'unauthorized_ruling',
+    'not_found',
+    'invalid_state',
+    'unprocessable',
+    'payload_too_large',
+    'rate_limited',
+    'custody_failed',
+    'payment_invalid',
+  ]) {
     assert.match(page.text, new RegExp(`<tr id="${code}"><td><code>${code}</code></td><td>\\d{3}</td>`));
   }
 });

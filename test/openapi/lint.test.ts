@@ -8,8 +8,9 @@ import { openApiDocument } from '../../src/openapi/document.ts';
 
 const config = await createConfig({ extends: ['recommended'] });
 const lint = async (doc: unknown) =>
-  (await lintFromString({ source: JSON.stringify(doc), absoluteRef: 'openapi.json', config }))
-    .map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`);
+  (await lintFromString({ source: JSON.stringify(doc), absoluteRef: 'openapi.json', config })).map(
+    (p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`,
+  );
 
 const sandbox = await makeHarness('pglite');
 const hosted = await makeHarness('pglite', { API_KEY: 'root-key-0123456789abcdef' }, { db: sandbox.db });
@@ -17,7 +18,7 @@ test.after(() => sandbox.close());
 const doc = (await sandbox.req('GET', '/v1/openapi.json')).body;
 const opOf = (method: string, path: string) => doc.paths[path.replace(/:(\w+)\+?/g, '{$1}')][method.toLowerCase()];
 
-test('Redocly\'s recommended ruleset finds no error and no warning in the served document', async () => {
+test("Redocly's recommended ruleset finds no error and no warning in the served document", async () => {
   assert.deepEqual(await lint(doc), []);
 });
 
@@ -26,16 +27,31 @@ test('the linter is really running: a document with a known fault gets a problem
   delete broken.info.license;
   broken.paths['/health'].get.responses = { 200: broken.paths['/health'].get.responses['200'] };
   const problems = await lint(broken);
-  assert.ok(problems.some((p) => p.includes('info-license')), problems.join('\n'));
-  assert.ok(problems.some((p) => p.includes('operation-4xx-response')), problems.join('\n'));
+  assert.ok(
+    problems.some((p) => p.includes('info-license')),
+    problems.join('\n'),
+  );
+  assert.ok(
+    problems.some((p) => p.includes('operation-4xx-response')),
+    problems.join('\n'),
+  );
 });
 
 test('servers is PUBLIC_URL (by default the listening address)', async () => {
-  assert.deepEqual(doc.servers.map((s: any) => s.url), [sandbox.config.publicUrl.replace(/\/+$/, '')]);
+  assert.deepEqual(
+    doc.servers.map((s: any) => s.url),
+    [sandbox.config.publicUrl.replace(/\/+$/, '')],
+  );
   const pub = await makeHarness('pglite', { PUBLIC_URL: 'https://escrow.example.org/' }, { db: sandbox.db });
-  assert.deepEqual((await pub.req('GET', '/v1/openapi.json')).body.servers.map((s: any) => s.url), ['https://escrow.example.org']);
+  assert.deepEqual(
+    (await pub.req('GET', '/v1/openapi.json')).body.servers.map((s: any) => s.url),
+    ['https://escrow.example.org'],
+  );
   const built = openApiDocument(sandbox.app.routes, { serverUrl: 'https://escrow.example.org/' }) as any;
-  assert.deepEqual(built.servers.map((s: any) => s.url), ['https://escrow.example.org']);
+  assert.deepEqual(
+    built.servers.map((s: any) => s.url),
+    ['https://escrow.example.org'],
+  );
 });
 
 test('POST /v1/mandates requires caps and POST /v1/escrows requires terms, as the service does', async () => {
@@ -49,7 +65,15 @@ test('POST /v1/mandates requires caps and POST /v1/escrows requires terms, as th
   const agents = await sandbox.req('POST', '/v1/agents', {});
   const base = { amount: '1', asset: 'USDC', payerAgentId: agents.body.id, payeeAgentId: agents.body.id };
   assert.match((await sandbox.req('POST', '/v1/escrows', base)).body.error.message, /^terms is required/);
-  assert.match((await sandbox.req('POST', '/v1/mandates', { principal: 'a'.repeat(64), signature: { signer: 'a'.repeat(64), signature: 'b'.repeat(128) } })).body.error.message, /^caps is required/);
+  assert.match(
+    (
+      await sandbox.req('POST', '/v1/mandates', {
+        principal: 'a'.repeat(64),
+        signature: { signer: 'a'.repeat(64), signature: 'b'.repeat(128) },
+      })
+    ).body.error.message,
+    /^caps is required/,
+  );
 });
 
 test('every operation documents 403, 405 (with Allow), 421 and 503 (with Retry-After); /health documents its own 503', () => {
@@ -73,10 +97,17 @@ async function probe(h: Harness, headers: Record<string, string>) {
   const undocumented: string[] = [];
   for (const r of h.app.routes) {
     const path = r.path.replace(/:(\w+)\+?/g, (_m, n) => (n === 'firstSize' || n === 'secondSize' ? '999999' : `x_${n}`));
-    for (const [body, query] of [[undefined, ''], ['{"colour":"red"}', ''], ['not json', ''], [BIG, ''], [undefined, '?limit=0&colour=red']] as const) {
+    for (const [body, query] of [
+      [undefined, ''],
+      ['{"colour":"red"}', ''],
+      ['not json', ''],
+      [BIG, ''],
+      [undefined, '?limit=0&colour=red'],
+    ] as const) {
       const res = await h.req(r.method, path + query, r.method === 'GET' ? undefined : body, headers);
       const documented = opOf(r.method, r.path).responses[String(res.status)];
-      if (!documented) undocumented.push(`${r.method} ${path}${query} ${(body ?? '').slice(0, 20)} -> ${res.status} ${res.text.slice(0, 120)}`);
+      if (!documented)
+        undocumented.push(`${r.method} ${path}${query} ${(body ?? '').slice(0, 20)} -> ${res.status} ${res.text.slice(0, 120)}`);
     }
   }
   return undocumented;

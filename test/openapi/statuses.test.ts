@@ -7,7 +7,9 @@ import { describeStores, type Harness } from '../harness.ts';
 import { fillPath, HOSTED, ROOT, withKey } from '../admin/helpers.ts';
 
 export const STATUS_TRIED = { requests: 0, operations: 0 };
-after(() => process.stdout.write(`# openapi statuses tried: ${STATUS_TRIED.operations} operation sweeps, ${STATUS_TRIED.requests} requests\n`));
+after(() =>
+  process.stdout.write(`# openapi statuses tried: ${STATUS_TRIED.operations} operation sweeps, ${STATUS_TRIED.requests} requests\n`),
+);
 
 const oasPath = (p: string) => p.replace(/:(\w+)\+?/g, '{$1}');
 
@@ -40,7 +42,10 @@ async function sweep(h: Harness, label: string, doc: any): Promise<void> {
       const r = await h.req(def.method, path, body);
       STATUS_TRIED.requests++;
       assert.ok(r.status < 500, `${def.method} ${path} (${what}): ${r.status} ${r.text}`);
-      if (!(String(r.status) in op.responses)) missing.push(`${label} ${def.method} ${def.path} (${what}) answered ${r.status}, not listed: ${Object.keys(op.responses).join(',')}`);
+      if (!(String(r.status) in op.responses))
+        missing.push(
+          `${label} ${def.method} ${def.path} (${what}) answered ${r.status}, not listed: ${Object.keys(op.responses).join(',')}`,
+        );
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff', `${def.method} ${path}`);
     }
   }
@@ -51,11 +56,15 @@ describeStores('OpenAPI lists every status an operation answers (open sandbox)',
   test('each operation, each generated case', async () => sweep(h(), 'sandbox', (await h().req('GET', '/v1/openapi.json')).body));
 });
 
-describeStores('OpenAPI lists every status an operation answers (hosted)', (h) => {
-  test('each operation with the root key, and without a key', async () => {
-    const root = withKey(h(), ROOT);
-    const doc = (await root.req('GET', '/v1/openapi.json')).body;
-    await sweep(root, 'root', doc);
-    await sweep(h(), 'no key', doc);
-  });
-}, HOSTED);
+describeStores(
+  'OpenAPI lists every status an operation answers (hosted)',
+  (h) => {
+    test('each operation with the root key, and without a key', async () => {
+      const root = withKey(h(), ROOT);
+      const doc = (await root.req('GET', '/v1/openapi.json')).body;
+      await sweep(root, 'root', doc);
+      await sweep(h(), 'no key', doc);
+    });
+  },
+  HOSTED,
+);

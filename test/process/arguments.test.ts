@@ -33,5 +33,7 @@ for (const [name, entry] of entries) {
 test('a non-ASCII API_KEY stops start-up with one line naming API_KEY', async () => {
   const r = await run(TSX, { DATA_DIR: ':memory:', API_KEY: 'clé-secrète-0123456789' });
   assert.equal(r.code, 1, r.stderr);
-  assert.deepEqual(r.stderr.split('\n').filter(Boolean), ['escrow-settlement: bad configuration: API_KEY: must be printable ASCII without spaces (characters ! to ~), as an Authorization header can carry']);
+  assert.deepEqual(r.stderr.split('\n').filter(Boolean), [
+    'escrow-settlement: bad configuration: API_KEY: must be printable ASCII without spaces (characters ! to ~), as an Authorization header can carry',
+  ]);
 });

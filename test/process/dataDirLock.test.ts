@@ -16,7 +16,9 @@ function deadPid(): number {
   return Number(r.stdout);
 }
 
-test('a second process on a DATA_DIR in use exits at once naming DATA_DIR and the holder; a SIGKILLed holder\'s lock is taken over', { timeout: 120_000 }, async () => {
+test("a second process on a DATA_DIR in use exits at once naming DATA_DIR and the holder; a SIGKILLed holder's lock is taken over", {
+  timeout: 120_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-lock-'));
   try {
     const first = await startService(TSX, { DATA_DIR: dir });
@@ -30,7 +32,10 @@ test('a second process on a DATA_DIR in use exits at once naming DATA_DIR and th
     const lines = second.stderr.trim().split('\n');
     assert.equal(second.code, 1);
     assert.equal(lines.length, 1, second.stderr);
-    assert.equal(lines[0], `escrow-settlement: bad configuration: DATA_DIR: ${dir} is in use by another escrow-settlement process (pid ${first.child.pid}); one process per DATA_DIR (several instances share a DATABASE_URL instead)`);
+    assert.equal(
+      lines[0],
+      `escrow-settlement: bad configuration: DATA_DIR: ${dir} is in use by another escrow-settlement process (pid ${first.child.pid}); one process per DATA_DIR (several instances share a DATABASE_URL instead)`,
+    );
     assert.ok(ms < 10_000, `refused in ${ms} ms`);
     process.stdout.write(`# second process refused in ${ms} ms (noisy: shared CPU)\n`);
     assert.equal(readFileSync(lock, 'utf8').trim(), String(first.child.pid), 'the refused process left the lock alone');
@@ -42,7 +47,11 @@ test('a second process on a DATA_DIR in use exits at once naming DATA_DIR and th
     assert.ok(existsSync(lock));
     const third = await startService(TSX, { DATA_DIR: dir });
     assert.equal(readFileSync(lock, 'utf8').trim(), String(third.child.pid));
-    assert.deepEqual(await (await fetch(`${third.url}/.well-known/proof-issuer.json`)).json(), issuer, 'the same store, the same issuer key');
+    assert.deepEqual(
+      await (await fetch(`${third.url}/.well-known/proof-issuer.json`)).json(),
+      issuer,
+      'the same store, the same issuer key',
+    );
     assert.equal(await third.stop(), 0, third.stderr());
     assert.equal(existsSync(lock), false, 'a clean stop removes the lock');
   } finally {
@@ -50,7 +59,7 @@ test('a second process on a DATA_DIR in use exits at once naming DATA_DIR and th
   }
 });
 
-test('stale locks: a dead pid, a garbled file left long ago, and our own pid (a restarted container\'s pid 1) are taken over', () => {
+test("stale locks: a dead pid, a garbled file left long ago, and our own pid (a restarted container's pid 1) are taken over", () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-lock-'));
   const lock = join(dir, LOCK_FILE);
   try {
@@ -72,13 +81,16 @@ test('stale locks: a dead pid, a garbled file left long ago, and our own pid (a 
   }
 });
 
-test('a live holder is named and its lock left in place; release() never removes another process\'s lock', () => {
+test("a live holder is named and its lock left in place; release() never removes another process's lock", () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-lock-'));
   const lock = join(dir, LOCK_FILE);
   try {
     const holder = process.ppid; // alive for as long as this test runs
     writeFileSync(lock, `${holder}\n`);
-    assert.throws(() => lockDataDir(dir), new RegExp(`^ConfigError: DATA_DIR: ${dir} is in use by another escrow-settlement process \\(pid ${holder}\\)`));
+    assert.throws(
+      () => lockDataDir(dir),
+      new RegExp(`^ConfigError: DATA_DIR: ${dir} is in use by another escrow-settlement process \\(pid ${holder}\\)`),
+    );
     assert.equal(readFileSync(lock, 'utf8').trim(), String(holder));
     rmSync(lock);
     const mine = lockDataDir(dir);

@@ -8,11 +8,41 @@ import { startService, TSX, type Proc } from './proc.ts';
 import { MALFORMED, rawExchange } from './rawHttp.ts';
 
 const EDGE_CASES: Array<{ name: string; raw: string; status: number; code: string; message: RegExp }> = [
-  { name: 'HTTP/1.1 without Host', raw: 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n', status: 400, code: 'bad_request', message: /must carry a Host header/ },
-  { name: 'Host after 2,000 header lines', raw: `GET /health HTTP/1.1\r\n${'a: b\r\n'.repeat(2000)}Host: 127.0.0.1\r\nConnection: close\r\n\r\n`, status: 431, code: 'headers_too_large', message: /2000 or more header lines/ },
-  { name: 'OPTIONS *', raw: 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', status: 400, code: 'bad_request', message: /./ },
-  { name: 'a backslash in the target', raw: 'GET /v1\\escrows HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', status: 400, code: 'bad_request', message: /./ },
-  { name: 'an absolute-form target of another scheme', raw: 'GET ftp://x/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', status: 0, code: '', message: /./ },
+  {
+    name: 'HTTP/1.1 without Host',
+    raw: 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /must carry a Host header/,
+  },
+  {
+    name: 'Host after 2,000 header lines',
+    raw: `GET /health HTTP/1.1\r\n${'a: b\r\n'.repeat(2000)}Host: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+    status: 431,
+    code: 'headers_too_large',
+    message: /2000 or more header lines/,
+  },
+  {
+    name: 'OPTIONS *',
+    raw: 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /./,
+  },
+  {
+    name: 'a backslash in the target',
+    raw: 'GET /v1\\escrows HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /./,
+  },
+  {
+    name: 'an absolute-form target of another scheme',
+    raw: 'GET ftp://x/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+    status: 0,
+    code: '',
+    message: /./,
+  },
   ...MALFORMED,
 ];
 
@@ -47,7 +77,9 @@ function openRequest(url: string, localAddress?: string): Promise<Socket> {
 function get(url: string, path: string, localAddress?: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const s = connect({ port: Number(u.port), host: u.hostname, ...(localAddress ? { localAddress } : {}) }, () => s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+    const s = connect({ port: Number(u.port), host: u.hostname, ...(localAddress ? { localAddress } : {}) }, () =>
+      s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`),
+    );
     const chunks: Buffer[] = [];
     s.on('data', (d) => chunks.push(d));
     s.on('error', reject);
@@ -56,7 +88,8 @@ function get(url: string, path: string, localAddress?: string): Promise<{ status
       const m = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(text);
       if (!m) return reject(new Error(`no answer: ${text.slice(0, 100)}`));
       const headers: Record<string, string> = {};
-      for (const line of m[2].split('\r\n')) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+      for (const line of m[2].split('\r\n'))
+        headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
       resolve({ status: Number(m[1]), headers, body: m[3] });
     });
   });
@@ -81,7 +114,9 @@ test('every answer the Node edge gives itself carries the envelope, x-request-id
   }
 });
 
-test('a client with CLIENT_MAX_CONCURRENCY requests open gets 429 for the next at once; other clients are served; the place comes back', { timeout: 90_000 }, async () => {
+test('a client with CLIENT_MAX_CONCURRENCY requests open gets 429 for the next at once; other clients are served; the place comes back', {
+  timeout: 90_000,
+}, async () => {
   let proc: Proc | undefined;
   const held: Socket[] = [];
   try {

@@ -22,11 +22,13 @@ function memDir(base: string, name: string): string {
   return dir;
 }
 
-test('a kept template fills a new :memory: directory: schema migrated, no keys, its lock kept; unusable templates are ignored', { timeout: 120_000 }, async () => {
+test('a kept template fills a new :memory: directory: schema migrated, no keys, its lock kept; unusable templates are ignored', {
+  timeout: 120_000,
+}, async () => {
   const base = mkdtempSync(join(tmpdir(), 'escrow-tpl-'));
   try {
     const key = templateKey();
-    assert.match(key ?? '', /^[0-9a-f]{24}$/, 'PGlite\'s files were found (the package under tsx)');
+    assert.match(key ?? '', /^[0-9a-f]{24}$/, "PGlite's files were found (the package under tsx)");
     // Another build's template, and an old staging copy: removed when this build keeps one.
     mkdirSync(join(base, `${TEMPLATE_PREFIX}0123456789abcdef01234567`), { mode: 0o700 });
     // Nothing kept yet: nothing to fill from.
@@ -42,13 +44,16 @@ test('a kept template fills a new :memory: directory: schema migrated, no keys, 
 
     const second = memDir(base, 'second');
     assert.deepEqual(fillFromTemplate(second, base), applied);
-    assert.deepEqual(applied, MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      applied,
+      MIGRATIONS.map((m) => m.version),
+    );
     assert.equal(readFileSync(join(second, LOCK_FILE), 'utf8'), `${process.pid}\n`);
     assert.ok(existsSync(join(second, 'PG_VERSION')));
     const db = await openPglite(second);
     try {
       assert.deepEqual(await db.query('SELECT count(*)::int AS n FROM service_keys'), [{ n: 0 }], 'no key in a template');
-      assert.deepEqual((await db.query('SELECT count(*)::int AS n FROM escrows')), [{ n: 0 }]);
+      assert.deepEqual(await db.query('SELECT count(*)::int AS n FROM escrows'), [{ n: 0 }]);
     } finally {
       await db.close();
     }
@@ -71,7 +76,7 @@ test('a kept template fills a new :memory: directory: schema migrated, no keys, 
   }
 });
 
-test('a symlink in the template\'s place is never followed', { timeout: 60_000 }, () => {
+test("a symlink in the template's place is never followed", { timeout: 60_000 }, () => {
   const base = mkdtempSync(join(tmpdir(), 'escrow-tpl-'));
   const elsewhere = mkdtempSync(join(tmpdir(), 'escrow-tpl-target-'));
   try {

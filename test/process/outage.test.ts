@@ -28,13 +28,19 @@ async function everyRoute(call: Call): Promise<Array<{ route: string; status: nu
   for (const def of allRoutes()) {
     const body = def.method === 'GET' || def.method === 'DELETE' ? undefined : {};
     const r = await call(def.method, fillPath(def.path), body).catch((e) => assert.fail(`${def.method} ${def.path}: ${e}`));
-    out.push({ route: `${def.method} ${def.path}`, status: r.status, code: r.body?.error?.code, retryAfter: r.headers['retry-after'] as string | undefined });
+    out.push({
+      route: `${def.method} ${def.path}`,
+      status: r.status,
+      code: r.body?.error?.code,
+      retryAfter: r.headers['retry-after'] as string | undefined,
+    });
   }
   return out;
 }
 
 test('a lost database gives 503 unavailable with Retry-After on every route that needs it, and the service recovers by itself', {
-  timeout: 120_000, skip: !PG_URL && 'needs TEST_DATABASE_URL',
+  timeout: 120_000,
+  skip: !PG_URL && 'needs TEST_DATABASE_URL',
 }, async () => {
   const pg = await pgSchema('outage');
   const proxy = await startTcpProxy(hostPort(PG_URL!));
@@ -52,9 +58,17 @@ test('a lost database gives 503 unavailable with Retry-After on every route that
     await proxy.cut();
     await healthBecomes(call, 503, 10_000);
     const during = await everyRoute(call);
-    assert.deepEqual(during.filter((r) => r.status >= 500 && r.code !== 'unavailable' && r.route !== 'GET /health'), [], 'no 5xx but 503 unavailable');
+    assert.deepEqual(
+      during.filter((r) => r.status >= 500 && r.code !== 'unavailable' && r.route !== 'GET /health'),
+      [],
+      'no 5xx but 503 unavailable',
+    );
     const unavailable = during.filter((r) => r.code === 'unavailable');
-    assert.deepEqual(unavailable.filter((r) => r.status !== 503 || r.retryAfter !== '5'), [], 'every unavailable is a 503 with Retry-After');
+    assert.deepEqual(
+      unavailable.filter((r) => r.status !== 503 || r.retryAfter !== '5'),
+      [],
+      'every unavailable is a 503 with Retry-After',
+    );
     const health = during.find((r) => r.route === 'GET /health')!;
     assert.deepEqual([health.status, health.retryAfter], [503, '5'], '/health is 503 with Retry-After too');
     // A route that did not answer 503 did not need the database: it answers as it did with the
@@ -73,19 +87,28 @@ test('a lost database gives 503 unavailable with Retry-After on every route that
     // being replaced (seen once in a loaded full run): it gets the same retryable 503, never anything
     // else, and within a few seconds of retries every request is served again.
     let lateUnavailable = 0;
-    for (const started = Date.now(); ;) {
+    for (const started = Date.now(); ; ) {
       const r = await call('GET', '/.well-known/proof-issuer.json');
       if (r.status === 200) {
         assert.deepEqual(r.body, issuer, 'the same keys as before the outage');
         break;
       }
-      assert.deepEqual([r.status, r.body?.error?.code, r.headers['retry-after']], [503, 'unavailable', '5'], `after recovery: ${r.status} ${JSON.stringify(r.body)}; the service's log:\n${proc.stderr().slice(-4000)}`);
+      assert.deepEqual(
+        [r.status, r.body?.error?.code, r.headers['retry-after']],
+        [503, 'unavailable', '5'],
+        `after recovery: ${r.status} ${JSON.stringify(r.body)}; the service's log:\n${proc.stderr().slice(-4000)}`,
+      );
       lateUnavailable++;
-      assert.ok(Date.now() - started < 10_000, `still 503 ${Date.now() - started} ms after /health recovered; the service's log:\n${proc.stderr().slice(-4000)}`);
+      assert.ok(
+        Date.now() - started < 10_000,
+        `still 503 ${Date.now() - started} ms after /health recovered; the service's log:\n${proc.stderr().slice(-4000)}`,
+      );
       await sleep(200);
     }
     assert.equal((await call('POST', '/v1/agents', { label: 'after the outage' })).status, 201);
-    process.stdout.write(`# outage: ${unavailable.length}/${during.length} routes 503 unavailable; healthy again ${recoveredMs} ms after the database returned; ${lateUnavailable} late 503s after that\n`);
+    process.stdout.write(
+      `# outage: ${unavailable.length}/${during.length} routes 503 unavailable; healthy again ${recoveredMs} ms after the database returned; ${lateUnavailable} late 503s after that\n`,
+    );
     assert.equal(proc.child.exitCode, null, 'the process never exited');
     assert.equal(await proc.stop('SIGTERM'), 0, proc.stderr());
   } finally {

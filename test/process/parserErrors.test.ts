@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { startService, TSX, type Proc } from './proc.ts';
 import { assertRefused, MALFORMED } from './rawHttp.ts';
 
-test('requests the HTTP parser refuses get the error envelope with x-request-id, and the connection is closed', { timeout: 60_000 }, async () => {
+test('requests the HTTP parser refuses get the error envelope with x-request-id, and the connection is closed', {
+  timeout: 60_000,
+}, async () => {
   let proc: Proc | undefined;
   try {
     proc = await startService(TSX, { DATA_DIR: ':memory:' });

@@ -7,7 +7,19 @@
 // another test's (or another checkout's) directories.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -65,7 +77,9 @@ test('a fresh DATA_DIR is created by a child process, serves, and a restart find
   }
 });
 
-test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and the directory is gone after SIGTERM', { timeout: 120_000 }, async () => {
+test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and the directory is gone after SIGTERM', {
+  timeout: 120_000,
+}, async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'escrow-memtmp-'));
   try {
     const s = await startService(TSX, { DATA_DIR: ':memory:', TMPDIR: tmp });
@@ -75,7 +89,16 @@ test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and 
     assert.match(s.stderr(), /"store":"pglite \(memory\)"/);
     assert.match(s.stderr(), /"requestLog":null/);
     const gone = await createAgent(s.url, 'gone');
-    const res = await fetch(`${s.url}/v1/escrows`, { method: 'POST', body: JSON.stringify({ amount: '1', asset: 'USDC', payerAgentId: gone, payeeAgentId: await createAgent(s.url, 'payee'), terms: { description: 'x', checks: [] } }) });
+    const res = await fetch(`${s.url}/v1/escrows`, {
+      method: 'POST',
+      body: JSON.stringify({
+        amount: '1',
+        asset: 'USDC',
+        payerAgentId: gone,
+        payeeAgentId: await createAgent(s.url, 'payee'),
+        terms: { description: 'x', checks: [] },
+      }),
+    });
     assert.equal(res.status, 201, await res.text());
     const issuer = (await (await fetch(`${s.url}/health`)).json()).issuer;
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
@@ -88,7 +111,7 @@ test(':memory: runs in TMPDIR/escrow-settlement-mem-*, locked with its pid, and 
     assert.notEqual((await (await fetch(`${t.url}/health`)).json()).issuer, issuer);
     assert.deepEqual(appliedOf(t.stderr()), appliedOf(s.stderr()), 'the template applied every migration');
     const list = await (await fetch(`${t.url}/v1/escrows`)).json();
-    assert.deepEqual(list.escrows, [], "no escrow of the first sandbox");
+    assert.deepEqual(list.escrows, [], 'no escrow of the first sandbox');
     assert.equal(await t.stop('SIGINT'), 0, t.stderr());
     assert.deepEqual(memDirs(tmp), []);
   } finally {
@@ -107,10 +130,10 @@ test('a :memory: start removes leftovers whose pid is dead and keeps those of a 
     writeFileSync(join(live, LOCK_FILE), `${process.pid}\n`);
     writeFileSync(join(other, LOCK_FILE), `${deadPid()}\n`);
     const s = await startService(TSX, { DATA_DIR: ':memory:', TMPDIR: tmp });
-    assert.ok(!existsSync(dead), 'the dead sandbox\'s directory was removed');
-    assert.ok(existsSync(join(live, 'base')), 'a live process\'s directory is kept');
+    assert.ok(!existsSync(dead), "the dead sandbox's directory was removed");
+    assert.ok(existsSync(join(live, 'base')), "a live process's directory is kept");
     assert.ok(existsSync(other), 'only escrow-settlement-mem-* directories are swept');
-    assert.equal(memDirs(tmp).length, 2, 'the live one and this process\'s');
+    assert.equal(memDirs(tmp).length, 2, "the live one and this process's");
     assert.equal(await s.stop(), 0, s.stderr());
     assert.deepEqual(memDirs(tmp), [`${MEMORY_DIR_PREFIX}live`]);
   } finally {
@@ -135,8 +158,14 @@ test('the sweep (in process): dead or own pid and old lock-less directories go; 
     writeFileSync(join(base, 'other-dead', LOCK_FILE), `${deadPid()}\n`);
     const removed = sweepMemoryDirs(base).sort();
     assert.deepEqual(removed, [at('dead'), at('old'), at('own')]);
-    assert.deepEqual(readdirSync(base).sort(), [`${MEMORY_DIR_PREFIX}file`, `${MEMORY_DIR_PREFIX}fresh`, `${MEMORY_DIR_PREFIX}link`, `${MEMORY_DIR_PREFIX}live`, 'other-dead']);
-    assert.ok(existsSync(target), 'a symlink\'s target is never touched');
+    assert.deepEqual(readdirSync(base).sort(), [
+      `${MEMORY_DIR_PREFIX}file`,
+      `${MEMORY_DIR_PREFIX}fresh`,
+      `${MEMORY_DIR_PREFIX}link`,
+      `${MEMORY_DIR_PREFIX}live`,
+      'other-dead',
+    ]);
+    assert.ok(existsSync(target), "a symlink's target is never touched");
     rmSync(target, { recursive: true, force: true });
     assert.deepEqual(sweepMemoryDirs(join(base, 'missing')), [], 'no temporary directory: nothing to do');
   } finally {
@@ -160,18 +189,28 @@ test('a :memory: start that fails (port in use) removes its directory and says s
   }
 });
 
-test('an initialisation child that fails stops start-up with one line naming DATA_DIR', { skip: process.getuid?.() !== 0 && 'needs root to play another user', timeout: 60_000 }, async () => {
+test('an initialisation child that fails stops start-up with one line naming DATA_DIR', {
+  skip: process.getuid?.() !== 0 && 'needs root to play another user',
+  timeout: 60_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-initfail-'));
   try {
     // nobody may create the lock in DATA_DIR, but not clear the staging directory root left there.
     chmodSync(dir, 0o777);
     mkdirSync(join(dir, '.pglite-init', 'base'), { recursive: true });
     // NODE_V8_COVERAGE off: under c8 the child would inherit a coverage directory it cannot write.
-    const r = await run(TSX_ANYWHERE, { HOME: '/tmp', NODE_V8_COVERAGE: '', PORT: '0', DATA_DIR: dir }, { uid: 65534, gid: 65534, cwd: '/tmp' });
+    const r = await run(
+      TSX_ANYWHERE,
+      { HOME: '/tmp', NODE_V8_COVERAGE: '', PORT: '0', DATA_DIR: dir },
+      { uid: 65534, gid: 65534, cwd: '/tmp' },
+    );
     const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
     assert.equal(r.code, 1, r.stderr);
     assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0], new RegExp(`^escrow-settlement: bad configuration: DATA_DIR: cannot create the embedded database in ${dir} \\(.*EACCES`));
+    assert.match(
+      lines[0],
+      new RegExp(`^escrow-settlement: bad configuration: DATA_DIR: cannot create the embedded database in ${dir} \\(.*EACCES`),
+    );
     assert.ok(!existsSync(join(dir, 'PG_VERSION')));
     assert.ok(!existsSync(join(dir, LOCK_FILE)), 'the lock was released');
   } finally {
@@ -179,12 +218,15 @@ test('an initialisation child that fails stops start-up with one line naming DAT
   }
 });
 
-test('the bundle, run from a folder without node_modules, creates a fresh DATA_DIR in a child and runs :memory:', { timeout: 180_000 }, async () => {
+test('the bundle, run from a folder without node_modules, creates a fresh DATA_DIR in a child and runs :memory:', {
+  timeout: 180_000,
+}, async () => {
   await buildBundle();
   const app = mkdtempSync(join(tmpdir(), 'escrow-bundle-'));
   const tmp = mkdtempSync(join(tmpdir(), 'escrow-memtmp-'));
   try {
-    for (const f of ['escrow-settlement.mjs', 'pglite.wasm', 'pglite.data', 'initdb.wasm']) copyFileSync(join(ROOT, 'dist', f), join(app, f));
+    for (const f of ['escrow-settlement.mjs', 'pglite.wasm', 'pglite.data', 'initdb.wasm'])
+      copyFileSync(join(ROOT, 'dist', f), join(app, f));
     const dataDir = join(app, 'data');
     const a = await startService(['escrow-settlement.mjs'], { DATA_DIR: dataDir }, 90_000, app);
     assert.ok(appliedOf(a.stderr()).length >= 9);

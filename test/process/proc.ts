@@ -14,7 +14,13 @@ export interface Proc {
 }
 
 /** Starts `node <args>` with env; resolves once the service logs that it is listening. */
-export async function startService(args: string[], env: Record<string, string>, timeoutMs = 60_000, cwd = ROOT, exec = process.execPath): Promise<Proc> {
+export async function startService(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  cwd = ROOT,
+  exec = process.execPath,
+): Promise<Proc> {
   const child = spawn(exec, args, {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
@@ -62,9 +68,18 @@ export interface RunOptions {
  * otherwise: a service that gets past its checks must never take the sandbox's default port (a
  * developer's sandbox on 4280 beside `npm test` would make it fail with "already in use").
  */
-export function run(args: string[], env: Record<string, string> = {}, opts: RunOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function run(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: RunOptions = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, uid: opts.uid, gid: opts.gid, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env } });
+    const child = spawn(process.execPath, args, {
+      cwd: opts.cwd ?? ROOT,
+      uid: opts.uid,
+      gid: opts.gid,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -44,13 +44,55 @@ export function rawExchange(url: string, raw: string | Buffer, waitMs = 5_000): 
 }
 
 export const MALFORMED: Array<{ name: string; raw: string; status: number; code: string; message: RegExp }> = [
-  { name: 'two Content-Length headers', raw: 'POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', status: 400, code: 'bad_request', message: /Duplicate Content-Length/ },
-  { name: 'Content-Length with chunked', raw: 'POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', status: 400, code: 'bad_request', message: /Transfer-Encoding can't be present with Content-Length/ },
-  { name: 'headers over 16 KB', raw: `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`, status: 431, code: 'headers_too_large', message: /over 16 KB/ },
-  { name: 'a request line over 16 KB', raw: `GET /v1/escrows/esc_${'x'.repeat(17_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, status: 431, code: 'headers_too_large', message: /over 16 KB/ },
-  { name: 'an HTTP/2 preface', raw: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', status: 400, code: 'bad_request', message: /HTTP\/2 with prior knowledge/ },
-  { name: 'a malformed request line', raw: 'GET /health HTTP/1.1 EXTRA\r\nHost: 127.0.0.1\r\n\r\n', status: 400, code: 'bad_request', message: /malformed HTTP request/ },
-  { name: 'TLS sent to the plain port', raw: '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03', status: 400, code: 'bad_request', message: /malformed HTTP request: Invalid method/ },
+  {
+    name: 'two Content-Length headers',
+    raw: 'POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+    status: 400,
+    code: 'bad_request',
+    message: /Duplicate Content-Length/,
+  },
+  {
+    name: 'Content-Length with chunked',
+    raw: 'POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /Transfer-Encoding can't be present with Content-Length/,
+  },
+  {
+    name: 'headers over 16 KB',
+    raw: `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`,
+    status: 431,
+    code: 'headers_too_large',
+    message: /over 16 KB/,
+  },
+  {
+    name: 'a request line over 16 KB',
+    raw: `GET /v1/escrows/esc_${'x'.repeat(17_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+    status: 431,
+    code: 'headers_too_large',
+    message: /over 16 KB/,
+  },
+  {
+    name: 'an HTTP/2 preface',
+    raw: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /HTTP\/2 with prior knowledge/,
+  },
+  {
+    name: 'a malformed request line',
+    raw: 'GET /health HTTP/1.1 EXTRA\r\nHost: 127.0.0.1\r\n\r\n',
+    status: 400,
+    code: 'bad_request',
+    message: /malformed HTTP request/,
+  },
+  {
+    name: 'TLS sent to the plain port',
+    raw: '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03',
+    status: 400,
+    code: 'bad_request',
+    message: /malformed HTTP request: Invalid method/,
+  },
 ];
 
 /** Asserts the answer to one malformed request. */

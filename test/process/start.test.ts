@@ -53,7 +53,13 @@ test('SIGTERM lets an in-flight request finish before the process exits 0', asyn
 test('a bad configuration value stops start-up with one line naming the variable', async () => {
   const r = await run(TSX, { PORT: 'eighty', DATA_DIR: ':memory:' });
   assert.equal(r.code, 1);
-  assert.equal(r.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn')).length, 1);
+  assert.equal(
+    r.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !l.startsWith('npm warn')).length,
+    1,
+  );
   assert.match(r.stderr, /PORT/);
 });
 

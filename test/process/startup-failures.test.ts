@@ -27,16 +27,19 @@ async function silentServer(): Promise<{ port: number; close: () => Promise<void
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   return {
     port: (s.address() as { port: number }).port,
-    close: () => new Promise<void>((r) => {
-      for (const c of sockets) c.destroy();
-      s.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const c of sockets) c.destroy();
+        s.close(() => r());
+      }),
   };
 }
 
 /** Starts the service with `env`; asserts the one-line failure naming `variable`, and returns how long it took. */
 
-test('bad values, a bad DATA_DIR and a refused or silent DATABASE_URL each stop start-up with one line naming the variable', { timeout: 180_000 }, async () => {
+test('bad values, a bad DATA_DIR and a refused or silent DATABASE_URL each stop start-up with one line naming the variable', {
+  timeout: 180_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-startup-'));
   const silent = await silentServer();
   try {
@@ -50,15 +53,31 @@ test('bad values, a bad DATA_DIR and a refused or silent DATABASE_URL each stop 
     await failsNaming({ DATA_DIR: file }, 'DATA_DIR', /is not a directory/);
     await failsNaming({ DATA_DIR: join(file, 'below') }, 'DATA_DIR', /is not a directory/);
     await failsNaming({ DATABASE_URL: 'mysql://db/escrow' }, 'DATABASE_URL');
-    await failsNaming({ DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${await closedPort()}/test` }, 'DATABASE_URL', /cannot reach Postgres at 127\.0\.0\.1:\d+\/test \(connection refused\)/);
+    await failsNaming(
+      { DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${await closedPort()}/test` },
+      'DATABASE_URL',
+      /cannot reach Postgres at 127\.0\.0\.1:\d+\/test \(connection refused\)/,
+    );
     // A Unix-socket URL (libpq's ?host=/dir) whose socket is not there: named as the socket.
-    await failsNaming({ DATABASE_URL: `postgres://postgres@/test?host=${encodeURIComponent(dir)}` }, 'DATABASE_URL', /cannot reach Postgres at the socket \/.+\/\.s\.PGSQL\.5432 \(database test\) \(no such socket\)/);
-    const silentMs = await failsNaming({ DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${silent.port}/test` }, 'DATABASE_URL', /no answer from Postgres at 127\.0\.0\.1:\d+\/test within 5 s/);
+    await failsNaming(
+      { DATABASE_URL: `postgres://postgres@/test?host=${encodeURIComponent(dir)}` },
+      'DATABASE_URL',
+      /cannot reach Postgres at the socket \/.+\/\.s\.PGSQL\.5432 \(database test\) \(no such socket\)/,
+    );
+    const silentMs = await failsNaming(
+      { DATABASE_URL: `postgres://postgres:s3cret@127.0.0.1:${silent.port}/test` },
+      'DATABASE_URL',
+      /no answer from Postgres at 127\.0\.0\.1:\d+\/test within 5 s/,
+    );
     assert.ok(silentMs >= 5_000, 'waited for the deadline');
     if (PG_URL) {
       const u = new URL(PG_URL);
       u.pathname = '/no_such_database_here';
-      await failsNaming({ DATABASE_URL: u.toString() }, 'DATABASE_URL', /refused the connection \(3D000: database "no_such_database_here" does not exist\)/);
+      await failsNaming(
+        { DATABASE_URL: u.toString() },
+        'DATABASE_URL',
+        /refused the connection \(3D000: database "no_such_database_here" does not exist\)/,
+      );
     }
   } finally {
     await silent.close();
@@ -72,7 +91,9 @@ test('no failure line ever shows the password of DATABASE_URL', async () => {
   assert.doesNotMatch(r.stderr, /hunter2/);
 });
 
-test('a DATA_DIR the process cannot write to is named, as an unprivileged user', { skip: process.getuid?.() !== 0 && 'needs root to play another user' }, async () => {
+test('a DATA_DIR the process cannot write to is named, as an unprivileged user', {
+  skip: process.getuid?.() !== 0 && 'needs root to play another user',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-ro-'));
   try {
     chmodSync(dir, 0o555);
@@ -80,8 +101,16 @@ test('a DATA_DIR the process cannot write to is named, as an unprivileged user',
     chmodSync(join(dir, 'x'), 0o555);
     // NODE_V8_COVERAGE off: under c8 the child would inherit a coverage directory it cannot write.
     const env = { HOME: '/tmp', NODE_V8_COVERAGE: '' };
-    await failsNaming({ ...env, DATA_DIR: join(dir, 'x') }, 'DATA_DIR', /cannot create files in .*\(EACCES/, { uid: 65534, gid: 65534, cwd: '/tmp' });
-    await failsNaming({ ...env, DATA_DIR: join(dir, 'new') }, 'DATA_DIR', /cannot create .*\(EACCES/, { uid: 65534, gid: 65534, cwd: '/tmp' });
+    await failsNaming({ ...env, DATA_DIR: join(dir, 'x') }, 'DATA_DIR', /cannot create files in .*\(EACCES/, {
+      uid: 65534,
+      gid: 65534,
+      cwd: '/tmp',
+    });
+    await failsNaming({ ...env, DATA_DIR: join(dir, 'new') }, 'DATA_DIR', /cannot create .*\(EACCES/, {
+      uid: 65534,
+      gid: 65534,
+      cwd: '/tmp',
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -94,7 +123,11 @@ test('a port in use is reported at once, before the embedded database is opened'
   const dir = mkdtempSync(join(tmpdir(), 'escrow-port-'));
   try {
     // A fresh DATA_DIR: PGlite's first initialisation is what made this take 5.7 s.
-    const ms = await failsNaming({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: join(dir, 'data') }, 'PORT', new RegExp(`127\\.0\\.0\\.1:${port} is already in use`));
+    const ms = await failsNaming(
+      { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: join(dir, 'data') },
+      'PORT',
+      new RegExp(`127\\.0\\.0\\.1:${port} is already in use`),
+    );
     assert.ok(ms < 5_000, `port in use reported in ${ms} ms`);
     await failsNaming({ HOST: '203.0.113.7', SANDBOX_PUBLIC: '1', DATA_DIR: ':memory:' }, 'HOST', /is not an address of this machine/);
   } finally {
@@ -104,7 +137,11 @@ test('a port in use is reported at once, before the embedded database is opened'
 });
 
 test('an open sandbox refuses a non-loopback HOST unless SANDBOX_PUBLIC=1 says so on purpose', async () => {
-  await failsNaming({ HOST: '0.0.0.0', DATA_DIR: ':memory:' }, 'HOST', /0\.0\.0\.0 is not a loopback address and API_KEY is not set.*SANDBOX_PUBLIC=1/);
+  await failsNaming(
+    { HOST: '0.0.0.0', DATA_DIR: ':memory:' },
+    'HOST',
+    /0\.0\.0\.0 is not a loopback address and API_KEY is not set.*SANDBOX_PUBLIC=1/,
+  );
   await failsNaming({ HOST: '::', DATA_DIR: ':memory:' }, 'HOST', /not a loopback address/);
   await failsNaming({ HOST: '0.0.0.0', SANDBOX_PUBLIC: 'maybe', DATA_DIR: ':memory:' }, 'SANDBOX_PUBLIC');
   const s = await startService(TSX, { HOST: '0.0.0.0', SANDBOX_PUBLIC: '1', DATA_DIR: ':memory:' });
@@ -122,9 +159,30 @@ test('the loopback and hosted cases need no SANDBOX_PUBLIC', () => {
 });
 
 // The rule for empty variables (README.md "Configuration"): an empty value is the same as no value.
-const VARIABLES = ['PORT', 'HOST', 'DATABASE_URL', 'DATA_DIR', 'API_KEY', 'SWEEP_INTERVAL_MS', 'WEBHOOK_BACKOFF_MS', 'WEBHOOK_TIMEOUT_MS',
-  'WEBHOOK_ALLOW_PRIVATE', 'RATE_LIMIT_WINDOW_MS', 'RATE_LIMIT_MAX', 'PUBLIC_RATE_LIMIT_MAX', 'VERIFY_RATE_LIMIT_MAX', 'REQUEST_LOG',
-  'REQUEST_LOG_MAX_LINES', 'TRUST_PROXY', 'LOG_ORIGIN', 'CUSTODY', 'CHAIN_RPC_URL', 'CHAIN_ACCOUNT', 'CHAIN_CONFIRM_TIMEOUT_MS', 'SANDBOX_PUBLIC'];
+const VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'API_KEY',
+  'SWEEP_INTERVAL_MS',
+  'WEBHOOK_BACKOFF_MS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_ALLOW_PRIVATE',
+  'RATE_LIMIT_WINDOW_MS',
+  'RATE_LIMIT_MAX',
+  'PUBLIC_RATE_LIMIT_MAX',
+  'VERIFY_RATE_LIMIT_MAX',
+  'REQUEST_LOG',
+  'REQUEST_LOG_MAX_LINES',
+  'TRUST_PROXY',
+  'LOG_ORIGIN',
+  'CUSTODY',
+  'CHAIN_RPC_URL',
+  'CHAIN_ACCOUNT',
+  'CHAIN_CONFIRM_TIMEOUT_MS',
+  'SANDBOX_PUBLIC',
+];
 
 test('an empty variable counts as unset, for every variable', () => {
   const empty = Object.fromEntries(VARIABLES.map((v) => [v, '']));

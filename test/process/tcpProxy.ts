@@ -17,21 +17,23 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     open.add(s);
     s.on('close', () => open.delete(s));
   };
-  const make = (): Server => createServer((client) => {
-    const upstream = connect(target.port, target.host);
-    track(client);
-    track(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  const listen = (server: Server, port: number) => new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
-  });
+  const make = (): Server =>
+    createServer((client) => {
+      const upstream = connect(target.port, target.host);
+      track(client);
+      track(upstream);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+  const listen = (server: Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+    });
   let server: Server | null = make();
   const port = await listen(server, 0);
   const stop = async () => {

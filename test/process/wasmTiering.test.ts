@@ -12,7 +12,15 @@ test('no tiering flag of the operator: Liftoff only', () => {
 });
 
 test('a tiering flag on the command line or in NODE_OPTIONS is kept, in either spelling', () => {
-  for (const argv of [['--no-liftoff-only'], ['--liftoff-only'], ['--wasm-tier-up'], ['--no-wasm-dynamic-tiering'], ['--wasm-tiering-budget=99'], ['--no_liftoff_only'], ['--no-liftoff']]) {
+  for (const argv of [
+    ['--no-liftoff-only'],
+    ['--liftoff-only'],
+    ['--wasm-tier-up'],
+    ['--no-wasm-dynamic-tiering'],
+    ['--wasm-tiering-budget=99'],
+    ['--no_liftoff_only'],
+    ['--no-liftoff'],
+  ]) {
     assert.equal(liftoffOnlyWanted(argv, undefined), false, argv.join(' '));
   }
   assert.equal(liftoffOnlyWanted([], '--max-old-space-size=512  --no-liftoff-only'), false);

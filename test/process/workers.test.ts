@@ -20,7 +20,11 @@ const TERMS = { description: 'a report with a title', checks: [{ kind: 'shape', 
 
 /** A request on a connection of its own (no keep-alive): the cluster hands each one to a worker. */
 function fresh(base: string, method: string, path: string, body?: unknown): Promise<HttpRes> {
-  return rawRequest(base, method, path, { body: body === undefined ? undefined : JSON.stringify(body), keepAlive: false, timeoutMs: 5_000 });
+  return rawRequest(base, method, path, {
+    body: body === undefined ? undefined : JSON.stringify(body),
+    keepAlive: false,
+    timeoutMs: 5_000,
+  });
 }
 
 async function ok(base: string, method: string, path: string, body: unknown, status: number): Promise<any> {
@@ -31,7 +35,10 @@ async function ok(base: string, method: string, path: string, body: unknown, sta
 
 /** The `worker listening` lines so far: slot and pid of each worker that came up. */
 function workerLines(stderr: string): Array<{ slot: number; pid: number; at: string }> {
-  return stderr.split('\n').filter((l) => l.includes('"msg":"worker listening"')).map((l) => JSON.parse(l));
+  return stderr
+    .split('\n')
+    .filter((l) => l.includes('"msg":"worker listening"'))
+    .map((l) => JSON.parse(l));
 }
 
 function parentOf(pid: number): number {
@@ -60,7 +67,13 @@ async function until(what: string, cond: () => boolean, withinMs: number): Promi
 async function lifecycle(base: string, n: number): Promise<any> {
   const payer = (await ok(base, 'POST', '/v1/agents', { label: `payer ${n}` }, 201)).id;
   const payee = (await ok(base, 'POST', '/v1/agents', { label: `payee ${n}` }, 201)).id;
-  const escrow = await ok(base, 'POST', '/v1/escrows', { amount: `${1 + n}.5`, asset: 'USDC', terms: TERMS, payerAgentId: payer, payeeAgentId: payee }, 201);
+  const escrow = await ok(
+    base,
+    'POST',
+    '/v1/escrows',
+    { amount: `${1 + n}.5`, asset: 'USDC', terms: TERMS, payerAgentId: payer, payeeAgentId: payee },
+    201,
+  );
   await ok(base, 'POST', `/v1/escrows/${escrow.id}/fund`, undefined, 200);
   const delivered = await ok(base, 'POST', `/v1/escrows/${escrow.id}/delivery`, { agentId: payee, payload: { title: 'done' } }, 201);
   assert.ok(delivered.proof, `escrow ${escrow.id} closed with a proof`);
@@ -75,7 +88,12 @@ function kill(s: Proc) {
  * One WORKERS=2 instance on a fresh schema (with `requestLog`, its REQUEST_LOG in a temp dir): runs
  * fn, then kills whatever is still running and drops the schema and the dir.
  */
-async function withCluster(schema: string, args: string[], opts: { requestLog?: boolean }, fn: (s: Proc, requestLog: string) => Promise<void>): Promise<void> {
+async function withCluster(
+  schema: string,
+  args: string[],
+  opts: { requestLog?: boolean },
+  fn: (s: Proc, requestLog: string) => Promise<void>,
+): Promise<void> {
   const pg = await pgSchema(schema);
   const dir = mkdtempSync(join(tmpdir(), 'escrow-workers-'));
   const requestLog = join(dir, 'requests.log');
@@ -90,7 +108,10 @@ async function withCluster(schema: string, args: string[], opts: { requestLog?: 
   }
 }
 
-test('WORKERS=2: one listening line, two worker processes of the primary serve requests, and the log stays consistent', { timeout: 120_000, skip: NEEDS_PG }, async () => {
+test('WORKERS=2: one listening line, two worker processes of the primary serve requests, and the log stays consistent', {
+  timeout: 120_000,
+  skip: NEEDS_PG,
+}, async () => {
   await withCluster('workers', TSX, { requestLog: true }, async (s, requestLog) => {
     const err = s.stderr();
     assert.equal(err.match(/"msg":"listening"/g)?.length, 1, `one listening line:\n${err}`);
@@ -103,11 +124,15 @@ test('WORKERS=2: one listening line, two worker processes of the primary serve r
     for (const w of workers) assert.equal(parentOf(w.pid), s.child.pid, `worker ${w.pid} is a child of the primary`);
 
     // Lifecycles in parallel, every request on a new connection: the cluster spreads them.
-    const proofs = (await Promise.all([0, 1, 2, 3].map(async (lane) => {
-      const out = [];
-      for (let i = 0; i < 5; i++) out.push(await lifecycle(s!.url, lane * 10 + i));
-      return out;
-    }))).flat();
+    const proofs = (
+      await Promise.all(
+        [0, 1, 2, 3].map(async (lane) => {
+          const out = [];
+          for (let i = 0; i < 5; i++) out.push(await lifecycle(s!.url, lane * 10 + i));
+          return out;
+        }),
+      )
+    ).flat();
     assert.equal(proofs.length, 20);
     const head = await ok(s.url, 'GET', '/v1/log/head', undefined, 200);
     assert.equal(head.logSize, 20, 'the log holds one leaf per closing');
@@ -117,7 +142,10 @@ test('WORKERS=2: one listening line, two worker processes of the primary serve r
     // Each worker wrote its own request log (flushed on stop): both of them served requests.
     assert.equal(existsSync(requestLog), false, 'no shared request log file');
     const served = [1, 2].map((k) => readFileSync(`${requestLog}.w${k}`, 'utf8').split('\n').filter(Boolean).length);
-    assert.ok(served.every((n) => n > 0), `both workers served requests (request log lines per worker: ${served})`);
+    assert.ok(
+      served.every((n) => n > 0),
+      `both workers served requests (request log lines per worker: ${served})`,
+    );
     assert.equal(served[0] + served[1], 20 * 5 + 1, 'every request logged once');
     process.stdout.write(`# requests per worker: ${served.join(', ')}\n`);
   });
@@ -149,7 +177,12 @@ test('a SIGKILLed worker is logged and replaced while the service keeps answerin
     stop = true;
     await Promise.all(lanes);
 
-    const exited = JSON.parse(s.stderr().split('\n').find((l) => l.includes('"msg":"worker exited"'))!);
+    const exited = JSON.parse(
+      s
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('"msg":"worker exited"'))!,
+    );
     assert.deepEqual([exited.slot, exited.pid, exited.code, exited.signal], [victim.slot, victim.pid, null, 'SIGKILL']);
     const replacement = workerLines(s.stderr())[2];
     assert.equal(replacement.slot, victim.slot, 'the replacement takes the slot of the killed worker');
@@ -159,17 +192,24 @@ test('a SIGKILLed worker is logged and replaced while the service keeps answerin
     // Only requests the killed worker held can fail: at most one per lane.
     assert.ok(failures.length <= 2, `at most the killed worker's in-flight requests failed: ${failures.join(' | ')}`);
     assert.equal(s.stderr().match(/"msg":"listening"/g)?.length, 1, 'no second listening line');
-    process.stdout.write(`# ${answered} answered, ${failures.length} failed around the kill: ${failures.join(" | ")}\n`);
+    process.stdout.write(`# ${answered} answered, ${failures.length} failed around the kill: ${failures.join(' | ')}\n`);
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
     for (const w of [survivor, replacement]) assert.equal(alive(w.pid), false);
     // The replacement took its share of the port's connections (its lines follow the killed worker's in the slot's file).
     const upAt = Date.parse(replacement.at);
-    const byReplacement = readFileSync(`${requestLog}.w${victim.slot}`, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => Date.parse(r.at) >= upAt);
+    const byReplacement = readFileSync(`${requestLog}.w${victim.slot}`, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((r) => Date.parse(r.at) >= upAt);
     assert.ok(byReplacement.length > 0, 'the replacement served requests');
   });
 });
 
-test('SIGTERM to the primary lets an in-flight request finish in its worker, then every worker and the primary exit 0', { timeout: 60_000, skip: NEEDS_PG }, async () => {
+test('SIGTERM to the primary lets an in-flight request finish in its worker, then every worker and the primary exit 0', {
+  timeout: 60_000,
+  skip: NEEDS_PG,
+}, async () => {
   await withCluster('workers_term', TSX, {}, async (s) => {
     const workers = workerLines(s.stderr());
     // A slow request: a body that trickles in over ~800 ms.
@@ -194,24 +234,31 @@ test('SIGTERM to the primary lets an in-flight request finish in its worker, the
   });
 });
 
-test('SIGTERM to the workers and the primary at once (systemd KillMode=control-group): no restart, no crash, exit 0', { timeout: 60_000, skip: NEEDS_PG }, async () => {
+test('SIGTERM to the workers and the primary at once (systemd KillMode=control-group): no restart, no crash, exit 0', {
+  timeout: 60_000,
+  skip: NEEDS_PG,
+}, async () => {
   await withCluster('workers_cgroup', TSX, {}, async (s) => {
     const workers = workerLines(s.stderr());
     for (const w of workers) process.kill(w.pid, 'SIGTERM');
     s.child.kill('SIGTERM');
     assert.equal(await s.exited, 0, s.stderr());
-    assert.doesNotMatch(s.stderr(), /worker exited/, "not logged as a crash");
+    assert.doesNotMatch(s.stderr(), /worker exited/, 'not logged as a crash');
     assert.equal(workerLines(s.stderr()).length, 2, 'nothing was restarted');
   });
 });
 
-test('a worker that keeps dying (5 times within 60 s) stops the instance with one line and exit 1', { timeout: 90_000, skip: NEEDS_PG }, async () => {
+test('a worker that keeps dying (5 times within 60 s) stops the instance with one line and exit 1', {
+  timeout: 90_000,
+  skip: NEEDS_PG,
+}, async () => {
   await withCluster('workers_loop', TSX, {}, async (s) => {
     for (let i = 0; i < 5; i++) {
       const slot1: Array<{ slot: number; pid: number; at: string }> = workerLines(s.stderr()).filter((w) => w.slot === 1);
       assert.equal(slot1.length, i + 1);
       process.kill(slot1[i].pid, 'SIGKILL');
-      if (i < 4) await until(`replacement ${i + 1} of slot 1`, () => workerLines(s!.stderr()).filter((w) => w.slot === 1).length === i + 2, 30_000);
+      if (i < 4)
+        await until(`replacement ${i + 1} of slot 1`, () => workerLines(s!.stderr()).filter((w) => w.slot === 1).length === i + 2, 30_000);
     }
     assert.equal(await s.exited, 1, s.stderr());
     assert.match(s.stderr(), /^escrow-settlement: worker 1 exited 5 times within 60 s .*; stopping all workers$/m);
@@ -244,14 +291,20 @@ test('bad WORKERS values, and WORKERS > 1 without DATABASE_URL, are one line nam
   await failsNaming({ WORKERS: '65', DATABASE_URL: db }, 'WORKERS', /got "65"/);
 });
 
-test('WORKERS=2: a port in use and an unreachable database are one line each, printed once, exit 1 within 10 s', { timeout: 60_000 }, async () => {
+test('WORKERS=2: a port in use and an unreachable database are one line each, printed once, exit 1 within 10 s', {
+  timeout: 60_000,
+}, async () => {
   const holder = createServer();
   await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
   const port = (holder.address() as { port: number }).port;
   try {
     const db = `postgres://postgres@127.0.0.1:${await closedPort()}/none`;
     // The port is bound before the database is opened, so the unreachable database is not reached.
-    const ms = await failsNaming({ WORKERS: '2', PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db }, 'PORT', new RegExp(`127\\.0\\.0\\.1:${port} is already in use`));
+    const ms = await failsNaming(
+      { WORKERS: '2', PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db },
+      'PORT',
+      new RegExp(`127\\.0\\.0\\.1:${port} is already in use`),
+    );
     process.stdout.write(`# WORKERS=2, port in use: ${ms} ms\n`);
     await failsNaming({ WORKERS: '3', DATABASE_URL: db }, 'DATABASE_URL', /cannot reach Postgres/);
   } finally {

@@ -20,13 +20,17 @@ test('where the request log goes: DATA_DIR/requests.log, none with :memory: or w
   assert.equal(parseConfig({ DATABASE_URL: pg, REQUEST_LOG: '/var/log/escrow.log' }).requestLog, '/var/log/escrow.log');
 });
 
-test('a process on DATABASE_URL without DATA_DIR leaves its working directory empty', { timeout: 60_000, skip: !PG_URL && 'needs TEST_DATABASE_URL' }, async () => {
+test('a process on DATABASE_URL without DATA_DIR leaves its working directory empty', {
+  timeout: 60_000,
+  skip: !PG_URL && 'needs TEST_DATABASE_URL',
+}, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'escrow-cwd-'));
   const pg = await pgSchema('cwd');
   try {
     const s = await startService(TSX_ANYWHERE, { DATABASE_URL: pg.url }, 60_000, cwd);
     assert.match(s.stderr(), /"requestLog":null/);
-    for (let i = 0; i < 5; i++) assert.equal((await fetch(`${s.url}/v1/agents`, { method: 'POST', body: `{"label":"a${i}"}` })).status, 201);
+    for (let i = 0; i < 5; i++)
+      assert.equal((await fetch(`${s.url}/v1/agents`, { method: 'POST', body: `{"label":"a${i}"}` })).status, 201);
     assert.equal(await s.stop(), 0, s.stderr());
     assert.deepEqual(readdirSync(cwd), []);
   } finally {

@@ -22,7 +22,12 @@ import { fetchTransport } from '../../src/webhooks/transport.ts';
 import { caller, counts, ok, report } from './lib.ts';
 
 const ROOT = 'root-secret-reliability-auth-0123456789';
-const LIMITS = { PUBLIC_RATE_LIMIT_MAX: '1000000000', VERIFY_RATE_LIMIT_MAX: '1000000000', RATE_LIMIT_MAX: '1000000000', AUTH_FAIL_RATE_LIMIT_MAX: '1000000000' };
+const LIMITS = {
+  PUBLIC_RATE_LIMIT_MAX: '1000000000',
+  VERIFY_RATE_LIMIT_MAX: '1000000000',
+  RATE_LIMIT_MAX: '1000000000',
+  AUTH_FAIL_RATE_LIMIT_MAX: '1000000000',
+};
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 
 /** Every response seen, for the secret scan (mint answers, which show the secret once, excepted). */
@@ -32,10 +37,14 @@ function harness(kind: StoreKind, db: Db, env: Record<string, string>, deps: Par
   const config = parseConfig({ DATA_DIR: ':memory:', ...LIMITS, ...env });
   const app = createApp({ db, config, ...deps });
   return {
-    kind, app, db, config,
+    kind,
+    app,
+    db,
+    config,
     req: requester(app, (method, path, res, text) => {
       counts.requests++;
-      if (!(method === 'POST' && path === '/v1/admin/keys' && res.status === 201)) seen.push(`${method} ${path} ${res.status} ${JSON.stringify([...res.headers])} ${text}`);
+      if (!(method === 'POST' && path === '/v1/admin/keys' && res.status === 201))
+        seen.push(`${method} ${path} ${res.status} ${JSON.stringify([...res.headers])} ${text}`);
     }),
     close: async () => {},
   };
@@ -50,7 +59,10 @@ const fakeDns = (answers: Record<string, string[]>) => ({
   lookupAll: ((hostname, _options, cb) => {
     const a = answers[hostname];
     if (!a) return cb(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-    cb(null, a.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })));
+    cb(
+      null,
+      a.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })),
+    );
   }) as LookupAll,
 });
 
@@ -91,8 +103,20 @@ for (const kind of STORES) {
       const roots = a.app.routes.filter((d) => d.access === 'root');
       assert.ok(roots.length >= 6);
       const spellings = (p: string) => [
-        p, `${p}/`, p.replace('/v1/', '/v1//'), p.toUpperCase(), p.replace('/admin/', '/ADMIN/'), p.replace('/admin/', '/admin%2F'), p.replace('/v1/admin/', '/v1/escrows/../admin/'),
-        p.replace('/v1/admin/', '/v1/escrows/%2e%2e/admin/'), p.replace('/v1/admin/', '/v1/./admin/'), `${p};x=1`, `${p}?admin=1`, `${p}%00`, `${p}%20`, p.replace('/admin', '/%61dmin'),
+        p,
+        `${p}/`,
+        p.replace('/v1/', '/v1//'),
+        p.toUpperCase(),
+        p.replace('/admin/', '/ADMIN/'),
+        p.replace('/admin/', '/admin%2F'),
+        p.replace('/v1/admin/', '/v1/escrows/../admin/'),
+        p.replace('/v1/admin/', '/v1/escrows/%2e%2e/admin/'),
+        p.replace('/v1/admin/', '/v1/./admin/'),
+        `${p};x=1`,
+        `${p}?admin=1`,
+        `${p}%00`,
+        `${p}%20`,
+        p.replace('/admin', '/%61dmin'),
       ];
       let tried = 0;
       for (const def of roots) {
@@ -101,11 +125,20 @@ for (const kind of STORES) {
             const r = await a.req(method, path, method === 'GET' ? undefined : {}, bearer(k.secret));
             tried++;
             assert.ok(r.status >= 400, `${method} ${path} answered ${r.status} ${r.text.slice(0, 200)} to a minted key`);
-            assert.ok(['forbidden', 'not_found', 'bad_request', 'method_not_allowed'].includes(r.body?.error?.code), `${method} ${path}: ${r.status} ${r.text.slice(0, 200)}`);
+            assert.ok(
+              ['forbidden', 'not_found', 'bad_request', 'method_not_allowed'].includes(r.body?.error?.code),
+              `${method} ${path}: ${r.status} ${r.text.slice(0, 200)}`,
+            );
           }
         }
       }
-      for (const [h, v] of [['x-original-url', '/v1/admin/keys'], ['x-rewrite-url', '/v1/admin/keys'], ['x-http-method-override', 'DELETE'], ['x-forwarded-prefix', '/v1/admin'], ['x-forwarded-for', '127.0.0.1']]) {
+      for (const [h, v] of [
+        ['x-original-url', '/v1/admin/keys'],
+        ['x-rewrite-url', '/v1/admin/keys'],
+        ['x-http-method-override', 'DELETE'],
+        ['x-forwarded-prefix', '/v1/admin'],
+        ['x-forwarded-for', '127.0.0.1'],
+      ]) {
         const r = await a.req('GET', '/v1/escrows?limit=1', undefined, { ...bearer(k.secret), [h]: v });
         tried++;
         assert.equal(r.status, 200, r.text);
@@ -117,7 +150,11 @@ for (const kind of STORES) {
         assert.equal(r.body?.error?.code, 'forbidden', `${def.path}: ${r.text}`);
       }
       assert.equal((await a.req('GET', '/.well-known/proof-issuer.json')).body.keys.length, issuersBefore, 'no rotation happened');
-      assert.equal((await a.req('GET', '/v1/admin/keys', undefined, bearer(ROOT))).body.keys.length, keysBefore, 'no key was minted or revoked');
+      assert.equal(
+        (await a.req('GET', '/v1/admin/keys', undefined, bearer(ROOT))).body.keys.length,
+        keysBefore,
+        'no key was minted or revoked',
+      );
       process.stdout.write(`# ${kind}: ${tried} admin attempts with a minted key, all refused\n`);
     });
 
@@ -142,15 +179,28 @@ for (const kind of STORES) {
         const next = await b.req('GET', '/v1/escrows?limit=1', undefined, bearer(k.secret));
         assert.equal(next.status, 401, `the next request after revocation: ${next.status}`);
         assert.equal(next.body.error.code, 'unauthorized');
-        const burst = await Promise.all(Array.from({ length: 6 }, (_, j) => (j % 2 ? a : b).req('POST', '/v1/agents', {}, bearer(k.secret))));
-        assert.deepEqual(burst.map((r) => r.status), Array(6).fill(401));
+        const burst = await Promise.all(
+          Array.from({ length: 6 }, (_, j) => (j % 2 ? a : b).req('POST', '/v1/agents', {}, bearer(k.secret))),
+        );
+        assert.deepEqual(
+          burst.map((r) => r.status),
+          Array(6).fill(401),
+        );
         for (const s of await inflight) assert.equal(s, 401, 'a request started after the revocation answered');
       }
     });
 
     test('no response carries a secret: every route walked with the root key, a minted key, near-miss keys and none', async () => {
       const k = await mint('scan');
-      const near = [`${ROOT}x`, ROOT.slice(0, -1), ROOT.toUpperCase(), `${k.secret}x`, k.secret.slice(0, -1), k.secret.toUpperCase(), `esk_${ROOT}`];
+      const near = [
+        `${ROOT}x`,
+        ROOT.slice(0, -1),
+        ROOT.toUpperCase(),
+        `${k.secret}x`,
+        k.secret.slice(0, -1),
+        k.secret.toUpperCase(),
+        `esk_${ROOT}`,
+      ];
       for (const def of a.app.routes) {
         if (/rotate/.test(def.path) || (def.method === 'DELETE' && def.path.startsWith('/v1/admin'))) continue;
         for (const key of [ROOT, k.secret, ...near, '']) {
@@ -160,9 +210,18 @@ for (const kind of STORES) {
       await a.req('GET', '/v1/admin/metrics', undefined, bearer(ROOT));
       await a.req('GET', '/v1/admin/rate', undefined, bearer(ROOT));
       const listed = (await a.req('GET', '/v1/admin/keys', undefined, bearer(ROOT))).body.keys;
-      for (const rec of listed) assert.deepEqual(Object.keys(rec).filter((f) => /secret|hash/i.test(f)), [], 'key records carry no secret or hash');
+      for (const rec of listed)
+        assert.deepEqual(
+          Object.keys(rec).filter((f) => /secret|hash/i.test(f)),
+          [],
+          'key records carry no secret or hash',
+        );
       const leaks = seen.filter((s) => secrets.some((x) => s.includes(x)));
-      assert.deepEqual(leaks.map((s) => s.slice(0, 200)), [], `${leaks.length} of ${seen.length} responses carry a secret`);
+      assert.deepEqual(
+        leaks.map((s) => s.slice(0, 200)),
+        [],
+        `${leaks.length} of ${seen.length} responses carry a secret`,
+      );
       const rows = JSON.stringify(await a.db.query('SELECT * FROM api_keys'));
       for (const x of secrets.slice(1)) assert.ok(!rows.includes(x), 'the database keeps no minted secret');
       process.stdout.write(`# ${kind}: ${seen.length} responses scanned for ${secrets.length} secrets\n`);
@@ -172,14 +231,53 @@ for (const kind of STORES) {
       const rx = await receiver();
       try {
         const port = new URL(rx.url).port;
-        const dns = fakeDns({ 'rebind.test': ['93.184.216.34'], 'internal.test': ['10.0.0.5'], 'mixed.test': ['93.184.216.34', '127.0.0.1'], 'v6.test': ['::ffff:127.0.0.1'], 'nat64.test': ['64:ff9b::7f00:1'] });
+        const dns = fakeDns({
+          'rebind.test': ['93.184.216.34'],
+          'internal.test': ['10.0.0.5'],
+          'mixed.test': ['93.184.216.34', '127.0.0.1'],
+          'v6.test': ['::ffff:127.0.0.1'],
+          'nat64.test': ['64:ff9b::7f00:1'],
+        });
         const hosted = harness(kind, a.db, { API_KEY: ROOT }, { resolveHost: dns.resolveHost });
         const refused = [
-          `http://127.0.0.1:${port}/hook`, 'http://127.1/', 'http://2130706433/', 'http://0x7f000001/', 'http://0177.0.0.1/', 'http://0/', 'http://localhost/', 'http://a.localhost/',
-          'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://[0:0:0:0:0:ffff:127.0.0.1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[::]/',
-          'http://0.0.0.0/', 'http://10.0.0.1/', 'http://172.16.0.1/', 'http://192.168.1.1/', 'http://169.254.169.254/latest/meta-data/', 'http://100.64.0.1/', 'http://[fc00::1]/', 'http://[fe80::1%25eth0]/',
-          'http://224.0.0.1/', 'http://[ff02::1]/', 'http://255.255.255.255/', 'http://198.18.0.1/', 'http://１２７.０.０.１/', 'http://127.0.0.1.:80/', 'http://[::127.0.0.1]/',
-          'http://internal.test/', 'http://mixed.test/', 'http://v6.test/', 'http://nat64.test/', 'http://nxdomain.test/', 'file:///etc/passwd', 'gopher://127.0.0.1:6379/_INFO', 'http://user:pw@93.184.216.34/',
+          `http://127.0.0.1:${port}/hook`,
+          'http://127.1/',
+          'http://2130706433/',
+          'http://0x7f000001/',
+          'http://0177.0.0.1/',
+          'http://0/',
+          'http://localhost/',
+          'http://a.localhost/',
+          'http://[::1]/',
+          'http://[::ffff:127.0.0.1]/',
+          'http://[::ffff:7f00:1]/',
+          'http://[0:0:0:0:0:ffff:127.0.0.1]/',
+          'http://[64:ff9b::7f00:1]/',
+          'http://[2002:7f00:1::]/',
+          'http://[::]/',
+          'http://0.0.0.0/',
+          'http://10.0.0.1/',
+          'http://172.16.0.1/',
+          'http://192.168.1.1/',
+          'http://169.254.169.254/latest/meta-data/',
+          'http://100.64.0.1/',
+          'http://[fc00::1]/',
+          'http://[fe80::1%25eth0]/',
+          'http://224.0.0.1/',
+          'http://[ff02::1]/',
+          'http://255.255.255.255/',
+          'http://198.18.0.1/',
+          'http://１２７.０.０.１/',
+          'http://127.0.0.1.:80/',
+          'http://[::127.0.0.1]/',
+          'http://internal.test/',
+          'http://mixed.test/',
+          'http://v6.test/',
+          'http://nat64.test/',
+          'http://nxdomain.test/',
+          'file:///etc/passwd',
+          'gopher://127.0.0.1:6379/_INFO',
+          'http://user:pw@93.184.216.34/',
         ];
         for (const url of refused) {
           const r = await hosted.req('POST', '/v1/webhooks', { url }, bearer(ROOT));
@@ -197,7 +295,14 @@ for (const kind of STORES) {
         const payer = (await hosted.req('POST', '/v1/agents', {}, bearer(ROOT))).body.id;
         const payee = (await hosted.req('POST', '/v1/agents', {}, bearer(ROOT))).body.id;
         const escrow = async () => {
-          const e = (await hosted.req('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee }, bearer(ROOT))).body;
+          const e = (
+            await hosted.req(
+              'POST',
+              '/v1/escrows',
+              { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee },
+              bearer(ROOT),
+            )
+          ).body;
           await hosted.req('POST', `/v1/escrows/${e.id}/fund`, undefined, bearer(ROOT));
         };
         const send = async (transport: AppDeps['webhookTransport']) => {
@@ -210,11 +315,15 @@ for (const kind of STORES) {
         await escrow();
         await send(createNodeTransport({ lookupAll: fakeDns({ 'rebind.test': ['127.0.0.1'] }).lookupAll }));
         assert.equal(rx.seen, 0, 'the receiver on 127.0.0.1 was never reached');
-        const errors = await a.db.query<{ last_error: string }>(`SELECT last_error FROM outbox WHERE last_error IS NOT NULL UNION ALL SELECT last_error FROM dead_letters`);
+        const errors = await a.db.query<{ last_error: string }>(
+          `SELECT last_error FROM outbox WHERE last_error IS NOT NULL UNION ALL SELECT last_error FROM dead_letters`,
+        );
         assert.ok(errors.length > 0 && errors.every((r) => /refused/.test(r.last_error)), JSON.stringify(errors.slice(0, 5)));
         await open.req('DELETE', '/v1/webhooks', { url: rx.url });
         await hosted.req('DELETE', '/v1/webhooks', { url: `http://rebind.test:${port}/hook` }, bearer(ROOT));
-        process.stdout.write(`# ${kind}: ${refused.length} private targets refused at registration; ${errors.length} delivery attempts refused at connect time\n`);
+        process.stdout.write(
+          `# ${kind}: ${refused.length} private targets refused at registration; ${errors.length} delivery attempts refused at connect time\n`,
+        );
       } finally {
         await rx.close();
       }
@@ -222,18 +331,27 @@ for (const kind of STORES) {
   });
 }
 
-test('a hosted process logs no secret: request log and stderr after root, minted, revoked and near-miss keys', { timeout: 120_000 }, async () => {
+test('a hosted process logs no secret: request log and stderr after root, minted, revoked and near-miss keys', {
+  timeout: 120_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-auth-'));
   let proc: Proc | undefined;
   try {
-    proc = await startService(TSX, { DATA_DIR: ':memory:', API_KEY: ROOT, HOST: '127.0.0.1', REQUEST_LOG: join(dir, 'requests.log'), ...LIMITS });
+    proc = await startService(TSX, {
+      DATA_DIR: ':memory:',
+      API_KEY: ROOT,
+      HOST: '127.0.0.1',
+      REQUEST_LOG: join(dir, 'requests.log'),
+      ...LIMITS,
+    });
     counts.restarts++;
     const root = caller(proc.url, bearer(ROOT));
     const minted = await ok(root, 'POST', '/v1/admin/keys', { label: 'logged' }, 201);
     const asKey = caller(proc.url, bearer(minted.secret));
     await ok(asKey, 'POST', '/v1/agents', { label: 'x' }, 201);
     assert.equal((await asKey('GET', '/v1/admin/metrics')).status, 403);
-    for (const wrong of [`${ROOT}x`, `${minted.secret}x`, minted.secret.toUpperCase()]) assert.equal((await caller(proc.url, bearer(wrong))('GET', '/v1/escrows')).status, 401);
+    for (const wrong of [`${ROOT}x`, `${minted.secret}x`, minted.secret.toUpperCase()])
+      assert.equal((await caller(proc.url, bearer(wrong))('GET', '/v1/escrows')).status, 401);
     await ok(root, 'DELETE', `/v1/admin/keys/${minted.id}`);
     assert.equal((await asKey('GET', '/v1/escrows')).status, 401);
     await ok(root, 'GET', '/v1/admin/metrics');

@@ -17,7 +17,9 @@ function once(url: string, path: string, localAddress: string, timeoutMs = 60_00
   const u = new URL(url);
   const started = performance.now();
   return new Promise((resolve) => {
-    const s = connect({ port: Number(u.port), host: u.hostname, localAddress }, () => s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+    const s = connect({ port: Number(u.port), host: u.hostname, localAddress }, () =>
+      s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`),
+    );
     let head = '';
     const timer = setTimeout(() => s.destroy(), timeoutMs);
     s.on('data', (d) => {
@@ -69,12 +71,15 @@ function burstProcess(url: string, n: number): Promise<{ tally: Record<string, n
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 
-test('a 4,000-connection burst from one client: the other client\'s health probe is answered (median fast, slowest reported); the burst gets 200s and 429s, never a 5xx or no answer', { timeout: 300_000 }, async () => {
+test("a 4,000-connection burst from one client: the other client's health probe is answered (median fast, slowest reported); the burst gets 200s and 429s, never a 5xx or no answer", {
+  timeout: 300_000,
+}, async () => {
   let proc: Proc | undefined;
   try {
     proc = await startService(TSX, { DATA_DIR: ':memory:' }, 90_000);
     // Something for the burst's reads to read.
-    for (let i = 0; i < 20; i++) await fetch(`${proc.url}/v1/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"label":"x"}' });
+    for (let i = 0; i < 20; i++)
+      await fetch(`${proc.url}/v1/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"label":"x"}' });
     const baseline: number[] = [];
     for (let i = 0; i < 20; i++) baseline.push((await once(proc.url, '/health', '127.0.0.1')).ms);
 
@@ -86,7 +91,10 @@ test('a 4,000-connection burst from one client: the other client\'s health probe
       while (bursting) {
         const r = await once(proc!.url, '/health', '127.0.0.1');
         probes.push(r.ms);
-        if (r.ms > 200) process.stdout.write(`# slow probe ${Math.round(r.ms)} ms, started ${Math.round(performance.now() - r.ms - t0)} ms into the burst\n`);
+        if (r.ms > 200)
+          process.stdout.write(
+            `# slow probe ${Math.round(r.ms)} ms, started ${Math.round(performance.now() - r.ms - t0)} ms into the burst\n`,
+          );
         probeStatuses.push(r.status);
         await sleep(25);
       }
@@ -97,13 +105,24 @@ test('a 4,000-connection burst from one client: the other client\'s health probe
     await probing;
 
     const tally = new Map<number, number>(Object.entries(burst.tally).map(([k, v]) => [k === 'no answer' ? 0 : Number(k), v]));
-    const shown = [...tally].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}:${n}`).join(' ');
+    const shown = [...tally]
+      .sort((a, b) => a[0] - b[0])
+      .map(([s, n]) => `${s}:${n}`)
+      .join(' ');
     const p50 = Math.round(quantile(probes, 0.5));
     const p99 = Math.round(quantile(probes, 0.99));
     const max = Math.round(Math.max(...probes));
-    process.stdout.write(`# burst ${BURST} connections in ${Math.round(burstMs)} ms: ${shown}; health probes=${probes.length} baseline p50=${Math.round(quantile(baseline, 0.5))} ms, during p50=${p50} p99=${p99} max=${max} ms\n`);
-    assert.ok(probeStatuses.every((s) => s === 200), `probe statuses: ${probeStatuses.join(',')}`);
-    assert.ok([...tally.keys()].every((s) => s === 200 || s === 429 || s === 408), `burst statuses: ${shown}`);
+    process.stdout.write(
+      `# burst ${BURST} connections in ${Math.round(burstMs)} ms: ${shown}; health probes=${probes.length} baseline p50=${Math.round(quantile(baseline, 0.5))} ms, during p50=${p50} p99=${p99} max=${max} ms\n`,
+    );
+    assert.ok(
+      probeStatuses.every((s) => s === 200),
+      `probe statuses: ${probeStatuses.join(',')}`,
+    );
+    assert.ok(
+      [...tally.keys()].every((s) => s === 200 || s === 429 || s === 408),
+      `burst statuses: ${shown}`,
+    );
     assert.ok((tally.get(429) ?? 0) > 0, 'the cap refused part of the burst');
     assert.ok(probes.length >= 3, `only ${probes.length} probes ran during the burst`);
     // The typical probe is served at once; the slowest is reported, not bounded: on a loaded 2-core
@@ -112,7 +131,16 @@ test('a 4,000-connection burst from one client: the other client\'s health probe
     counts.requests += BURST + probes.length + baseline.length;
     counts.maxLatencyMs = Math.max(counts.maxLatencyMs, max);
     assert.equal(await proc.stop(), 0);
-    report('connection burst', { burstConnections: BURST, burst200: tally.get(200) ?? 0, burst429: tally.get(429) ?? 0, burstMs: Math.round(burstMs), probes: probes.length, probeP50Ms: p50, probeP99Ms: p99, probeMaxMs: max });
+    report('connection burst', {
+      burstConnections: BURST,
+      burst200: tally.get(200) ?? 0,
+      burst429: tally.get(429) ?? 0,
+      burstMs: Math.round(burstMs),
+      probes: probes.length,
+      probeP50Ms: p50,
+      probeP99Ms: p99,
+      probeMaxMs: max,
+    });
   } finally {
     if (proc && proc.child.exitCode === null) proc.child.kill('SIGKILL');
   }

@@ -17,7 +17,8 @@ import { Load } from './load.ts';
 const ROUNDS = Number(process.env.RELIABILITY_KILLS ?? 10);
 const SWEEP_MS = 150;
 const WEBHOOK_TIMEOUT_MS = 1000;
-const FAILURE_LINES = /"msg":"(request failed|sweep failed|sweep could not close an escrow|webhook claim failed|webhook delivery could not be recorded|adapter error)"/;
+const FAILURE_LINES =
+  /"msg":"(request failed|sweep failed|sweep could not close an escrow|webhook claim failed|webhook delivery could not be recorded|adapter error)"/;
 
 async function crashRun(store: 'pglite' | 'postgres') {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-crash-'));
@@ -68,14 +69,20 @@ async function crashRun(store: 'pglite' | 'postgres') {
       const startMs = Date.now() - t0;
       call = caller(proc.url);
       const a = await audit(call, { sweepIntervalMs: SWEEP_MS, receivers, seen, webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
-      rounds.push(`round ${round}: killed after ${killAfter} ms, ${load.stats.matters} matters, restart ${startMs} ms; audit: ${a.escrows} escrows, ${a.closed} closed, ${a.proofs} proofs, ${a.events} events, ${a.retried} custody retries, sweep ${a.sweepWaitMs} ms, webhooks ${a.webhookWaitMs} ms, rss ${rssMb(proc.child.pid!)} MB`);
+      rounds.push(
+        `round ${round}: killed after ${killAfter} ms, ${load.stats.matters} matters, restart ${startMs} ms; audit: ${a.escrows} escrows, ${a.closed} closed, ${a.proofs} proofs, ${a.events} events, ${a.retried} custody retries, sweep ${a.sweepWaitMs} ms, webhooks ${a.webhookWaitMs} ms, rss ${rssMb(proc.child.pid!)} MB`,
+      );
     }
     // Every deadline passes: four days on, only never-funded escrows may stay open.
     await ok(call, 'POST', '/v1/sandbox/clock', { advanceSeconds: 4 * 86_400 });
     const last = await audit(call, { sweepIntervalMs: SWEEP_MS, receivers, seen, webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     const { escrows } = await ok(call, 'GET', '/v1/escrows');
     const open = escrows.filter((e: any) => !CLOSED.has(e.state) && e.state !== 'created');
-    assert.deepEqual(open.map((e: any) => `${e.id} ${e.state} ${JSON.stringify(e.custody)}`), [], 'after every deadline passed, only never-funded escrows are open');
+    assert.deepEqual(
+      open.map((e: any) => `${e.id} ${e.state} ${JSON.stringify(e.custody)}`),
+      [],
+      'after every deadline passed, only never-funded escrows are open',
+    );
     rounds.push(`final: ${last.escrows} escrows, ${last.closed} closed, ${last.proofs} proofs, ${last.events} events`);
     // Deliveries verify against the pinned key (a sample of 200 per receiver).
     for (const rx of receivers) for (const g of rx.got.slice(-200)) assert.equal(verifyWebhook(g.body, g.headers, signingKey).ok, true);
@@ -83,7 +90,10 @@ async function crashRun(store: 'pglite' | 'postgres') {
     assert.deepEqual(anomalies, [], 'every request of the load got an answer its flow allows');
     assert.equal(await proc.stop('SIGTERM'), 0, proc.stderr());
     for (const p of procs) {
-      const bad = p.stderr().split('\n').filter((l) => FAILURE_LINES.test(l));
+      const bad = p
+        .stderr()
+        .split('\n')
+        .filter((l) => FAILURE_LINES.test(l));
       assert.deepEqual(bad, [], 'no process logged a failure');
     }
     process.stdout.write(`# ${store}: ${rounds.join('\n# ')}\n`);
@@ -98,6 +108,12 @@ async function crashRun(store: 'pglite' | 'postgres') {
   }
 }
 
-test(`crash recovery on PGlite: ${ROUNDS} SIGKILLs under mixed load, audited after every restart`, { timeout: 360_000 }, () => crashRun('pglite'));
+test(`crash recovery on PGlite: ${ROUNDS} SIGKILLs under mixed load, audited after every restart`, { timeout: 360_000 }, () =>
+  crashRun('pglite'),
+);
 
-test(`crash recovery on Postgres: ${ROUNDS} SIGKILLs under mixed load, audited after every restart`, { timeout: 360_000, skip: !PG_URL && 'needs TEST_DATABASE_URL' }, () => crashRun('postgres'));
+test(
+  `crash recovery on Postgres: ${ROUNDS} SIGKILLs under mixed load, audited after every restart`,
+  { timeout: 360_000, skip: !PG_URL && 'needs TEST_DATABASE_URL' },
+  () => crashRun('postgres'),
+);

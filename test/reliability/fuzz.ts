@@ -144,19 +144,81 @@ const DEEP = '"__deep_placeholder__"';
 export const deepArrays = (n: number) => '['.repeat(n) + ']'.repeat(n);
 export const deepObjects = (n: number) => '{"a":'.repeat(n) + '0' + '}'.repeat(n);
 
-export const WRONG_TYPES: unknown[] = [null, true, false, 0, -1, 1.5, 1e308, -1e-308, 2 ** 53 + 1, '', 'x', [], {}, [1, 'a', null], { a: { b: 1 } }];
+export const WRONG_TYPES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -1e-308,
+  2 ** 53 + 1,
+  '',
+  'x',
+  [],
+  {},
+  [1, 'a', null],
+  { a: { b: 1 } },
+];
 export const UNICODE_EDGES: string[] = [
-  '\ud800', '\udfff', 'a\ud83db', 'nul\u0000byte', '\u0000', '\u202eRTL override\u202c', '\u200f\u200e\u2066', '😀🏳️‍🌈👨‍👩‍👧‍👦'.repeat(4),
-  '\ufeffbom', 'e\u0301\u0301\u0301', '\uffff\ufffe', '𝕏'.repeat(64), '\u2028\u2029', '\\u0000', '%00', '../../etc/passwd', '<script>alert(1)</script>', "' OR 1=1 --",
+  '\ud800',
+  '\udfff',
+  'a\ud83db',
+  'nul\u0000byte',
+  '\u0000',
+  '\u202eRTL override\u202c',
+  '\u200f\u200e\u2066',
+  '😀🏳️‍🌈👨‍👩‍👧‍👦'.repeat(4),
+  '\ufeffbom',
+  'e\u0301\u0301\u0301',
+  '\uffff\ufffe',
+  '𝕏'.repeat(64),
+  '\u2028\u2029',
+  '\\u0000',
+  '%00',
+  '../../etc/passwd',
+  '<script>alert(1)</script>',
+  "' OR 1=1 --",
 ];
 
 /** Body mutations of one operation: the whole body, then every field of its valid example. */
 export function bodyCases(method: string, path: string, valid: unknown, maxLen = 4000): Case[] {
   const cases: Case[] = [];
-  const add = (name: string, body: string | Uint8Array, headers?: Record<string, string>) => cases.push({ name, method, path, body, headers: { 'content-type': 'application/json', ...headers } });
+  const add = (name: string, body: string | Uint8Array, headers?: Record<string, string>) =>
+    cases.push({ name, method, path, body, headers: { 'content-type': 'application/json', ...headers } });
   // The whole body.
   add('valid example', JSON.stringify(valid));
-  for (const raw of ['', ' ', '{', '}', '{"a":', '[', 'nul', 'null', 'true', '0', '-0', '1e999', '"str"', '[]', '[{}]', '{}garbage', '{"a":1}{"b":2}', 'NaN', '{"a":NaN}', '{"a":Infinity}', "{'a':1}", '{"a":1,}', '{"\\ud800":1}', '{"a":"\\ud800"}', '\ufeff{}', '{"a":"\u0000"}', '\u0000']) add(`raw ${JSON.stringify(raw).slice(0, 30)}`, raw);
+  for (const raw of [
+    '',
+    ' ',
+    '{',
+    '}',
+    '{"a":',
+    '[',
+    'nul',
+    'null',
+    'true',
+    '0',
+    '-0',
+    '1e999',
+    '"str"',
+    '[]',
+    '[{}]',
+    '{}garbage',
+    '{"a":1}{"b":2}',
+    'NaN',
+    '{"a":NaN}',
+    '{"a":Infinity}',
+    "{'a':1}",
+    '{"a":1,}',
+    '{"\\ud800":1}',
+    '{"a":"\\ud800"}',
+    '\ufeff{}',
+    '{"a":"\u0000"}',
+    '\u0000',
+  ])
+    add(`raw ${JSON.stringify(raw).slice(0, 30)}`, raw);
   add('invalid UTF-8', Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0x80, 0x22, 0x7d]));
   add('UTF-16 body', new Uint8Array(Buffer.from(JSON.stringify(valid), 'utf16le')));
   add('duplicate keys', JSON.stringify(valid).replace(/^\{/, '{"__dup":1,"__dup":2,'));
@@ -193,9 +255,39 @@ export function bodyCases(method: string, path: string, valid: unknown, maxLen =
 
 /** Hostile values for one path parameter (already in the form they travel, percent-encoded or not). */
 export const PATH_PARAMS: string[] = [
-  '', '%2F', '%2f..%2f..%2fadmin%2fkeys', '..', '%2e%2e', '%2e%2e%2f%2e%2e%2fv1%2fadmin%2fkeys', '.', 'esc_' + 'a'.repeat(5_000), 'x'.repeat(15_000),
-  '%00', 'esc_%00', '%E0%A4%A', '%', '%zz', '%uD800', '%ED%A0%80', '%F0%9F%98%80', '%EF%BC%A1', 'esc_x%3Fy%3D1', 'esc_x%23frag', '%20', '*', '%252F',
-  'esc_%E2%80%AE', 'prf_../../', 'null', 'undefined', '__proto__', 'constructor', '1e999', '-1', '0x10', '9'.repeat(40),
+  '',
+  '%2F',
+  '%2f..%2f..%2fadmin%2fkeys',
+  '..',
+  '%2e%2e',
+  '%2e%2e%2f%2e%2e%2fv1%2fadmin%2fkeys',
+  '.',
+  'esc_' + 'a'.repeat(5_000),
+  'x'.repeat(15_000),
+  '%00',
+  'esc_%00',
+  '%E0%A4%A',
+  '%',
+  '%zz',
+  '%uD800',
+  '%ED%A0%80',
+  '%F0%9F%98%80',
+  '%EF%BC%A1',
+  'esc_x%3Fy%3D1',
+  'esc_x%23frag',
+  '%20',
+  '*',
+  '%252F',
+  'esc_%E2%80%AE',
+  'prf_../../',
+  'null',
+  'undefined',
+  '__proto__',
+  'constructor',
+  '1e999',
+  '-1',
+  '0x10',
+  '9'.repeat(40),
 ];
 
 export function pathCases(ops: Operation[], ctx: FuzzContext): Case[] {
@@ -203,20 +295,62 @@ export function pathCases(ops: Operation[], ctx: FuzzContext): Case[] {
   for (const o of ops) {
     if (!o.template.includes('{')) continue;
     for (const v of PATH_PARAMS) {
-      cases.push({ name: `${o.template} param ${v.slice(0, 30)}`, method: o.method, path: fillTemplate(o.template, ctx, v), ...(o.method === 'GET' ? {} : { body: '{}', headers: { 'content-type': 'application/json' } }) });
+      cases.push({
+        name: `${o.template} param ${v.slice(0, 30)}`,
+        method: o.method,
+        path: fillTemplate(o.template, ctx, v),
+        ...(o.method === 'GET' ? {} : { body: '{}', headers: { 'content-type': 'application/json' } }),
+      });
     }
   }
   const raw = [
-    '/v1//escrows', '/v1/escrows/', '/V1/ESCROWS', '/v1/escrows/.', '/v1/escrows/./', '/v1/escrows;x', '/%76%31/escrows', '/v1/escrows/%2e%2e/admin/keys',
-    '/v1/escrows/../admin/keys', '/v1/escrows/../../health', '/v1/./escrows', '/../../../../etc/passwd', '/v1/escrows/%2e%2e%2f%2e%2e%2fhealth', '//v1/escrows',
-    '/v1/escrows?limit=1&limit=2', '/v1/escrows?state=%00', '/v1/escrows?state=' + 'a'.repeat(5000), '/v1/escrows?limit=-1', '/v1/escrows?limit=1e3', '/v1/escrows?limit=0x10',
-    '/v1/escrows?cursor=' + '%'.repeat(10), '/v1/escrows?cursor=c_' + '9'.repeat(30), '/v1/escrows?unknown=1', '/v1/escrows?' + '&'.repeat(2000), '/v1/escrows?a[b]=1',
-    '/v1/log/entries?start=-1', '/v1/log/entries?start=99999999999999999999', '/v1/log/entries?end=1.5', '/v1/log/entries?start=0&start=1', '/v1/log/entries?start=%20',
-    '/v1/log/consistency/0', '/v1/log/consistency/1/0', '/v1/log/consistency/9007199254740993', '/v1/log/consistency/1e3', '/v1/log/consistency/%31',
-    '/docs/errors?x=' + 'y'.repeat(3000), '/health/', '/.well-known/proof-issuer.json/..', '/v1/openapi.json%00', '/v1', '/', '/v1/admin', '/v1/sandbox',
+    '/v1//escrows',
+    '/v1/escrows/',
+    '/V1/ESCROWS',
+    '/v1/escrows/.',
+    '/v1/escrows/./',
+    '/v1/escrows;x',
+    '/%76%31/escrows',
+    '/v1/escrows/%2e%2e/admin/keys',
+    '/v1/escrows/../admin/keys',
+    '/v1/escrows/../../health',
+    '/v1/./escrows',
+    '/../../../../etc/passwd',
+    '/v1/escrows/%2e%2e%2f%2e%2e%2fhealth',
+    '//v1/escrows',
+    '/v1/escrows?limit=1&limit=2',
+    '/v1/escrows?state=%00',
+    '/v1/escrows?state=' + 'a'.repeat(5000),
+    '/v1/escrows?limit=-1',
+    '/v1/escrows?limit=1e3',
+    '/v1/escrows?limit=0x10',
+    '/v1/escrows?cursor=' + '%'.repeat(10),
+    '/v1/escrows?cursor=c_' + '9'.repeat(30),
+    '/v1/escrows?unknown=1',
+    '/v1/escrows?' + '&'.repeat(2000),
+    '/v1/escrows?a[b]=1',
+    '/v1/log/entries?start=-1',
+    '/v1/log/entries?start=99999999999999999999',
+    '/v1/log/entries?end=1.5',
+    '/v1/log/entries?start=0&start=1',
+    '/v1/log/entries?start=%20',
+    '/v1/log/consistency/0',
+    '/v1/log/consistency/1/0',
+    '/v1/log/consistency/9007199254740993',
+    '/v1/log/consistency/1e3',
+    '/v1/log/consistency/%31',
+    '/docs/errors?x=' + 'y'.repeat(3000),
+    '/health/',
+    '/.well-known/proof-issuer.json/..',
+    '/v1/openapi.json%00',
+    '/v1',
+    '/',
+    '/v1/admin',
+    '/v1/sandbox',
   ];
   for (const p of raw) cases.push({ name: `path ${p.slice(0, 50)}`, method: 'GET', path: p });
-  for (const p of ['/v1/escrows/../admin/keys', '/v1/admin/keys/', '/v1//admin/keys']) cases.push({ name: `POST ${p}`, method: 'POST', path: p, body: '{}', headers: { 'content-type': 'application/json' } });
+  for (const p of ['/v1/escrows/../admin/keys', '/v1/admin/keys/', '/v1//admin/keys'])
+    cases.push({ name: `POST ${p}`, method: 'POST', path: p, body: '{}', headers: { 'content-type': 'application/json' } });
   return cases;
 }
 
@@ -224,7 +358,8 @@ export function pathCases(ops: Operation[], ctx: FuzzContext): Case[] {
 export function methodCases(ops: Operation[], ctx: FuzzContext): Case[] {
   const cases: Case[] = [];
   const paths = [...new Set(ops.map((o) => fillTemplate(o.template, ctx)))];
-  for (const p of paths) for (const m of ['PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE']) cases.push({ name: `${m} ${p}`, method: m, path: p });
+  for (const p of paths)
+    for (const m of ['PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE']) cases.push({ name: `${m} ${p}`, method: m, path: p });
   return cases.filter((c) => !ops.some((o) => o.method === c.method && fillTemplate(o.template, ctx) === c.path));
 }
 
@@ -232,23 +367,65 @@ export function methodCases(ops: Operation[], ctx: FuzzContext): Case[] {
 export function headerCases(ctx: FuzzContext): Case[] {
   const body = JSON.stringify({ label: 'h' });
   const values: Array<[string, string]> = [
-    ['authorization', 'Bearer'], ['authorization', 'Bearer '], ['authorization', 'Basic YWRtaW46YWRtaW4='], ['authorization', 'Bearer ' + 'x'.repeat(8000)],
-    ['authorization', 'Bearer esk_' + 'a'.repeat(60)], ['authorization', 'bearer   esk_\u00ff\u00fe'], ['authorization', 'Bearer a b c'], ['authorization', ' '.repeat(5000) + 'Bearer x'],
-    ['idempotency-key', ''], ['idempotency-key', 'k'.repeat(256)], ['idempotency-key', 'k'.repeat(255)], ['idempotency-key', '\u00ff\u00e9'], ['idempotency-key', ' '],
-    ['x-request-id', 'r'.repeat(10_000)], ['x-request-id', '\u00ff'], ['x-request-id', '<script>'], ['content-length', '0'],
-    ['content-type', 'application/json; charset=' + 'x'.repeat(5000)], ['content-type', ''], ['accept', '*/*;q=' + '9'.repeat(1000)],
-    ['x-forwarded-for', '1.1.1.1, ' + '2.2.2.2, '.repeat(500)], ['x-payment', 'x'], ['x-payment', '!!!!'], ['x-payment', 'e30='], ['x-payment', 'W10='],
-    ['x-payment', Buffer.from('{"x402Version":1,"scheme":"proof-sandbox","network":"proof-local","payload":' + deepArrays(5000) + '}').toString('base64')],
-    ['x-payment', 'A'.repeat(12_000)], ['payment-signature', 'e30='], ['x-payment', Buffer.from(JSON.stringify({ x402Version: 1e308 })).toString('base64')],
+    ['authorization', 'Bearer'],
+    ['authorization', 'Bearer '],
+    ['authorization', 'Basic YWRtaW46YWRtaW4='],
+    ['authorization', 'Bearer ' + 'x'.repeat(8000)],
+    ['authorization', 'Bearer esk_' + 'a'.repeat(60)],
+    ['authorization', 'bearer   esk_\u00ff\u00fe'],
+    ['authorization', 'Bearer a b c'],
+    ['authorization', ' '.repeat(5000) + 'Bearer x'],
+    ['idempotency-key', ''],
+    ['idempotency-key', 'k'.repeat(256)],
+    ['idempotency-key', 'k'.repeat(255)],
+    ['idempotency-key', '\u00ff\u00e9'],
+    ['idempotency-key', ' '],
+    ['x-request-id', 'r'.repeat(10_000)],
+    ['x-request-id', '\u00ff'],
+    ['x-request-id', '<script>'],
+    ['content-length', '0'],
+    ['content-type', 'application/json; charset=' + 'x'.repeat(5000)],
+    ['content-type', ''],
+    ['accept', '*/*;q=' + '9'.repeat(1000)],
+    ['x-forwarded-for', '1.1.1.1, ' + '2.2.2.2, '.repeat(500)],
+    ['x-payment', 'x'],
+    ['x-payment', '!!!!'],
+    ['x-payment', 'e30='],
+    ['x-payment', 'W10='],
+    [
+      'x-payment',
+      Buffer.from('{"x402Version":1,"scheme":"proof-sandbox","network":"proof-local","payload":' + deepArrays(5000) + '}').toString(
+        'base64',
+      ),
+    ],
+    ['x-payment', 'A'.repeat(12_000)],
+    ['payment-signature', 'e30='],
+    ['x-payment', Buffer.from(JSON.stringify({ x402Version: 1e308 })).toString('base64')],
   ];
   const cases: Case[] = [];
   for (const [k, v] of values) {
-    cases.push({ name: `POST /v1/agents ${k}: ${v.slice(0, 30)}`, method: 'POST', path: '/v1/agents', body, headers: { 'content-type': 'application/json', [k]: v } });
+    cases.push({
+      name: `POST /v1/agents ${k}: ${v.slice(0, 30)}`,
+      method: 'POST',
+      path: '/v1/agents',
+      body,
+      headers: { 'content-type': 'application/json', [k]: v },
+    });
     cases.push({ name: `GET /v1/x402/demo ${k}: ${v.slice(0, 30)}`, method: 'GET', path: '/v1/x402/demo', headers: { [k]: v } });
-    cases.push({ name: `POST fund ${k}: ${v.slice(0, 30)}`, method: 'POST', path: `/v1/escrows/${ctx.escrowId}/fund`, headers: { [k]: v } });
+    cases.push({
+      name: `POST fund ${k}: ${v.slice(0, 30)}`,
+      method: 'POST',
+      path: `/v1/escrows/${ctx.escrowId}/fund`,
+      headers: { [k]: v },
+    });
   }
   const both = Buffer.from('{}').toString('base64');
-  cases.push({ name: 'both payment headers', method: 'GET', path: '/v1/x402/demo', headers: { 'x-payment': both, 'payment-signature': both } });
+  cases.push({
+    name: 'both payment headers',
+    method: 'GET',
+    path: '/v1/x402/demo',
+    headers: { 'x-payment': both, 'payment-signature': both },
+  });
   return cases;
 }
 
@@ -266,7 +443,11 @@ export function allCases(doc: any, ctx: FuzzContext): Case[] {
     const branches = s.oneOf ? s.oneOf.length : 1;
     for (let b = 0; b < branches; b++) {
       const valid = example(doc, o.schema, ctx, '', b);
-      cases.push(...(b === 0 ? bodyCases(o.method, path, valid) : bodyCases(o.method, path, valid).filter((c) => !c.name.startsWith('raw ') && !c.name.startsWith('json bomb'))));
+      cases.push(
+        ...(b === 0
+          ? bodyCases(o.method, path, valid)
+          : bodyCases(o.method, path, valid).filter((c) => !c.name.startsWith('raw ') && !c.name.startsWith('json bomb'))),
+      );
     }
   }
   cases.push(...pathCases(ops, ctx), ...methodCases(ops, ctx), ...headerCases(ctx));
@@ -304,7 +485,11 @@ export const REDOS: string[] = [
 ];
 
 /** Every string-valued field path in a valid example, with the example. */
-export function stringFields(doc: any, ops: Operation[], ctx: FuzzContext): Array<{ method: string; path: string; valid: unknown; field: Path }> {
+export function stringFields(
+  doc: any,
+  ops: Operation[],
+  ctx: FuzzContext,
+): Array<{ method: string; path: string; valid: unknown; field: Path }> {
   const out: Array<{ method: string; path: string; valid: unknown; field: Path }> = [];
   for (const o of ops) {
     if (!o.schema) continue;

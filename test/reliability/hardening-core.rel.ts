@@ -21,11 +21,23 @@ const ROOT = 'root-secret-hardening-core-0123456789';
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const STORES = ['pglite', ...(PG_URL ? ['postgres'] : [])] as const;
 
-async function service(store: string, env: Record<string, string>): Promise<{ proc: Proc; call: Call; done: () => Promise<void>; dbUrl?: string; schema?: string }> {
+async function service(
+  store: string,
+  env: Record<string, string>,
+): Promise<{ proc: Proc; call: Call; done: () => Promise<void>; dbUrl?: string; schema?: string }> {
   const pg = store === 'postgres' ? await pgSchema('hardcore') : undefined;
   const proc = await startService(TSX, { DATA_DIR: ':memory:', ...(pg ? { DATABASE_URL: pg.url } : {}), ...env }, 90_000);
   counts.restarts++;
-  return { proc, call: caller(proc.url), dbUrl: pg?.url, schema: pg?.schema, done: async () => { await proc.stop(); await pg?.drop(); } };
+  return {
+    proc,
+    call: caller(proc.url),
+    dbUrl: pg?.url,
+    schema: pg?.schema,
+    done: async () => {
+      await proc.stop();
+      await pg?.drop();
+    },
+  };
 }
 
 /** Sends raw bytes and returns the first response's status line and body (CONNECT cannot go through http.request). */
@@ -37,7 +49,10 @@ function rawExchange(url: string, bytes: string): Promise<string> {
     s.on('data', (d) => (out += d));
     s.on('end', () => resolve(out));
     s.on('error', reject);
-    setTimeout(() => { s.destroy(); resolve(out); }, 5000);
+    setTimeout(() => {
+      s.destroy();
+      resolve(out);
+    }, 5000);
   });
 }
 
@@ -51,7 +66,11 @@ for (const store of STORES) {
         return rawRequest(proc.url, method, path, { body, headers });
       };
       // Input: NUL, a lone surrogate, a duplicate key, NUL in the path: 400 naming where.
-      for (const [body, field] of [['{"label":"a\\u0000"}', /^label must not contain the NUL/], ['{"label":"\\udc00"}', /^label must not contain a lone/], ['{"label":"a","label":"b"}', /^label appears twice/]] as const) {
+      for (const [body, field] of [
+        ['{"label":"a\\u0000"}', /^label must not contain the NUL/],
+        ['{"label":"\\udc00"}', /^label must not contain a lone/],
+        ['{"label":"a","label":"b"}', /^label appears twice/],
+      ] as const) {
         const r = await send('POST', '/v1/agents', body);
         assert.equal(r.status, 400, r.text);
         assert.match(r.body.error.message, field);
@@ -78,7 +97,10 @@ for (const store of STORES) {
       const a = await ok(call, 'POST', '/v1/agents', {}, 201);
       const b = await ok(call, 'POST', '/v1/agents', {}, 201);
       const csrf = JSON.stringify({ amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: a.id, payeeAgentId: b.id });
-      for (const headers of [{ origin: 'https://evil.example', 'content-type': 'text/plain' }, { 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }] as Array<Record<string, string>>) {
+      for (const headers of [
+        { origin: 'https://evil.example', 'content-type': 'text/plain' },
+        { 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' },
+      ] as Array<Record<string, string>>) {
         const r = await send('POST', '/v1/escrows', csrf, headers);
         assert.equal(r.status, 403, r.text);
       }
@@ -86,13 +108,17 @@ for (const store of STORES) {
       // The README's curl -d session (no Origin, a form content type) still works.
       assert.equal((await send('POST', '/v1/escrows', csrf, { 'content-type': 'application/x-www-form-urlencoded' })).status, 201);
       // DNS rebinding: a name the sandbox does not know is 421, even with its matching Origin.
-      const rebound = await send('POST', '/v1/escrows', csrf, { host: 'rebind.attacker.example', origin: 'http://rebind.attacker.example' });
+      const rebound = await send('POST', '/v1/escrows', csrf, {
+        host: 'rebind.attacker.example',
+        origin: 'http://rebind.attacker.example',
+      });
       assert.equal(rebound.status, 421, rebound.text);
       assert.equal(rebound.body.error.code, 'misdirected_request');
       assert.equal((await send('GET', '/health', undefined, { host: `localhost:${new URL(proc.url).port}` })).status, 200);
       // The clock's end: advancing stops with 400 before year 9999, and creating still works there.
       let last = 200;
-      for (let i = 0; i < 900 && last === 200; i++) last = (await call('POST', '/v1/sandbox/clock', { advanceSeconds: 315_360_000 })).status;
+      for (let i = 0; i < 900 && last === 200; i++)
+        last = (await call('POST', '/v1/sandbox/clock', { advanceSeconds: 315_360_000 })).status;
       assert.equal(last, 400);
       const clock = await ok(call, 'GET', '/v1/sandbox/clock');
       assert.ok(clock.now < '9989-01-04', clock.now);
@@ -123,7 +149,15 @@ for (const store of STORES) {
       const asB = (m: string, p: string, b?: unknown) => call(m, p, b, bearer(kb));
       const payer = clientKey();
       const payee = clientKey();
-      const e = (await asA('POST', '/v1/escrows', { amount: '2', asset: 'USDC', terms: PASSING_TERMS, payer: { publicKey: payer.publicKey }, payee: { publicKey: payee.publicKey } })).body;
+      const e = (
+        await asA('POST', '/v1/escrows', {
+          amount: '2',
+          asset: 'USDC',
+          terms: PASSING_TERMS,
+          payer: { publicKey: payer.publicKey },
+          payee: { publicKey: payee.publicKey },
+        })
+      ).body;
       assert.equal((await asB('GET', `/v1/escrows/${e.id}`)).status, 404);
       assert.equal((await asB('POST', `/v1/escrows/${e.id}/fund`)).status, 404);
       assert.deepEqual((await asB('GET', '/v1/escrows')).body.escrows, []);
@@ -132,14 +166,33 @@ for (const store of STORES) {
       await asA('POST', `/v1/escrows/${e.id}/fund`);
       const submittedAt = new Date().toISOString();
       const payload = { no: 'title' };
-      const d = await asA('POST', `/v1/escrows/${e.id}/delivery`, { payload, submittedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: e.id, contentHash: sha256Hex(canonicalize(payload)), submittedAt }) } });
+      const d = await asA('POST', `/v1/escrows/${e.id}/delivery`, {
+        payload,
+        submittedAt,
+        signature: {
+          signer: payee.publicKey,
+          signature: payee.sign({ escrowId: e.id, contentHash: sha256Hex(canonicalize(payload)), submittedAt }),
+        },
+      });
       assert.equal(d.status, 201, d.text);
       const signedAt = new Date().toISOString();
-      const open = await asA('POST', `/v1/escrows/${e.id}/dispute`, { party: payer.publicKey, signedAt, signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: e.id, action: 'dispute.open', signedAt }) } });
+      const open = await asA('POST', `/v1/escrows/${e.id}/dispute`, {
+        party: payer.publicKey,
+        signedAt,
+        signature: { signer: payer.publicKey, signature: payer.sign({ escrowId: e.id, action: 'dispute.open', signedAt }) },
+      });
       assert.equal(open.status, 201, open.text);
       assert.ok(open.headers['x-service-now']);
-      const ev = { party: payee.publicKey, note: 'n', signedAt, signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: e.id, action: 'dispute.evidence', note: 'n', signedAt }) } };
-      const answers = await Promise.all([asA('POST', `/v1/escrows/${e.id}/dispute/evidence`, ev), asA('POST', `/v1/escrows/${e.id}/dispute/evidence`, ev)]);
+      const ev = {
+        party: payee.publicKey,
+        note: 'n',
+        signedAt,
+        signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: e.id, action: 'dispute.evidence', note: 'n', signedAt }) },
+      };
+      const answers = await Promise.all([
+        asA('POST', `/v1/escrows/${e.id}/dispute/evidence`, ev),
+        asA('POST', `/v1/escrows/${e.id}/dispute/evidence`, ev),
+      ]);
       assert.deepEqual(answers.map((r) => r.status).sort(), [200, 409]);
       assert.equal(answers.find((r) => r.status === 409)!.body.error.code, 'replayed');
       assert.equal((await asA('GET', `/v1/escrows/${e.id}/dispute`)).body.evidence.length, 1);
@@ -205,7 +258,13 @@ if (PG_URL) {
       const call2 = caller(second.url);
       const a = await ok(call1, 'POST', '/v1/agents', {}, 201);
       const b = await ok(call1, 'POST', '/v1/agents', {}, 201);
-      const e = await ok(call1, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: a.id, payeeAgentId: b.id }, 201);
+      const e = await ok(
+        call1,
+        'POST',
+        '/v1/escrows',
+        { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: a.id, payeeAgentId: b.id },
+        201,
+      );
       // Hold the escrow's row lock, so the first instance's fund stops inside its transaction after
       // claiming the key; then kill that instance while it is there.
       let release!: () => void;

@@ -18,7 +18,9 @@ import '../process/parserErrors.test.ts';
 import '../process/outage.test.ts';
 import '../process/workingDir.test.ts';
 
-test('processes started together on one DATA_DIR: exactly one serves, every other exits naming it; again after the winner is SIGKILLed', { timeout: 180_000 }, async () => {
+test('processes started together on one DATA_DIR: exactly one serves, every other exits naming it; again after the winner is SIGKILLed', {
+  timeout: 180_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'escrow-race-'));
   try {
     for (let round = 0; round < 2; round++) {
@@ -32,7 +34,10 @@ test('processes started together on one DATA_DIR: exactly one serves, every othe
       assert.equal(readFileSync(join(dir, LOCK_FILE), 'utf8').trim(), String(winner.child.pid));
       for (const e of losers) {
         assert.match(e.message, /exited with 1 before listening/);
-        assert.match(e.message, new RegExp(`DATA_DIR: ${dir} is in use by another escrow-settlement process \\(pid ${winner.child.pid}\\)`));
+        assert.match(
+          e.message,
+          new RegExp(`DATA_DIR: ${dir} is in use by another escrow-settlement process \\(pid ${winner.child.pid}\\)`),
+        );
       }
       assert.equal((await fetch(`${winner.url}/health`)).status, 200);
       winner.child.kill('SIGKILL');
@@ -64,7 +69,9 @@ async function traffic(call: Call, statuses: Map<string, number>, stop: { done: 
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         continue;
       }
-      const key = res ? `${res.status}${res.status >= 400 ? ` ${res.body?.error?.code ?? (res.body?.ok === false ? 'health' : '?')}` : ''}` : 'no answer';
+      const key = res
+        ? `${res.status}${res.status >= 400 ? ` ${res.body?.error?.code ?? (res.body?.ok === false ? 'health' : '?')}` : ''}`
+        : 'no answer';
       statuses.set(key, (statuses.get(key) ?? 0) + 1);
     }
     if (!(r[0] instanceof Error) && r[0].status === 201) agents.push(r[0].body.id);
@@ -72,7 +79,8 @@ async function traffic(call: Call, statuses: Map<string, number>, stop: { done: 
 }
 
 test('three database outages under load: only 503 unavailable (never 500), and the process recovers by itself each time', {
-  timeout: 240_000, skip: !PG_URL && 'needs TEST_DATABASE_URL',
+  timeout: 240_000,
+  skip: !PG_URL && 'needs TEST_DATABASE_URL',
 }, async () => {
   const pg = await pgSchema('outages');
   const proxy = await startTcpProxy(hostPort(PG_URL!));

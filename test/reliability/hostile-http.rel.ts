@@ -18,7 +18,12 @@ const RSS_GROWTH_MB = 200;
  * writing only as fast as the socket drains; stops writing once the answer arrives. Resolves with
  * the answer, when it came, and how much had been written by then.
  */
-function streamed(base: string, path: string, total: number, declare: boolean): Promise<{ status: number; text: string; ms: number; sentAtAnswer: number; sentTotal: number }> {
+function streamed(
+  base: string,
+  path: string,
+  total: number,
+  declare: boolean,
+): Promise<{ status: number; text: string; ms: number; sentAtAnswer: number; sentTotal: number }> {
   const u = new URL(base);
   const data = Buffer.alloc(64 * 1024, 0x20);
   data[0] = 0x5b; // '['
@@ -56,10 +61,16 @@ function streamed(base: string, path: string, total: number, declare: boolean): 
     sock.on('error', (e) => finish(e));
     sock.on('close', () => finish(new Error(`closed without an answer after ${sent} bytes`)));
     sock.on('connect', async () => {
-      sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${declare ? `Content-Length: ${total}` : 'Transfer-Encoding: chunked'}\r\n\r\n`);
+      sock.write(
+        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${declare ? `Content-Length: ${total}` : 'Transfer-Encoding: chunked'}\r\n\r\n`,
+      );
       while (!done && sentAtAnswer < 0 && sent < total && !sock.destroyed) {
         sent += data.length;
-        if (!sock.write(frame)) await new Promise<void>((r) => { sock.once('drain', r); sock.once('close', r); });
+        if (!sock.write(frame))
+          await new Promise<void>((r) => {
+            sock.once('drain', r);
+            sock.once('close', r);
+          });
       }
     });
   });
@@ -91,7 +102,9 @@ function slowLoris(base: string): Promise<{ closedAfterMs: number; answer: strin
   });
 }
 
-test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1 GB stream, slow loris, bounded memory', { timeout: 300_000 }, async () => {
+test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1 GB stream, slow loris, bounded memory', {
+  timeout: 300_000,
+}, async () => {
   let proc: Proc | undefined;
   const failures: string[] = [];
   const notes: Record<string, number | string> = {};
@@ -104,13 +117,32 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     const payer = await ok(call, 'POST', '/v1/agents', { label: 'payer' }, 201);
     const payee = await ok(call, 'POST', '/v1/agents', { label: 'payee' }, 201);
     const mk = async () => {
-      const e = await ok(call, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: { description: 'd', checks: [{ kind: 'shape', requiredFields: ['title'] }] }, payerAgentId: payer.id, payeeAgentId: payee.id }, 201);
+      const e = await ok(
+        call,
+        'POST',
+        '/v1/escrows',
+        {
+          amount: '1',
+          asset: 'USDC',
+          terms: { description: 'd', checks: [{ kind: 'shape', requiredFields: ['title'] }] },
+          payerAgentId: payer.id,
+          payeeAgentId: payee.id,
+        },
+        201,
+      );
       await ok(call, 'POST', `/v1/escrows/${e.id}/fund`);
       return e.id as string;
     };
     const settledId = await mk();
     const d = await ok(call, 'POST', `/v1/escrows/${settledId}/delivery`, { agentId: payee.id, payload: { title: 't' } }, 201);
-    const ctx: FuzzContext = { agentId: payee.id, escrowId: await mk(), proofId: d.proof.id, mandateId: 'mnd_01aaaaaaaaaaaaaaaaaaaaaaaa', webhookUrl: 'http://127.0.0.1:9/x', now: new Date().toISOString() };
+    const ctx: FuzzContext = {
+      agentId: payee.id,
+      escrowId: await mk(),
+      proofId: d.proof.id,
+      mandateId: 'mnd_01aaaaaaaaaaaaaaaaaaaaaaaa',
+      webhookUrl: 'http://127.0.0.1:9/x',
+      now: new Date().toISOString(),
+    };
     const doc = await ok(call, 'GET', '/v1/openapi.json');
     for (let i = 0; i < 50; i++) await call('GET', `/v1/escrows/${ctx.escrowId}`);
     const rss0 = rssMb(proc.child.pid!);
@@ -122,8 +154,10 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     const all = allCases(doc, ctx);
     const step = Math.max(1, Math.floor(all.length / 350));
     const sample = all.filter((_, i) => i % step === 0);
-    for (const c of all) if (/json bomb|10,000 nested|just over 1 MB/.test(c.name) && c.method === 'POST' && c.path === '/v1/agents') sample.push(c);
-    for (const n of [5_000, 15_000, 17_000, 100_000]) sample.push({ name: `id of ${n} chars`, method: 'GET', path: `/v1/escrows/esc_${'x'.repeat(n)}` });
+    for (const c of all)
+      if (/json bomb|10,000 nested|just over 1 MB/.test(c.name) && c.method === 'POST' && c.path === '/v1/agents') sample.push(c);
+    for (const n of [5_000, 15_000, 17_000, 100_000])
+      sample.push({ name: `id of ${n} chars`, method: 'GET', path: `/v1/escrows/esc_${'x'.repeat(n)}` });
     sample.push({ name: 'header of 20 KB', method: 'GET', path: '/health', headers: { 'x-big': 'y'.repeat(20_000) } });
     let sent = 0;
     let unsendable = 0;
@@ -131,9 +165,17 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     for (const c of sample) {
       let r: HttpRes;
       try {
-        r = await rawRequest(base, c.method, c.path, { body: c.body === undefined ? undefined : Buffer.from(c.body), headers: c.headers, timeoutMs: 10_000 });
+        r = await rawRequest(base, c.method, c.path, {
+          body: c.body === undefined ? undefined : Buffer.from(c.body),
+          headers: c.headers,
+          timeoutMs: 10_000,
+        });
       } catch (err) {
-        if (String(err).includes('ERR_UNESCAPED_CHARACTERS') || String(err).includes('ERR_INVALID_CHAR') || String(err).includes('Invalid character')) {
+        if (
+          String(err).includes('ERR_UNESCAPED_CHARACTERS') ||
+          String(err).includes('ERR_INVALID_CHAR') ||
+          String(err).includes('Invalid character')
+        ) {
           unsendable++;
           continue;
         }
@@ -162,7 +204,16 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     const rssAfterFuzz = rssMb(proc.child.pid!);
 
     // Raw request targets: dot segments and encoded slashes must never reach an admin route.
-    for (const target of ['/v1/escrows/../admin/keys', '/v1/escrows/%2e%2e/admin/keys', '/v1/escrows/..%2fadmin%2fkeys', '/v1//admin/keys', '/v1/admin/keys/..', '/v1/./admin/./keys', 'http://evil.example/v1/admin/keys', '/v1/admin%2fkeys']) {
+    for (const target of [
+      '/v1/escrows/../admin/keys',
+      '/v1/escrows/%2e%2e/admin/keys',
+      '/v1/escrows/..%2fadmin%2fkeys',
+      '/v1//admin/keys',
+      '/v1/admin/keys/..',
+      '/v1/./admin/./keys',
+      'http://evil.example/v1/admin/keys',
+      '/v1/admin%2fkeys',
+    ]) {
       const r = await rawRequest(base, 'GET', target, { timeoutMs: 5_000 });
       sent++;
       assert.ok(r.status === 403 || r.status === 404 || r.status === 400, `${target}: ${r.status} ${r.text}`);
@@ -174,9 +225,24 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
       ['400,000 nested arrays', '/v1/agents', deepArrays(400_000), [400]],
       ['90,000 keys', '/v1/agents', `{${Array.from({ length: 90_000 }, (_, i) => `"k${i}":0`).join(',')}}`, [400]],
       ['300,000-element array', '/v1/agents', `[${Array(300_000).fill('0').join(',')}]`, [400]],
-      ['payload of 60,000 keys (a valid delivery)', `/v1/escrows/${await mk()}/delivery`, JSON.stringify({ agentId: payee.id, payload: Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, i])) }), [201]],
-      ['payload of a 200,000-element array (a valid delivery)', `/v1/escrows/${await mk()}/delivery`, JSON.stringify({ agentId: payee.id, payload: Array(200_000).fill(1) }), [201]],
-      ['payload nested 64 levels (the cap)', `/v1/escrows/${await mk()}/delivery`, `{"agentId":"${payee.id}","payload":${deepArrays(63)}}`, [201]],
+      [
+        'payload of 60,000 keys (a valid delivery)',
+        `/v1/escrows/${await mk()}/delivery`,
+        JSON.stringify({ agentId: payee.id, payload: Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, i])) }),
+        [201],
+      ],
+      [
+        'payload of a 200,000-element array (a valid delivery)',
+        `/v1/escrows/${await mk()}/delivery`,
+        JSON.stringify({ agentId: payee.id, payload: Array(200_000).fill(1) }),
+        [201],
+      ],
+      [
+        'payload nested 64 levels (the cap)',
+        `/v1/escrows/${await mk()}/delivery`,
+        `{"agentId":"${payee.id}","payload":${deepArrays(63)}}`,
+        [201],
+      ],
       ['payload nested 65 levels', `/v1/escrows/${await mk()}/delivery`, `{"agentId":"${payee.id}","payload":${deepArrays(64)}}`, [400]],
       ['1 MB + 1 byte', '/v1/agents', JSON.stringify({ label: 'x'.repeat(1024 * 1024) }), [413]],
     ];
@@ -185,7 +251,8 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
       sent++;
       notes[`bomb ${name} ms`] = Math.round(r.ms);
       assert.ok(want.includes(r.status), `${name}: ${r.status} ${r.text.slice(0, 200)}`);
-      if (r.status >= 400) assert.equal(judge({ name, method: 'POST', path }, r.status, r.text, (r.headers['x-request-id'] as string) ?? null), null);
+      if (r.status >= 400)
+        assert.equal(judge({ name, method: 'POST', path }, r.status, r.text, (r.headers['x-request-id'] as string) ?? null), null);
       assert.ok(r.ms < 3_000, `${name} took ${Math.round(r.ms)} ms`);
     }
     const rssAfterBombs = rssMb(proc.child.pid!);
@@ -194,11 +261,17 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     const rssSeen: number[] = [];
     const sampler = setInterval(() => rssSeen.push(rssMb(proc!.child.pid!)), 100);
     try {
-      for (const [path, declare] of [['/v1/agents', false], ['/v1/agents', true], ['/v1/verify', false], [`/v1/escrows/${ctx.escrowId}/delivery`, false]] as const) {
+      for (const [path, declare] of [
+        ['/v1/agents', false],
+        ['/v1/agents', true],
+        ['/v1/verify', false],
+        [`/v1/escrows/${ctx.escrowId}/delivery`, false],
+      ] as const) {
         const r = await streamed(base, path, GB, declare);
         rssSeen.push(rssMb(proc!.child.pid!));
         sent++;
-        notes[`1GB ${path.split('/')[2]} ${declare ? 'declared' : 'chunked'}`] = `${r.status} in ${Math.round(r.ms)} ms after ${Math.round(r.sentAtAnswer / 1048576)} MB`;
+        notes[`1GB ${path.split('/')[2]} ${declare ? 'declared' : 'chunked'}`] =
+          `${r.status} in ${Math.round(r.ms)} ms after ${Math.round(r.sentAtAnswer / 1048576)} MB`;
         assert.equal(r.status, 413, r.text);
         assert.equal(judge({ name: '1 GB', method: 'POST', path }, r.status, r.text, 'streamed'), null);
         assert.ok(r.ms < 3_000, `413 after ${Math.round(r.ms)} ms`);
@@ -213,18 +286,32 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
     notes.slowLorisClosedAfterMs = lorisResult.closedAfterMs;
     assert.ok(lorisResult.closedAfterMs < 13_000, `slow-loris socket closed after ${lorisResult.closedAfterMs} ms`);
     assert.ok(lorisResult.closedAfterMs > 8_000, `closed too early (${lorisResult.closedAfterMs} ms)`);
-    assert.match(lorisResult.answer, /^HTTP\/1\.1 408 [\s\S]*\r\nx-request-id: [0-9a-f-]{36}\r\n[\s\S]*\r\n\r\n\{"error":\{"code":"request_timeout"/, 'the slow-loris socket gets a 408 envelope before it is closed');
+    assert.match(
+      lorisResult.answer,
+      /^HTTP\/1\.1 408 [\s\S]*\r\nx-request-id: [0-9a-f-]{36}\r\n[\s\S]*\r\n\r\n\{"error":\{"code":"request_timeout"/,
+      'the slow-loris socket gets a 408 envelope before it is closed',
+    );
 
     await sleep(500);
     const rss1 = rssMb(proc.child.pid!);
     counts.maxRssGrowthMb = Math.max(0, Math.max(rssAfterFuzz, rssAfterBombs, rssPeakStream, rss1) - rss0);
     Object.assign(notes, { rss0, rssAfterFuzz, rssAfterBombs, rssPeakStream, rss1 });
-    process.stdout.write(`# over HTTP: ${sent} requests (${unsendable} fuzz cases node:http cannot send); Node's parser refused ${parserRefusals.length} itself: ${parserRefusals.slice(0, 5).join('; ')}\n# ${JSON.stringify(notes)}\n`);
+    process.stdout.write(
+      `# over HTTP: ${sent} requests (${unsendable} fuzz cases node:http cannot send); Node's parser refused ${parserRefusals.length} itself: ${parserRefusals.slice(0, 5).join('; ')}\n# ${JSON.stringify(notes)}\n`,
+    );
     assert.ok(counts.maxRssGrowthMb < RSS_GROWTH_MB, `RSS grew ${counts.maxRssGrowthMb} MB (${JSON.stringify(notes)})`);
     assert.deepEqual(failures, []);
     assert.equal((await call('GET', '/health')).status, 200);
     assert.equal(await proc.stop('SIGTERM'), 0);
-    assert.deepEqual(proc.stderr().split('\n').filter((l) => /"msg":"(request failed|adapter error)"/.test(l)).map((l) => l.slice(0, 300)), [], 'no failure logged');
+    assert.deepEqual(
+      proc
+        .stderr()
+        .split('\n')
+        .filter((l) => /"msg":"(request failed|adapter error)"/.test(l))
+        .map((l) => l.slice(0, 300)),
+      [],
+      'no failure logged',
+    );
   } finally {
     if (proc && proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
     report('hostile input over HTTP', notes);
@@ -246,7 +333,10 @@ test('parser-level refusals (431 oversized request line or headers, 400 malforme
     for (const [name, path, headers] of cases) {
       const r = await rawRequest(proc.url, 'GET', path, { headers, keepAlive: false });
       assert.equal(r.status, 431, name);
-      assert.equal(judge({ name, method: 'GET', path: path.slice(0, 40) }, r.status, r.text, (r.headers['x-request-id'] as string) ?? null), null);
+      assert.equal(
+        judge({ name, method: 'GET', path: path.slice(0, 40) }, r.status, r.text, (r.headers['x-request-id'] as string) ?? null),
+        null,
+      );
     }
     for (const c of MALFORMED) {
       await assertRefused(proc.url, c);

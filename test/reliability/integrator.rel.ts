@@ -21,7 +21,13 @@ type Head = { logSize: number; rootHash: string };
 
 /** One lifecycle through HTTP: create, fund, a passing delivery that closes the matter. */
 async function lifecycle(call: Call, payer: string, payee: string): Promise<{ escrowId: string; proofId: string }> {
-  const e = await ok(call, 'POST', '/v1/escrows', { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee }, 201);
+  const e = await ok(
+    call,
+    'POST',
+    '/v1/escrows',
+    { amount: '3', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee },
+    201,
+  );
   await ok(call, 'POST', `/v1/escrows/${e.id}/fund`);
   const d = await ok(call, 'POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee, payload: { title: 'report' } }, 201);
   assert.ok(d.proof, 'the passing delivery closed the matter');
@@ -36,7 +42,9 @@ async function auditLog(call: Call, admin: Db, heads: Head[]): Promise<Head> {
   const head: Head = await ok(call, 'GET', '/v1/log/head');
   const entries: any[] = [];
   while (entries.length < head.logSize) {
-    entries.push(...(await ok(call, 'GET', `/v1/log/entries?start=${entries.length}&end=${Math.min(head.logSize, entries.length + 1000)}`)).entries);
+    entries.push(
+      ...(await ok(call, 'GET', `/v1/log/entries?start=${entries.length}&end=${Math.min(head.logSize, entries.length + 1000)}`)).entries,
+    );
   }
   assert.equal(entries.length, head.logSize);
   entries.forEach((en, i) => assert.equal(en.leafIndex, i, 'leaf indices are dense'));
@@ -53,12 +61,18 @@ async function auditLog(call: Call, admin: Db, heads: Head[]): Promise<Head> {
   // Inclusion of a sample of leaves, and consistency from every head recorded earlier.
   for (let i = 0; i < entries.length; i += Math.max(1, Math.floor(entries.length / 12))) {
     const inc = await ok(call, 'GET', `/v1/log/proof/${entries[i].proof.id}`);
-    assert.ok(verifyInclusion(leaves[i], inc.leafIndex, inc.logSize, inc.auditPath.map(hexBytes), hexBytes(inc.rootHash)), `inclusion of leaf ${i}`);
+    assert.ok(
+      verifyInclusion(leaves[i], inc.leafIndex, inc.logSize, inc.auditPath.map(hexBytes), hexBytes(inc.rootHash)),
+      `inclusion of leaf ${i}`,
+    );
     counts.proofsChecked++;
   }
   for (const h of heads.filter((x) => x.logSize > 0 && x.logSize <= head.logSize)) {
     const c = await ok(call, 'GET', `/v1/log/consistency/${h.logSize}/${head.logSize}`);
-    assert.ok(verifyConsistency(h.logSize, head.logSize, hexBytes(h.rootHash), hexBytes(head.rootHash), c.path.map(hexBytes)), `consistency ${h.logSize} → ${head.logSize}`);
+    assert.ok(
+      verifyConsistency(h.logSize, head.logSize, hexBytes(h.rootHash), hexBytes(head.rootHash), c.path.map(hexBytes)),
+      `consistency ${h.logSize} → ${head.logSize}`,
+    );
   }
   return head;
 }
@@ -149,7 +163,8 @@ describe('log integration under crashes [postgres]', { skip: !PG_URL && 'TEST_DA
       let waiting = 0;
       for (let t = 0; t < 100 && waiting === 0; t++) {
         [{ waiting }] = await admin.query<{ waiting: number }>(
-          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE application_name = 'escrow-settlement' AND wait_event_type = 'Lock' AND query LIKE '%UPDATE log_state SET size%'`);
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE application_name = 'escrow-settlement' AND wait_event_type = 'Lock' AND query LIKE '%UPDATE log_state SET size%'`,
+        );
         if (waiting === 0) await sleep(20);
       }
       assert.equal(waiting, 1, 'an integration batch is blocked mid-way on the size row');
@@ -184,18 +199,20 @@ describe('log integration under crashes [postgres]', { skip: !PG_URL && 'TEST_DA
     let killing = false;
     let done = 0;
     const failures: string[] = [];
-    const workers = Array.from({ length: 8 }, (_, w) => (async () => {
-      while (!stop) {
-        // Once a is killed, its workers stop: only lifecycles cut short by the kill may fail.
-        if (killing && w % 2 === 0) return;
-        try {
-          await lifecycle(calls[w % 2], payer, payee);
-          done++;
-        } catch (err) {
-          if (!(killing && w % 2 === 0)) failures.push(String(err));
+    const workers = Array.from({ length: 8 }, (_, w) =>
+      (async () => {
+        while (!stop) {
+          // Once a is killed, its workers stop: only lifecycles cut short by the kill may fail.
+          if (killing && w % 2 === 0) return;
+          try {
+            await lifecycle(calls[w % 2], payer, payee);
+            done++;
+          } catch (err) {
+            if (!(killing && w % 2 === 0)) failures.push(String(err));
+          }
         }
-      }
-    })());
+      })(),
+    );
     const sampler = (async () => {
       while (!stop) {
         heads.push(await ok(calls[1], 'GET', '/v1/log/head'));
@@ -218,7 +235,10 @@ describe('log integration under crashes [postgres]', { skip: !PG_URL && 'TEST_DA
       }
       return auditLog(calls[1], admin, heads);
     })();
-    assert.ok(final.logSize >= before + done, `${final.logSize} leaves for ${before} + ${done} completed lifecycles (and closings cut short by the kill)`);
+    assert.ok(
+      final.logSize >= before + done,
+      `${final.logSize} leaves for ${before} + ${done} completed lifecycles (and closings cut short by the kill)`,
+    );
     await b.stop();
   });
 });

@@ -33,8 +33,19 @@ export interface Counts {
 }
 
 export const counts: Counts = {
-  requests: 0, kills: 0, restarts: 0, escrows: 0, proofsChecked: 0, eventsChecked: 0, webhookDeliveries: 0,
-  properties: 0, propertyRuns: 0, fuzzCases: 0, maxLatencyMs: 0, maxRssMb: 0, maxRssGrowthMb: 0,
+  requests: 0,
+  kills: 0,
+  restarts: 0,
+  escrows: 0,
+  proofsChecked: 0,
+  eventsChecked: 0,
+  webhookDeliveries: 0,
+  properties: 0,
+  propertyRuns: 0,
+  fuzzCases: 0,
+  maxLatencyMs: 0,
+  maxRssMb: 0,
+  maxRssGrowthMb: 0,
 };
 
 /** Adds `section`'s numbers (and notes) to the run report; also printed as a diagnostic line. */
@@ -89,24 +100,27 @@ export function rawRequest(
       headers['content-length'] ??= String(Buffer.byteLength(opts.body));
       headers['content-type'] ??= 'application/json';
     }
-    const req = httpRequest({ host: u.hostname, port: Number(u.port), method, path, headers, agent: opts.keepAlive === false ? false : agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', (e) => reject(new Disconnected(String(e))));
-      res.on('end', () => {
-        clearTimeout(timer);
-        const ms = performance.now() - started;
-        latency(ms);
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try {
-          body = text ? JSON.parse(text) : undefined;
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, text, body, headers: res.headers, ms });
-      });
-    });
+    const req = httpRequest(
+      { host: u.hostname, port: Number(u.port), method, path, headers, agent: opts.keepAlive === false ? false : agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => reject(new Disconnected(String(e))));
+        res.on('end', () => {
+          clearTimeout(timer);
+          const ms = performance.now() - started;
+          latency(ms);
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, text, body, headers: res.headers, ms });
+        });
+      },
+    );
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Hang(`${method} ${path.slice(0, 120)} did not answer in ${opts.timeoutMs ?? 15_000} ms`));
@@ -140,11 +154,20 @@ export function assertEnvelope(status: number, text: string, what: string): void
     assert.fail(`${what}: ${status} with a body that is not JSON: ${text.slice(0, 200)}`);
   }
   const e = body?.error;
-  assert.ok(e && typeof e.code === 'string' && typeof e.message === 'string' && e.docsUrl === `/docs/errors#${e.code}`, `${what}: ${status} without the error envelope: ${text.slice(0, 300)}`);
+  assert.ok(
+    e && typeof e.code === 'string' && typeof e.message === 'string' && e.docsUrl === `/docs/errors#${e.code}`,
+    `${what}: ${status} without the error envelope: ${text.slice(0, 300)}`,
+  );
 }
 
 /** What every answer must be: no 500, a 502 only as custody_failed, the envelope on every 4xx. */
-export function judge(c: { name: string; method: string; path: string }, status: number, text: string, requestId: string | null, envelope = true): string | null {
+export function judge(
+  c: { name: string; method: string; path: string },
+  status: number,
+  text: string,
+  requestId: string | null,
+  envelope = true,
+): string | null {
   const what = `${c.method} ${c.path.slice(0, 100)} [${c.name}]`;
   if (!requestId) return `${what}: no x-request-id`;
   let body: any;
@@ -156,7 +179,8 @@ export function judge(c: { name: string; method: string; path: string }, status:
   if (status >= 500 && !(status === 502 && body?.error?.code === 'custody_failed')) return `${what}: ${status} ${text.slice(0, 200)}`;
   if (status >= 400 && envelope) {
     const e = body?.error;
-    if (!e || typeof e.code !== 'string' || typeof e.message !== 'string' || e.docsUrl !== `/docs/errors#${e.code}`) return `${what}: ${status} without the envelope: ${text.slice(0, 200)}`;
+    if (!e || typeof e.code !== 'string' || typeof e.message !== 'string' || e.docsUrl !== `/docs/errors#${e.code}`)
+      return `${what}: ${status} without the envelope: ${text.slice(0, 200)}`;
     const known = (ERROR_CODES as Record<string, { status: number }>)[e.code];
     if (!known || known.status !== status) return `${what}: code ${e.code} with status ${status}`;
   }
@@ -173,7 +197,11 @@ export function simpleJcs(v: unknown): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(simpleJcs).join(',')}]`;
   const o = v as Record<string, unknown>;
-  return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${simpleJcs(o[k])}`).join(',')}}`;
+  return `{${Object.keys(o)
+    .sort()
+    .filter((k) => o[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${simpleJcs(o[k])}`)
+    .join(',')}}`;
 }
 
 export const leafHashOf = (doc: unknown) => sha256(Buffer.from([0]), Buffer.from(simpleJcs(doc), 'utf8'));
@@ -293,7 +321,9 @@ export async function audit(call: Call, opts: AuditOptions): Promise<AuditResult
     const overdue = escrows.filter((e: any) => !CLOSED.has(e.state) && e.deadlineAt && Date.parse(e.deadlineAt) <= now);
     if (overdue.length === 0) break;
     if (Date.now() - t0 > bound) {
-      assert.fail(`${overdue.length} escrows still pre-terminal past their deadline ${bound} ms after the clock passed it: ${JSON.stringify(overdue.slice(0, 3).map((e: any) => [e.id, e.state, e.deadlineAt, e.custody]))}`);
+      assert.fail(
+        `${overdue.length} escrows still pre-terminal past their deadline ${bound} ms after the clock passed it: ${JSON.stringify(overdue.slice(0, 3).map((e: any) => [e.id, e.state, e.deadlineAt, e.custody]))}`,
+      );
     }
     await sleep(Math.max(20, opts.sweepIntervalMs / 2));
   }
@@ -370,7 +400,11 @@ export async function audit(call: Call, opts: AuditOptions): Promise<AuditResult
       if (missing.length === 0 || Date.now() - w0 > limit) break;
       await sleep(50);
     }
-    assert.equal(missing.length, 0, `${missing.length} of ${allEvents.length} events never reached ${rx.url}, e.g. ${missing[0]?.slice(0, 200)}`);
+    assert.equal(
+      missing.length,
+      0,
+      `${missing.length} of ${allEvents.length} events never reached ${rx.url}, e.g. ${missing[0]?.slice(0, 200)}`,
+    );
   }
   res.webhookWaitMs = Date.now() - w0;
   counts.escrows = Math.max(counts.escrows, res.escrows);

@@ -7,8 +7,18 @@ import { generateKeys, signDelivery } from '@escrow-settlement/client';
 import { Disconnected, Hang, type Call, type HttpRes } from './lib.ts';
 
 export const KINDS = [
-  'pass', 'fail-refund', 'dispute-cosign', 'deliver-timeout', 'client-pass', 'refund-funded', 'dispute-timeout',
-  'idempotent', 'resolve-timeout', 'dispute-arbiter-split', 'custody-fault', 'created-only',
+  'pass',
+  'fail-refund',
+  'dispute-cosign',
+  'deliver-timeout',
+  'client-pass',
+  'refund-funded',
+  'dispute-timeout',
+  'idempotent',
+  'resolve-timeout',
+  'dispute-arbiter-split',
+  'custody-fault',
+  'created-only',
 ] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -33,7 +43,10 @@ export class Load {
   private running: Promise<void>[] = [];
   private seq = 0;
 
-  constructor(private readonly call: Call, private readonly opts: { workers: number; clockEveryMs: number; advanceSeconds: number }) {}
+  constructor(
+    private readonly call: Call,
+    private readonly opts: { workers: number; clockEveryMs: number; advanceSeconds: number },
+  ) {}
 
   start(): void {
     this.stopped = false;
@@ -58,7 +71,15 @@ export class Load {
   }
 
   /** One request of a flow: an expected status returns the answer; 409 ends the matter where a deadline may have won. */
-  private async step(what: string, method: string, path: string, body: unknown, expect: number[], deadlineMayWin: boolean, headers?: Record<string, string>): Promise<HttpRes> {
+  private async step(
+    what: string,
+    method: string,
+    path: string,
+    body: unknown,
+    expect: number[],
+    deadlineMayWin: boolean,
+    headers?: Record<string, string>,
+  ): Promise<HttpRes> {
     const r = await this.call(method, path, body, headers);
     this.note(r, what);
     if (expect.includes(r.status)) return r;
@@ -88,16 +109,21 @@ export class Load {
     const s = (what: string, method: string, path: string, body: unknown, expect: number[], headers?: Record<string, string>) =>
       this.step(`${kind}/${what}`, method, path, body, expect, short, headers);
     const timeouts =
-      kind === 'deliver-timeout' ? { deliverWithinSeconds: SHORT }
-        : kind === 'resolve-timeout' ? { resolveWithinSeconds: SHORT }
-          : kind === 'dispute-timeout' ? { decideWithinSeconds: SHORT, timeoutRuling: RULINGS[this.seq++ % 3] }
+      kind === 'deliver-timeout'
+        ? { deliverWithinSeconds: SHORT }
+        : kind === 'resolve-timeout'
+          ? { resolveWithinSeconds: SHORT }
+          : kind === 'dispute-timeout'
+            ? { decideWithinSeconds: SHORT, timeoutRuling: RULINGS[this.seq++ % 3] }
             : undefined;
     const client = kind === 'client-pass' ? { payer: generateKeys(), payee: generateKeys() } : undefined;
     const create = {
       amount: `${1 + (this.seq++ % 97)}.${this.seq % 10}`,
       asset: 'USDC',
       terms: TERMS,
-      ...(client ? { payer: { publicKey: client.payer.publicKey }, payee: { publicKey: client.payee.publicKey } } : { payerAgentId: a.payer, payeeAgentId: a.payee }),
+      ...(client
+        ? { payer: { publicKey: client.payer.publicKey }, payee: { publicKey: client.payee.publicKey } }
+        : { payerAgentId: a.payer, payeeAgentId: a.payee }),
       ...(kind === 'dispute-arbiter-split' ? { arbiterAgentId: a.arbiter } : {}),
       ...(timeouts ? { timeouts } : {}),
     };
@@ -132,7 +158,9 @@ export class Load {
       case 'pass':
       case 'idempotent':
       case 'client-pass': {
-        const body = client ? signDelivery(client.payee.secretKey, { escrowId: id, payload: { title: 'done', n: this.seq }, submittedAt: fundedAt }) : { agentId: a.payee, payload: { title: 'done' } };
+        const body = client
+          ? signDelivery(client.payee.secretKey, { escrowId: id, payload: { title: 'done', n: this.seq }, submittedAt: fundedAt })
+          : { agentId: a.payee, payload: { title: 'done' } };
         const r = await s('deliver', 'POST', `${base}/delivery`, body, [201]);
         if (!r.body.proof) await this.settle(id);
         return;
@@ -153,9 +181,10 @@ export class Load {
     await s('dispute', 'POST', `${base}/dispute`, { agentId: opener, reason: 'the title is missing' }, [201]);
     await s('evidence', 'POST', `${base}/dispute/evidence`, { agentId: other, note: 'see attachment', payload: { page: 1 } }, [200]);
     if (kind === 'dispute-timeout') return;
-    const ruling = kind === 'dispute-arbiter-split'
-      ? { outcome: 'split', rationale: 'partly delivered', shares: { payerBps: 3000, payeeBps: 7000 }, agentIds: [a.arbiter] }
-      : { outcome: 'release', agentIds: [a.payer, a.payee] };
+    const ruling =
+      kind === 'dispute-arbiter-split'
+        ? { outcome: 'split', rationale: 'partly delivered', shares: { payerBps: 3000, payeeBps: 7000 }, agentIds: [a.arbiter] }
+        : { outcome: 'release', agentIds: [a.payer, a.payee] };
     const r = await s('resolve', 'POST', `${base}/dispute/resolve`, ruling, [200, 502]);
     if (r.status === 502) await this.settle(id);
   }

@@ -46,13 +46,30 @@ for (const kind of STORES) {
       const [r] = await a.db.query(sql, params);
       return Object.values(r)[0] as T;
     };
-    const events = (id: string, event: string) => one(`SELECT count(*)::int FROM trail_entries WHERE escrow_id = $1 AND event = $2`, [id, event]);
+    const events = (id: string, event: string) =>
+      one(`SELECT count(*)::int FROM trail_entries WHERE escrow_id = $1 AND event = $2`, [id, event]);
     const proofsOf = (id: string) => one(`SELECT count(*)::int FROM proofs WHERE escrow_id = $1`, [id]);
-    const logMatches = async () => assert.equal(await one('SELECT size::int FROM log_state'), await one('SELECT count(*)::int FROM proofs'), 'log size equals the number of proofs');
-    const statuses = (rs: { status: number }[]) => rs.map((r) => r.status).sort().join(',');
+    const logMatches = async () =>
+      assert.equal(
+        await one('SELECT size::int FROM log_state'),
+        await one('SELECT count(*)::int FROM proofs'),
+        'log size equals the number of proofs',
+      );
+    const statuses = (rs: { status: number }[]) =>
+      rs
+        .map((r) => r.status)
+        .sort()
+        .join(',');
     let parties: { payer: string; payee: string; arbiter: string };
     const create = async (extra: Record<string, unknown> = {}) => {
-      const r = await req('POST', '/v1/escrows', { amount: '5', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: parties.payer, payeeAgentId: parties.payee, ...extra });
+      const r = await req('POST', '/v1/escrows', {
+        amount: '5',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: parties.payer,
+        payeeAgentId: parties.payee,
+        ...extra,
+      });
       assert.equal(r.status, 201, r.text);
       return r.body.id as string;
     };
@@ -80,17 +97,28 @@ for (const kind of STORES) {
     test('property: N concurrent creates under one Idempotency-Key make one escrow and replay it N-1 times', async () => {
       counts.properties++;
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: 2, max: N }), fc.stringMatching(/^[\x21-\x7e]{1,64}$/), fc.integer({ min: 1, max: 999 }), async (n, key, amount) => {
-          counts.propertyRuns++;
-          const k = `${key}-${Math.random()}`; // a fresh key per generated case
-          const body = { amount: String(amount), asset: 'USDC', terms: PASSING_TERMS, payerAgentId: parties.payer, payeeAgentId: parties.payee };
-          const rs = await burst(n, (h) => h.req('POST', '/v1/escrows', body, { 'idempotency-key': k }));
-          assert.equal(statuses(rs), Array(n).fill(201).join(','), rs.map((r) => r.text).join('\n'));
-          assert.equal(new Set(rs.map((r) => r.body.id)).size, 1);
-          assert.equal(rs.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, n - 1);
-          assert.equal(new Set(rs.map((r) => r.text)).size, 1, 'replays are verbatim');
-          assert.equal(await events(rs[0].body.id, 'escrow.created'), 1);
-        }),
+        fc.asyncProperty(
+          fc.integer({ min: 2, max: N }),
+          fc.stringMatching(/^[\x21-\x7e]{1,64}$/),
+          fc.integer({ min: 1, max: 999 }),
+          async (n, key, amount) => {
+            counts.propertyRuns++;
+            const k = `${key}-${Math.random()}`; // a fresh key per generated case
+            const body = {
+              amount: String(amount),
+              asset: 'USDC',
+              terms: PASSING_TERMS,
+              payerAgentId: parties.payer,
+              payeeAgentId: parties.payee,
+            };
+            const rs = await burst(n, (h) => h.req('POST', '/v1/escrows', body, { 'idempotency-key': k }));
+            assert.equal(statuses(rs), Array(n).fill(201).join(','), rs.map((r) => r.text).join('\n'));
+            assert.equal(new Set(rs.map((r) => r.body.id)).size, 1);
+            assert.equal(rs.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, n - 1);
+            assert.equal(new Set(rs.map((r) => r.text)).size, 1, 'replays are verbatim');
+            assert.equal(await events(rs[0].body.id, 'escrow.created'), 1);
+          },
+        ),
         { numRuns: 12 },
       );
     });
@@ -98,8 +126,18 @@ for (const kind of STORES) {
     test('one Idempotency-Key with different bodies at once: one escrow; the others replay (same body) or 422', async () => {
       const k = `mixed-${Math.random()}`;
       const before = await one('SELECT count(*)::int FROM escrows');
-      const rs = await burst(N, (h, i) => h.req('POST', '/v1/escrows', { amount: String(1 + (i % 3)), asset: 'USDC', terms: PASSING_TERMS, payerAgentId: parties.payer, payeeAgentId: parties.payee }, { 'idempotency-key': k }));
-      assert.ok(rs.every((r) => r.status === 201 || (r.status === 422 && r.body.error.code === 'unprocessable')), statuses(rs));
+      const rs = await burst(N, (h, i) =>
+        h.req(
+          'POST',
+          '/v1/escrows',
+          { amount: String(1 + (i % 3)), asset: 'USDC', terms: PASSING_TERMS, payerAgentId: parties.payer, payeeAgentId: parties.payee },
+          { 'idempotency-key': k },
+        ),
+      );
+      assert.ok(
+        rs.every((r) => r.status === 201 || (r.status === 422 && r.body.error.code === 'unprocessable')),
+        statuses(rs),
+      );
       assert.equal(new Set(rs.filter((r) => r.status === 201).map((r) => r.body.id)).size, 1);
       assert.equal(await one('SELECT count(*)::int FROM escrows'), before + 1);
     });
@@ -177,7 +215,12 @@ for (const kind of STORES) {
       const rs = await burst(N, (h) => pay(h, header));
       assert.equal(statuses(rs), ['200', ...Array(N - 1).fill('402')].join(','));
       for (const r of rs.filter((x) => x.status === 402)) assert.equal(r.body.error.code, 'payment_invalid');
-      assert.deepEqual(await x402Counts(a), { escrows: before.escrows + 1, proofs: before.proofs + 1, nonces: before.nonces + 1, log: before.log + 1 });
+      assert.deepEqual(await x402Counts(a), {
+        escrows: before.escrows + 1,
+        proofs: before.proofs + 1,
+        nonces: before.nonces + 1,
+        log: before.log + 1,
+      });
       const { escrowId } = decodePaymentResponse(rs.find((r) => r.status === 200)!.headers.get('x-payment-response')!);
       assert.equal(await proofsOf(escrowId), 1);
     });
@@ -199,7 +242,9 @@ for (const kind of STORES) {
       process.stdout.write(`# ${kind}: ${both} of 16 refunds ran after the concurrent delivery\n`);
     });
 
-    test('a sweep batch and a refund of an expired escrow do not deadlock (sweep lock-order regression)', { skip: kind === 'pglite' && 'PGlite runs one transaction at a time' }, async () => {
+    test('a sweep batch and a refund of an expired escrow do not deadlock (sweep lock-order regression)', {
+      skip: kind === 'pglite' && 'PGlite runs one transaction at a time',
+    }, async () => {
       // The refund holds escrow Z's row lock while custody is slow; meanwhile the sweep closes Y
       // (taking the log's sequencer row) and reaches Z. Before the fix the sweep waited for Z while
       // holding the log row, the refund waited for the log row while holding Z: a deadlock, one of
@@ -230,7 +275,9 @@ for (const kind of STORES) {
       await logMatches();
     });
 
-    test('a sweep pass and closings racing for one injected custody fault do not deadlock (fault-row lock regression)', { skip: kind === 'pglite' && 'PGlite runs one transaction at a time' }, async () => {
+    test('a sweep pass and closings racing for one injected custody fault do not deadlock (fault-row lock regression)', {
+      skip: kind === 'pglite' && 'PGlite runs one transaction at a time',
+    }, async () => {
       // T1 takes the one fault and holds its row; T2, then the sweep pass (which holds the log row
       // since it closed y1), queue for that row. When T1 commits, T2 locks the row, finds no fault
       // left and, before the fix, kept the row locked (EvalPlanQual) while it went on to wait for the
@@ -312,12 +359,18 @@ for (const kind of STORES) {
           const id = failFirst ? await failed() : await funded();
           const rs = await burst(ops.length, (h, i) => {
             switch (ops[i]) {
-              case 'deliver-pass': return h.req('POST', `/v1/escrows/${id}/delivery`, { agentId: parties.payee, payload: { title: 't' } });
-              case 'deliver-fail': return h.req('POST', `/v1/escrows/${id}/delivery`, { agentId: parties.payee, payload: {} });
-              case 'refund': return h.req('POST', `/v1/escrows/${id}/refund`);
-              case 'dispute': return h.req('POST', `/v1/escrows/${id}/dispute`, { agentId: parties.payer });
-              case 'fund': return h.req('POST', `/v1/escrows/${id}/fund`);
-              default: return h.req('POST', `/v1/escrows/${id}/custody/retry`);
+              case 'deliver-pass':
+                return h.req('POST', `/v1/escrows/${id}/delivery`, { agentId: parties.payee, payload: { title: 't' } });
+              case 'deliver-fail':
+                return h.req('POST', `/v1/escrows/${id}/delivery`, { agentId: parties.payee, payload: {} });
+              case 'refund':
+                return h.req('POST', `/v1/escrows/${id}/refund`);
+              case 'dispute':
+                return h.req('POST', `/v1/escrows/${id}/dispute`, { agentId: parties.payer });
+              case 'fund':
+                return h.req('POST', `/v1/escrows/${id}/fund`);
+              default:
+                return h.req('POST', `/v1/escrows/${id}/custody/retry`);
             }
           });
           for (const r of rs) assert.ok(r.status < 500, `${r.status} ${r.text}`);
@@ -325,14 +378,16 @@ for (const kind of STORES) {
           const closed = ['settled', 'refunded', 'resolved'].includes(e.state);
           assert.equal(await proofsOf(id), closed ? 1 : 0, `${e.state}: ${statuses(rs)}`);
           assert.equal(await events(id, 'proof.issued'), closed ? 1 : 0);
-          assert.ok(await one('SELECT count(*)::int FROM deliveries WHERE escrow_id = $1', [id]) <= 1);
-          assert.ok(await one('SELECT count(*)::int FROM disputes WHERE escrow_id = $1', [id]) <= 1);
+          assert.ok((await one('SELECT count(*)::int FROM deliveries WHERE escrow_id = $1', [id])) <= 1);
+          assert.ok((await one('SELECT count(*)::int FROM disputes WHERE escrow_id = $1', [id])) <= 1);
           if (closed) {
             // The proof describes what happened before it: the delivery and dispute that exist, and no other.
             const [row] = await a.db.query<{ doc: string; delivery: string | null; verdict: string | null; dispute: string | null }>(
               `SELECT p.doc, d.content_hash AS delivery, v.id AS verdict, ds.id AS dispute FROM proofs p
                  LEFT JOIN deliveries d ON d.escrow_id = p.escrow_id LEFT JOIN verdicts v ON v.escrow_id = p.escrow_id
-                 LEFT JOIN disputes ds ON ds.escrow_id = p.escrow_id WHERE p.escrow_id = $1`, [id]);
+                 LEFT JOIN disputes ds ON ds.escrow_id = p.escrow_id WHERE p.escrow_id = $1`,
+              [id],
+            );
             const proof = JSON.parse(row.doc);
             assert.equal(proof.deliveryHash ?? null, row.delivery, `proof.deliveryHash after ${ops.join(',')}: ${statuses(rs)}`);
             assert.equal(proof.verdictId ?? null, row.verdict, 'proof.verdictId');

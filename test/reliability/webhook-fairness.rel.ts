@@ -65,36 +65,62 @@ const TERMS = { description: 'fairness', checks: [{ kind: 'shape', requiredField
 async function closeOne(call: Call): Promise<string> {
   const payer = await ok(call, 'POST', '/v1/agents', { label: 'payer' }, 201);
   const payee = await ok(call, 'POST', '/v1/agents', { label: 'payee' }, 201);
-  const e = await ok(call, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: TERMS, payerAgentId: payer.id, payeeAgentId: payee.id }, 201);
+  const e = await ok(
+    call,
+    'POST',
+    '/v1/escrows',
+    { amount: '1', asset: 'USDC', terms: TERMS, payerAgentId: payer.id, payeeAgentId: payee.id },
+    201,
+  );
   await ok(call, 'POST', `/v1/escrows/${e.id}/fund`);
   await ok(call, 'POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title: 'done' } }, 201);
   return e.id;
 }
 
 /** JSON calls with a long wait: the setup (36,000 outbox rows fanned out) is not what is measured. */
-const caller = (base: string, headers: Record<string, string>): Call => (method, path, body) =>
-  rawRequest(base, method, path, { body: body === undefined ? undefined : JSON.stringify(body), headers, timeoutMs: 120_000 });
+const caller =
+  (base: string, headers: Record<string, string>): Call =>
+  (method, path, body) =>
+    rawRequest(base, method, path, { body: body === undefined ? undefined : JSON.stringify(body), headers, timeoutMs: 120_000 });
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 
-for (const store of [...(process.env.FAIRNESS_STORES ?? 'pglite,postgres').split(',')].filter((s) => s === 'pglite' || (s === 'postgres' && PG_URL))) {
-  test(`webhook fairness [${store}]: 600 hanging URLs of one key beside one healthy URL of another; the healthy p99 stays under 1 s`, { timeout: 300_000 }, async () => {
+for (const store of [...(process.env.FAIRNESS_STORES ?? 'pglite,postgres').split(',')].filter(
+  (s) => s === 'pglite' || (s === 'postgres' && PG_URL),
+)) {
+  test(`webhook fairness [${store}]: 600 hanging URLs of one key beside one healthy URL of another; the healthy p99 stays under 1 s`, {
+    timeout: 300_000,
+  }, async () => {
     const pg = store === 'postgres' ? await pgSchema('fairness') : null;
     const hole = await blackHole();
     const good = await healthy();
     let proc: Proc | undefined;
     try {
-      proc = await startService(TSX, {
-        DATA_DIR: ':memory:', ...(pg ? { DATABASE_URL: pg.url } : {}), API_KEY: ROOT, HOST: '127.0.0.1', WEBHOOK_ALLOW_PRIVATE: 'on',
-        WEBHOOK_MAX_URLS_PER_KEY: String(DEAD_URLS), WEBHOOK_TIMEOUT_MS: '3000', RATE_LIMIT_MAX: '1000000',
-      }, 90_000);
+      proc = await startService(
+        TSX,
+        {
+          DATA_DIR: ':memory:',
+          ...(pg ? { DATABASE_URL: pg.url } : {}),
+          API_KEY: ROOT,
+          HOST: '127.0.0.1',
+          WEBHOOK_ALLOW_PRIVATE: 'on',
+          WEBHOOK_MAX_URLS_PER_KEY: String(DEAD_URLS),
+          WEBHOOK_TIMEOUT_MS: '3000',
+          RATE_LIMIT_MAX: '1000000',
+        },
+        90_000,
+      );
       const root = caller(proc.url, { authorization: `Bearer ${ROOT}` });
       const keyA = await ok(root, 'POST', '/v1/admin/keys', { label: 'hanging' }, 201);
       const keyB = await ok(root, 'POST', '/v1/admin/keys', { label: 'healthy' }, 201);
       const a = caller(proc.url, { authorization: `Bearer ${keyA.secret}` });
       const b = caller(proc.url, { authorization: `Bearer ${keyB.secret}` });
       for (let i = 0; i < DEAD_URLS; i += 50) {
-        await Promise.all(Array.from({ length: Math.min(50, DEAD_URLS - i) }, (_, j) => ok(a, 'POST', '/v1/webhooks', { url: `${hole.url}/dead/${i + j}` }, 201)));
+        await Promise.all(
+          Array.from({ length: Math.min(50, DEAD_URLS - i) }, (_, j) =>
+            ok(a, 'POST', '/v1/webhooks', { url: `${hole.url}/dead/${i + j}` }, 201),
+          ),
+        );
       }
       // The 601st is refused: the cap holds at its raised value too.
       const over = await a('POST', '/v1/webhooks', { url: `${hole.url}/dead/${DEAD_URLS}` });
@@ -122,14 +148,24 @@ for (const store of [...(process.env.FAIRNESS_STORES ?? 'pglite,postgres').split
       const p50 = quantile(latencies, 0.5);
       const p99 = quantile(latencies, 0.99);
       const max = Math.max(...latencies);
-      process.stdout.write(`# fairness [${store}] healthy deliveries=${want} p50=${p50} ms p99=${p99} ms max=${max} ms; hanging requests seen=${hole.seen} max open=${hole.maxOpen}\n`);
+      process.stdout.write(
+        `# fairness [${store}] healthy deliveries=${want} p50=${p50} ms p99=${p99} ms max=${max} ms; hanging requests seen=${hole.seen} max open=${hole.maxOpen}\n`,
+      );
       assert.ok(p99 < 1_000, `healthy p99 ${p99} ms`);
       assert.ok(hole.maxOpen <= SHARE, `the hanging key had ${hole.maxOpen} requests open; its share is ${SHARE}`);
       counts.webhookDeliveries += want;
       counts.escrows += 10 + mine.length;
       if (max > counts.maxLatencyMs) counts.maxLatencyMs = max;
       assert.equal(await proc.stop(), 0);
-      report(`webhook fairness (${store})`, { hangingUrls: DEAD_URLS, hangingSeen: hole.seen, hangingMaxOpen: hole.maxOpen, healthyDeliveries: want, healthyP50Ms: p50, healthyP99Ms: p99, healthyMaxMs: max });
+      report(`webhook fairness (${store})`, {
+        hangingUrls: DEAD_URLS,
+        hangingSeen: hole.seen,
+        hangingMaxOpen: hole.maxOpen,
+        healthyDeliveries: want,
+        healthyP50Ms: p50,
+        healthyP99Ms: p99,
+        healthyMaxMs: max,
+      });
     } finally {
       if (proc && proc.child.exitCode === null) proc.child.kill('SIGKILL');
       await hole.close();

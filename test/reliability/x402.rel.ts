@@ -22,10 +22,19 @@ function killDuring(proc: Proc, path: string, body: unknown, afterMs?: number): 
   const u = new URL(proc.url);
   const text = JSON.stringify(body);
   return new Promise((resolve) => {
-    const req = httpRequest({ host: u.hostname, port: Number(u.port), method: 'POST', path, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) } }, (res) => {
-      proc.child.kill('SIGKILL');
-      res.resume();
-    });
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: Number(u.port),
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) },
+      },
+      (res) => {
+        proc.child.kill('SIGKILL');
+        res.resume();
+      },
+    );
     req.on('error', () => {});
     req.end(text);
     if (afterMs !== undefined) setTimeout(() => proc.child.kill('SIGKILL'), afterMs);
@@ -49,9 +58,21 @@ async function x402Run(store: 'pglite' | 'postgres') {
     call = caller(proc.url);
   };
   const payee = generateKeys();
-  const requirements = { scheme: 'auth-capture', network: 'escrow:sandbox', asset: 'USDC', amount: '25000', payTo: payee.publicKey, maxTimeoutSeconds: 600, extra: { paymentFlow: 'escrow', terms: TERMS } };
+  const requirements = {
+    scheme: 'auth-capture',
+    network: 'escrow:sandbox',
+    asset: 'USDC',
+    amount: '25000',
+    payTo: payee.publicKey,
+    maxTimeoutSeconds: 600,
+    extra: { paymentFlow: 'escrow', terms: TERMS },
+  };
   const resource = { url: 'https://shop.example/report' };
-  const request = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, resource, accepted: requirements, payload }, paymentRequirements: requirements });
+  const request = (payload: unknown) => ({
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, resource, accepted: requirements, payload },
+    paymentRequirements: requirements,
+  });
   const lines: string[] = [];
   try {
     proc = await startService(TSX, env, 90_000);
@@ -67,7 +88,16 @@ async function x402Run(store: 'pglite' | 'postgres') {
     const payments: Array<{ escrowId: string; state: string }> = [];
     for (const [i, plan] of plans.entries()) {
       const payer = generateKeys();
-      const collect = request(signCollect(payer.secretKey, { to: payee.publicKey, value: requirements.amount, asset: 'USDC', resource: resource.url, terms: TERMS, maxTimeoutSeconds: 600 }));
+      const collect = request(
+        signCollect(payer.secretKey, {
+          to: payee.publicKey,
+          value: requirements.amount,
+          asset: 'USDC',
+          resource: resource.url,
+          terms: TERMS,
+          maxTimeoutSeconds: 600,
+        }),
+      );
       if (plan.collectKill === 'after-answer') {
         assert.equal((await call('POST', SETTLE, collect)).body.success, true);
         proc.child.kill('SIGKILL');
@@ -81,7 +111,11 @@ async function x402Run(store: 'pglite' | 'postgres') {
       const escrowId = first.transaction as string;
       assert.equal((await ok(call, 'GET', `/v1/escrows/${escrowId}`)).state, 'funded');
 
-      const end = request(plan.end === 'capture' ? signCapture(payee.secretKey, { escrowId, payload: plan.delivery }) : signVoid(payee.secretKey, { escrowId }));
+      const end = request(
+        plan.end === 'capture'
+          ? signCapture(payee.secretKey, { escrowId, payload: plan.delivery })
+          : signVoid(payee.secretKey, { escrowId }),
+      );
       await killDuring(proc, SETTLE, end);
       await restart();
       const answer = (await call('POST', SETTLE, end)).body;
@@ -108,6 +142,12 @@ async function x402Run(store: 'pglite' | 'postgres') {
   }
 }
 
-test('x402 facilitator on PGlite: SIGKILLs around collect, capture and void leave one escrow per payment', { timeout: 360_000 }, () => x402Run('pglite'));
+test('x402 facilitator on PGlite: SIGKILLs around collect, capture and void leave one escrow per payment', { timeout: 360_000 }, () =>
+  x402Run('pglite'),
+);
 
-test('x402 facilitator on Postgres: SIGKILLs around collect, capture and void leave one escrow per payment', { timeout: 360_000, skip: !PG_URL && 'needs TEST_DATABASE_URL' }, () => x402Run('postgres'));
+test(
+  'x402 facilitator on Postgres: SIGKILLs around collect, capture and void leave one escrow per payment',
+  { timeout: 360_000, skip: !PG_URL && 'needs TEST_DATABASE_URL' },
+  () => x402Run('postgres'),
+);

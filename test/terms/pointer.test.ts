@@ -30,7 +30,10 @@ const invalid: Array<[string, RegExp, string]> = [
 ];
 for (const [p, message, what] of invalid) {
   test(`parsePointer refuses ${what} with a 400`, () => {
-    assert.throws(() => parsePointer(p), (err: unknown) => err instanceof AppError && err.code === 'bad_request' && message.test(err.message));
+    assert.throws(
+      () => parsePointer(p),
+      (err: unknown) => err instanceof AppError && err.code === 'bad_request' && message.test(err.message),
+    );
     assert.match(pointerProblem(p) ?? '', message);
   });
 }
@@ -79,7 +82,7 @@ const missing: Array<[unknown, string, string]> = [
   [doc, '/list/01', 'an index with a leading zero'],
   [doc, '/list/1e0', 'an index in exponent form'],
   [doc, '/list/ 1', 'an index with whitespace'],
-  [doc, '/list/length', 'an array\'s length property'],
+  [doc, '/list/length', "an array's length property"],
   [doc, '/list/99999999999999999999', 'a huge index'],
   [doc, '/a/constructor', '"constructor" from the prototype'],
   [doc, '/a/toString', '"toString" from the prototype'],
@@ -102,7 +105,10 @@ test('resolvePointer accepts already-parsed tokens', () => {
 });
 
 test('resolvePointer throws a 400 for a malformed pointer string', () => {
-  assert.throws(() => resolvePointer(doc, 'a'), (err: unknown) => err instanceof AppError && err.code === 'bad_request');
+  assert.throws(
+    () => resolvePointer(doc, 'a'),
+    (err: unknown) => err instanceof AppError && err.code === 'bad_request',
+  );
 });
 
 test('an own property holding undefined is not found', () => {
@@ -111,7 +117,13 @@ test('an own property holding undefined is not found', () => {
 
 test('an accessor property is never invoked', () => {
   let called = false;
-  const o = Object.defineProperty({}, 'g', { get: () => { called = true; return 1; }, enumerable: true });
+  const o = Object.defineProperty({}, 'g', {
+    get: () => {
+      called = true;
+      return 1;
+    },
+    enumerable: true,
+  });
   assert.deepEqual(resolvePointer(o, '/g'), { found: false });
   assert.equal(called, false);
 });

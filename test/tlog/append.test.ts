@@ -8,27 +8,33 @@ import { createMemoryTree } from '@escrow-settlement/protocol/tlog/memory';
 import { hex, naiveRoot, unhex } from './fixtures.ts';
 
 test('property: any split of up to 70 leaves into batches gives the naive root after every batch and the nodes the memory tree stores', () => {
-  fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 15 }), (sizes) => {
-    const all: string[] = [];
-    const stored = new Map<string, string>();
-    const tree = createMemoryTree();
-    let frontier: NodeRow[] = [];
-    for (const k of sizes) {
-      const batch = Array.from({ length: k }, () => hex(randomBytes(32)));
-      const r = appendBatch(all.length, frontier, batch);
-      all.push(...batch);
-      for (const leaf of batch) tree.appendLeafHash(unhex(leaf));
-      for (const row of r.rows) {
-        assert.ok(!stored.has(`${row.level}/${row.idx}`), `node ${row.level}/${row.idx} written once`);
-        stored.set(`${row.level}/${row.idx}`, row.hash);
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 15 }), (sizes) => {
+      const all: string[] = [];
+      const stored = new Map<string, string>();
+      const tree = createMemoryTree();
+      let frontier: NodeRow[] = [];
+      for (const k of sizes) {
+        const batch = Array.from({ length: k }, () => hex(randomBytes(32)));
+        const r = appendBatch(all.length, frontier, batch);
+        all.push(...batch);
+        for (const leaf of batch) tree.appendLeafHash(unhex(leaf));
+        for (const row of r.rows) {
+          assert.ok(!stored.has(`${row.level}/${row.idx}`), `node ${row.level}/${row.idx} written once`);
+          stored.set(`${row.level}/${row.idx}`, row.hash);
+        }
+        assert.equal(r.size, all.length);
+        assert.equal(r.rootHash, hex(naiveRoot(all.map(unhex))));
+        assert.deepEqual(
+          r.frontier.map((f) => ({ level: f.level, index: f.idx })),
+          frontierIds(all.length),
+        );
+        frontier = r.frontier;
       }
-      assert.equal(r.size, all.length);
-      assert.equal(r.rootHash, hex(naiveRoot(all.map(unhex))));
-      assert.deepEqual(r.frontier.map((f) => ({ level: f.level, index: f.idx })), frontierIds(all.length));
-      frontier = r.frontier;
-    }
-    assert.equal(stored.size, tree.nodeCount, 'as many nodes as the memory tree stores (2n - popcount(n))');
-  }), { numRuns: 60 });
+      assert.equal(stored.size, tree.nodeCount, 'as many nodes as the memory tree stores (2n - popcount(n))');
+    }),
+    { numRuns: 60 },
+  );
 });
 
 test('appendBatch refuses a frontier that does not fit the size (a missing stored node)', () => {

@@ -34,7 +34,10 @@ export const leafHashOf = (proof: unknown): string => hex(sha256(new Uint8Array(
 
 /** Ed25519 verification by node:crypto, an implementation independent of the service's. */
 export function nodeVerifyHex(publicKeyHex: string, message: string, signatureHex: string): boolean {
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKeyHex, 'hex').toString('base64url') }, format: 'jwk' });
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKeyHex, 'hex').toString('base64url') },
+    format: 'jwk',
+  });
   return nodeVerify(null, Buffer.from(message), key, Buffer.from(signatureHex, 'hex'));
 }
 
@@ -79,7 +82,10 @@ async function serviceSigner(q: Queryable): Promise<Signer> {
  * Issues one synthetic proof the way a closing does, in one transaction: a minimal escrow row, its
  * trail (trailLength entries plus the proof.issued entry), the signed proof, its leaf and its row.
  */
-export async function issueSynthetic(db: Db, opts: { trailLength?: number; signer?: Signer; extra?: Partial<Proof> } = {}): Promise<Issued> {
+export async function issueSynthetic(
+  db: Db,
+  opts: { trailLength?: number; signer?: Signer; extra?: Partial<Proof> } = {},
+): Promise<Issued> {
   const issued = await db.tx(async (tx) => {
     const escrowId = newId('esc');
     const [{ now }] = await tx.query<{ now: Date }>('SELECT svc_now() AS now');
@@ -89,9 +95,18 @@ export async function issueSynthetic(db: Db, opts: { trailLength?: number; signe
     const head = trail[n - 1];
     const signer = opts.signer ?? (await serviceSigner(tx));
     const body = {
-      id: newId('prf'), escrowId, outcome: 'released' as const,
-      payer: 'a'.repeat(64), payee: 'b'.repeat(64), amount: '10', asset: 'USDC', termsHash: 'c'.repeat(64),
-      trailHead: head.hash, trailLength: n, issuedAt: at, ...opts.extra,
+      id: newId('prf'),
+      escrowId,
+      outcome: 'released' as const,
+      payer: 'a'.repeat(64),
+      payee: 'b'.repeat(64),
+      amount: '10',
+      asset: 'USDC',
+      termsHash: 'c'.repeat(64),
+      trailHead: head.hash,
+      trailLength: n,
+      issuedAt: at,
+      ...opts.extra,
     };
     const proof: Proof = { ...body, signature: { signer: signer.publicKey, signature: signer.sign(body) } };
     const leafHash = leafHashOf(proof);
@@ -102,11 +117,22 @@ export async function issueSynthetic(db: Db, opts: { trailLength?: number; signe
       [escrowId, body.payer, body.payee, body.termsHash, n + 1, trail[n].hash],
     );
     for (const e of trail) {
-      await tx.query('INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        [escrowId, e.index, e.prevHash, e.hash, e.at, e.event, JSON.stringify(e.body)]);
+      await tx.query('INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        escrowId,
+        e.index,
+        e.prevHash,
+        e.hash,
+        e.at,
+        e.event,
+        JSON.stringify(e.body),
+      ]);
     }
-    await tx.query('INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, svc_now())',
-      [proof.id, escrowId, leafHash, canonicalize(proof)]);
+    await tx.query('INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, svc_now())', [
+      proof.id,
+      escrowId,
+      leafHash,
+      canonicalize(proof),
+    ]);
     const seq = sequenceLeaf(proof.id, leafHash);
     await tx.query(seq.text, seq.params);
     return { proof, leafHash, trail: trail.slice(0, n) };

@@ -25,13 +25,16 @@ describeStores('log integrator', (h) => {
     const it = createIntegrator(h().db, { keys: issuerHeadKeys, max: 1000, waitMs: 10_000, onBatch: (d) => batches.push(d.length) });
     const oks = await Promise.all(Array.from({ length: 20 }, async () => it.settled([await commitLeaf(h().db)])));
     assert.deepEqual(oks, Array(20).fill(true));
-    assert.equal(batches.reduce((a, b) => a + b, 0), 20);
+    assert.equal(
+      batches.reduce((a, b) => a + b, 0),
+      20,
+    );
     assert.ok(batches.length < 20, `${batches.length} batches for 20 leaves`);
     assert.equal(await logSize(h().db), 20);
     await it.stop();
   });
 
-  test('a leaf integrated by another integrator (another instance) answers this one\'s waiter', async () => {
+  test("a leaf integrated by another integrator (another instance) answers this one's waiter", async () => {
     const it = createIntegrator(h().db, { keys: issuerHeadKeys, max: 1000, waitMs: 10_000 });
     const id = await commitLeaf(h().db);
     await integrateBatch(h().db, { keys: issuerHeadKeys, max: 1000 });
@@ -39,7 +42,7 @@ describeStores('log integrator', (h) => {
     await it.stop();
   });
 
-  test('drain integrates leftovers nobody waits for (a crashed instance\'s), and stop answers waiters false', async () => {
+  test("drain integrates leftovers nobody waits for (a crashed instance's), and stop answers waiters false", async () => {
     const it = createIntegrator(h().db, { keys: issuerHeadKeys, max: 3, waitMs: 10_000 });
     for (let i = 0; i < 7; i++) await commitLeaf(h().db);
     const before = await logSize(h().db);

@@ -31,16 +31,18 @@ function counting(db: Db) {
     ...wrapQ(db),
     tx: async <T>(fn: (tx: Tx) => Promise<T>) => {
       let committedWith = false;
-      const r = await db.tx((t) => fn({
-        ...t,
-        ...wrapQ(t),
-        commitWith: (stmts: Stmt[]) => {
-          if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) inIntegrator = true;
-          bump(); // the last batch and COMMIT: one write, one answer
-          committedWith = true;
-          return t.commitWith(stmts);
-        },
-      }));
+      const r = await db.tx((t) =>
+        fn({
+          ...t,
+          ...wrapQ(t),
+          commitWith: (stmts: Stmt[]) => {
+            if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) inIntegrator = true;
+            bump(); // the last batch and COMMIT: one write, one answer
+            committedWith = true;
+            return t.commitWith(stmts);
+          },
+        }),
+      );
       if (!committedWith) bump(); // COMMIT on its own
       inIntegrator = false;
       return r;
@@ -55,7 +57,14 @@ for (const kind of STORES) {
     const { db, c } = counting(store.db);
     const app = createApp({ db, config: parseConfig({ DATA_DIR: ':memory:' }) });
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await app.fetch(new Request(`http://t${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined }), { ip: '127.0.0.1' });
+      const res = await app.fetch(
+        new Request(`http://t${path}`, {
+          method,
+          headers: body ? { 'content-type': 'application/json' } : {},
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+        { ip: '127.0.0.1' },
+      );
       assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
       return res.json() as Promise<any>;
     };
@@ -63,13 +72,28 @@ for (const kind of STORES) {
       const payer = (await call('POST', '/v1/agents', { label: 'payer' })).id;
       const payee = (await call('POST', '/v1/agents', { label: 'payee' })).id;
       // Warm: the issuer key's material is read once per key id, then cached.
-      const warm = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+      const warm = await call('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer,
+        payeeAgentId: payee,
+      });
       await call('POST', `/v1/escrows/${warm.id}/fund`);
       await call('POST', `/v1/escrows/${warm.id}/delivery`, { agentId: payee, payload: { title: 't' } });
       const steps: number[] = [];
-      const mark = () => { steps.push(c.commands); };
-      c.commands = 0; c.integrator = 0;
-      const e = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+      const mark = () => {
+        steps.push(c.commands);
+      };
+      c.commands = 0;
+      c.integrator = 0;
+      const e = await call('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer,
+        payeeAgentId: payee,
+      });
       mark();
       await call('POST', `/v1/escrows/${e.id}/fund`);
       mark();
@@ -86,7 +110,13 @@ for (const kind of STORES) {
       assert.equal(c.integrator, 1, 'one integration batch of one round trip');
       // With a sandbox fault pending (POST /v1/sandbox/custody/fail-next), the lock's read sees it and
       // custody spends it with one more round trip: the settlement fails, and the fault is used up.
-      const f = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+      const f = await call('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USDC',
+        terms: PASSING_TERMS,
+        payerAgentId: payer,
+        payeeAgentId: payee,
+      });
       await call('POST', `/v1/escrows/${f.id}/fund`);
       assert.equal((await call('POST', '/v1/sandbox/custody/fail-next', { count: 1 })).failNext, 1);
       c.commands = 0;
@@ -151,11 +181,25 @@ for (const kind of STORES) {
   const expected = kind === 'postgres' ? { perStep: [2, 4, 5], total: 11 } : { perStep: [4, 4, 7], total: 15 };
   test(`[${kind}] a lifecycle sends ${expected.total} statements, BEGIN, COMMIT and its integration batch included`, async () => {
     const c = { n: 0 };
-    const store = kind === 'postgres' ? await openStore(kind, { onStatement: () => { c.n++; } }) : await openStore(kind);
+    const store =
+      kind === 'postgres'
+        ? await openStore(kind, {
+            onStatement: () => {
+              c.n++;
+            },
+          })
+        : await openStore(kind);
     const counted = kind === 'postgres' ? { db: store.db, c } : pgliteStatements(store.db);
     const app = createApp({ db: counted.db, config: parseConfig({ DATA_DIR: ':memory:' }) });
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await app.fetch(new Request(`http://t${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined }), { ip: '127.0.0.1' });
+      const res = await app.fetch(
+        new Request(`http://t${path}`, {
+          method,
+          headers: body ? { 'content-type': 'application/json' } : {},
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+        { ip: '127.0.0.1' },
+      );
       assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
       return res.json() as Promise<any>;
     };
@@ -165,7 +209,13 @@ for (const kind of STORES) {
       const lifecycle = async () => {
         const steps: number[] = [];
         const at0 = counted.c.n;
-        const e = await call('POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: PASSING_TERMS, payerAgentId: payer, payeeAgentId: payee });
+        const e = await call('POST', '/v1/escrows', {
+          amount: '1',
+          asset: 'USDC',
+          terms: PASSING_TERMS,
+          payerAgentId: payer,
+          payeeAgentId: payee,
+        });
         steps.push(counted.c.n - at0);
         await call('POST', `/v1/escrows/${e.id}/fund`);
         steps.push(counted.c.n - at0 - steps[0]);

@@ -34,15 +34,17 @@ function counting(db: Db) {
     tx: async <T>(fn: (tx: Tx) => Promise<T>) => {
       calls.push('begin');
       let with_ = false;
-      const r = await db.tx((t) => fn({
-        ...t,
-        ...wrapQ(t),
-        commitWith: (stmts: Stmt[]) => {
-          calls.push(`batch(${stmts.length})+commit`);
-          with_ = true;
-          return t.commitWith(stmts);
-        },
-      }));
+      const r = await db.tx((t) =>
+        fn({
+          ...t,
+          ...wrapQ(t),
+          commitWith: (stmts: Stmt[]) => {
+            calls.push(`batch(${stmts.length})+commit`);
+            with_ = true;
+            return t.commitWith(stmts);
+          },
+        }),
+      );
       if (!with_) calls.push('commit');
       return r;
     },
@@ -82,7 +84,10 @@ describeStores('log: sequence → integrate', (h) => {
     const first = randomLeaf();
     await sequence(h().db, first);
     leaves.push(first);
-    assert.deepEqual((await integrateBatch(h().db, OPTS)).integrated.map((d) => d.index), [0]);
+    assert.deepEqual(
+      (await integrateBatch(h().db, OPTS)).integrated.map((d) => d.index),
+      [0],
+    );
     for (let i = 0; i < 3; i++) {
       const leaf = randomLeaf();
       await sequence(h().db, leaf);
@@ -90,7 +95,10 @@ describeStores('log: sequence → integrate', (h) => {
     }
     const c = counting(h().db);
     const r = await integrateBatch(c.db, OPTS);
-    assert.deepEqual(r.integrated.map((d) => d.index), [1, 2, 3]);
+    assert.deepEqual(
+      r.integrated.map((d) => d.index),
+      [1, 2, 3],
+    );
     assert.deepEqual(c.calls, ['begin', 'batch(4)', 'batch(1)+commit']);
   });
 
@@ -101,7 +109,10 @@ describeStores('log: sequence → integrate', (h) => {
       const batch = Array.from({ length: Math.min(k, 40 - leaves.length) }, randomLeaf);
       for (const leaf of batch) ids.push(await sequence(h().db, leaf));
       const r = await integrateBatch(h().db, OPTS);
-      assert.deepEqual(r.integrated, ids.map((entryId, i) => ({ entryId, index: leaves.length + i })));
+      assert.deepEqual(
+        r.integrated,
+        ids.map((entryId, i) => ({ entryId, index: leaves.length + i })),
+      );
       leaves.push(...batch);
       assert.equal(r.size, leaves.length);
       assert.equal(r.rootHash, hex(naiveRoot(leaves.map(unhex))));
@@ -115,7 +126,9 @@ describeStores('log: sequence → integrate', (h) => {
   });
 
   test('each batch publishes one head for its size, signed by the active key over JCS({logSize, rootHash, signedAt})', async () => {
-    const heads = await h().db.query<{ size: string; root_hash: string; signed_at: string; signature: string }>('SELECT size::text AS size, root_hash, signed_at, signature FROM log_heads ORDER BY size');
+    const heads = await h().db.query<{ size: string; root_hash: string; signed_at: string; signature: string }>(
+      'SELECT size::text AS size, root_hash, signed_at, signature FROM log_heads ORDER BY size',
+    );
     assert.ok(heads.length >= 10, `${heads.length} heads`);
     const head = await signedHead(h().db, issuerHeadKeys);
     assert.equal(head.logSize, 40);
@@ -129,16 +142,27 @@ describeStores('log: sequence → integrate', (h) => {
   });
 
   test('a rolled-back closing leaves nothing pending; a failed batch leaves its leaves pending for the next', async () => {
-    await assert.rejects(h().db.tx(async (tx) => {
-      const s = sequenceLeaf('rolled-back', randomLeaf());
-      await tx.query(s.text, s.params);
-      throw new Error('the closing failed after sequencing');
-    }), /closing failed/);
+    await assert.rejects(
+      h().db.tx(async (tx) => {
+        const s = sequenceLeaf('rolled-back', randomLeaf());
+        await tx.query(s.text, s.params);
+        throw new Error('the closing failed after sequencing');
+      }),
+      /closing failed/,
+    );
     const none = await integrateBatch(h().db, OPTS);
     assert.deepEqual({ integrated: none.integrated, size: none.size }, { integrated: [], size: 40 });
     const leaf = randomLeaf();
     const id = await sequence(h().db, leaf);
-    await assert.rejects(integrateBatch(h().db, { ...OPTS, indexed: () => { throw new Error('the owner failed mid-batch'); } }), /mid-batch/);
+    await assert.rejects(
+      integrateBatch(h().db, {
+        ...OPTS,
+        indexed: () => {
+          throw new Error('the owner failed mid-batch');
+        },
+      }),
+      /mid-batch/,
+    );
     assert.equal(await logSize(h().db), 40);
     const [{ n }] = await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM log_pending');
     assert.equal(n, 1, 'the leaf is still pending');
@@ -152,9 +176,15 @@ describeStores('log: sequence → integrate', (h) => {
     const batch = Array.from({ length: 5 }, randomLeaf);
     for (const leaf of batch) ids.push(await sequence(h().db, leaf));
     const first = await integrateBatch(h().db, { ...OPTS, max: 3 });
-    assert.deepEqual(first.integrated.map((d) => d.entryId), ids.slice(0, 3));
+    assert.deepEqual(
+      first.integrated.map((d) => d.entryId),
+      ids.slice(0, 3),
+    );
     const second = await integrateBatch(h().db, { ...OPTS, max: 3 });
-    assert.deepEqual(second.integrated.map((d) => d.entryId), ids.slice(3));
+    assert.deepEqual(
+      second.integrated.map((d) => d.entryId),
+      ids.slice(3),
+    );
     leaves.push(...batch);
     assert.equal(second.rootHash, hex(naiveRoot(leaves.map(unhex))));
   });
@@ -184,14 +214,21 @@ describeStores('log: sequence → integrate', (h) => {
 
   test('hashReader answers in the order asked and refuses a node that is not stored', async () => {
     const read = hashReader(h().db);
-    const got = await read([{ level: 0, index: 5 }, { level: 0, index: 2 }, { level: 0, index: 5 }]);
+    const got = await read([
+      { level: 0, index: 5 },
+      { level: 0, index: 2 },
+      { level: 0, index: 5 },
+    ]);
     assert.deepEqual(got.map(hex), [leaves[5], leaves[2], leaves[5]]);
     await assert.rejects(read([{ level: 0, index: leaves.length }]), new RegExp(`log node 0/${leaves.length} is not stored`));
     await assert.rejects(inclusionProof(0, leaves.length + 1, read), RangeError);
   });
 
   test('signedHead refuses a size beyond the log', async () => {
-    await assert.rejects(signedHead(h().db, issuerHeadKeys, leaves.length + 1), new RegExp(`not between 0 and the current size ${leaves.length}`));
+    await assert.rejects(
+      signedHead(h().db, issuerHeadKeys, leaves.length + 1),
+      new RegExp(`not between 0 and the current size ${leaves.length}`),
+    );
   });
 });
 
@@ -209,12 +246,16 @@ for (const kind of (PG_URL ? ['postgres'] : []) as StoreKind[]) {
         return n;
       };
       const runs = [integrator(a.db), integrator(b.db)];
-      const ids = await Promise.all(leaves.map((leaf, i) => (i % 2 ? a.db : b.db).tx(async (tx) => {
-        await tx.query('SELECT pg_sleep(0.002)');
-        const s = sequenceLeaf(`race-${i}`, leaf);
-        await tx.query(s.text, s.params);
-        return `race-${i}`;
-      })));
+      const ids = await Promise.all(
+        leaves.map((leaf, i) =>
+          (i % 2 ? a.db : b.db).tx(async (tx) => {
+            await tx.query('SELECT pg_sleep(0.002)');
+            const s = sequenceLeaf(`race-${i}`, leaf);
+            await tx.query(s.text, s.params);
+            return `race-${i}`;
+          }),
+        ),
+      );
       // Let the integrators drain, then stop them.
       for (let t = 0; t < 200 && (await logSize(a.db)) < 60; t++) await new Promise((r) => setTimeout(r, 10));
       stop = true;
@@ -222,8 +263,13 @@ for (const kind of (PG_URL ? ['postgres'] : []) as StoreKind[]) {
       assert.equal(counts[0] + counts[1], 60, `integrated ${counts.join(' + ')}`);
       assert.ok(counts[0] > 0 && counts[1] > 0, `both integrators took batches: ${counts.join(' + ')}`);
       // Reconstruct index order from level-0 nodes; every leaf appears exactly once.
-      const rows = await a.db.query<{ i: string; hash: string }>('SELECT n.idx::text AS i, n.hash FROM log_nodes n WHERE n.level = 0 ORDER BY n.idx');
-      assert.deepEqual(rows.map((r) => Number(r.i)), Array.from({ length: 60 }, (_, i) => i));
+      const rows = await a.db.query<{ i: string; hash: string }>(
+        'SELECT n.idx::text AS i, n.hash FROM log_nodes n WHERE n.level = 0 ORDER BY n.idx',
+      );
+      assert.deepEqual(
+        rows.map((r) => Number(r.i)),
+        Array.from({ length: 60 }, (_, i) => i),
+      );
       assert.deepEqual(rows.map((r) => r.hash).sort(), [...leaves].sort());
       assert.equal(await rootAt(a.db, 60), hex(naiveRoot(rows.map((r) => unhex(r.hash)))));
       assert.equal(ids.length, 60);
@@ -241,7 +287,10 @@ for (const kind of (PG_URL ? ['postgres'] : []) as StoreKind[]) {
       let done = false;
       const held = s.db.tx(async (tx) => {
         await tx.query(`SELECT pg_advisory_xact_lock(${INTEGRATE_LOCK_SQL})`);
-        const p = integrateBatch(s.db, OPTS).then((r) => { done = true; return r; });
+        const p = integrateBatch(s.db, OPTS).then((r) => {
+          done = true;
+          return r;
+        });
         await new Promise((r) => setTimeout(r, 150));
         assert.equal(done, false, 'the batch waited for the lock');
         return { p }; // not the promise itself: db.tx would wait for it while holding the lock

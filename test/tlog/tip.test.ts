@@ -51,14 +51,17 @@ async function expectStale(p: Promise<unknown>, why: RegExp | undefined = undefi
   });
 }
 
-describeStores('log: one-round-trip batches from the integrator\'s tip', (h) => {
+describeStores("log: one-round-trip batches from the integrator's tip", (h) => {
   test('appends what it was handed: the same tree as a full batch, one signed head, nothing left pending', async () => {
     const db = h().db;
     let tip = await freshTip(db);
     const before = await leafHashes(db);
     const leaves = [await commitLeaf(db), await commitLeaf(db), await commitLeaf(db)];
     const r = await integrateKnown(db, OPTS, tip, leaves);
-    assert.deepEqual(r.integrated, leaves.map((l, i) => ({ entryId: l.entryId, index: tip.size + i })));
+    assert.deepEqual(
+      r.integrated,
+      leaves.map((l, i) => ({ entryId: l.entryId, index: tip.size + i })),
+    );
     assert.equal(r.size, tip.size + 3);
     assert.equal(await logSize(db), r.size);
     assert.deepEqual(await pendingIds(db), []);
@@ -69,7 +72,13 @@ describeStores('log: one-round-trip batches from the integrator\'s tip', (h) => 
     // The head of the new size is published, signed over JCS({logSize, rootHash, signedAt}).
     const head = await signedHead(db, issuerHeadKeys, r.size);
     assert.equal(head.rootHash, r.rootHash);
-    assert.ok(verifyJson({ logSize: head.logSize, rootHash: head.rootHash, signedAt: head.signedAt }, head.signature.signature, tip.signer.publicKey));
+    assert.ok(
+      verifyJson(
+        { logSize: head.logSize, rootHash: head.rootHash, signedAt: head.signedAt },
+        head.signature.signature,
+        tip.signer.publicKey,
+      ),
+    );
     assert.equal(head.signature.signer, tip.signer.publicKey);
     // Chained: the next one-round-trip batch appends to the tip this one returned.
     tip = r.tip!;
@@ -135,17 +144,20 @@ describeStores('log: one-round-trip batches from the integrator\'s tip', (h) => 
     const kinds: string[] = [];
     const counting: Db = {
       ...db,
-      tx: (fn) => db.tx((tx) => fn({
-        ...tx,
-        batch: (stmts) => {
-          if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) kinds.push('full');
-          return tx.batch(stmts);
-        },
-        commitWith: (stmts) => {
-          if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) kinds.push('known');
-          return tx.commitWith(stmts);
-        },
-      })),
+      tx: (fn) =>
+        db.tx((tx) =>
+          fn({
+            ...tx,
+            batch: (stmts) => {
+              if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) kinds.push('full');
+              return tx.batch(stmts);
+            },
+            commitWith: (stmts) => {
+              if (stmts.some((s) => s.text.includes('pg_advisory_xact_lock'))) kinds.push('known');
+              return tx.commitWith(stmts);
+            },
+          }),
+        ),
     };
     const it = createIntegrator(counting, { ...OPTS, waitMs: 10_000, staleBackoffMs: 0 });
     const other = createIntegrator(db, { ...OPTS, waitMs: 10_000 });
@@ -172,7 +184,8 @@ describeStores('log: one-round-trip batches from the integrator\'s tip', (h) => 
       assert.deepEqual(await pendingIds(db), []);
       const leaves = await leafHashes(db);
       assert.equal(leaves.length, start + mine.length + 2, 'dense: every leaf once');
-      for (const l of [...mine, theirs, orphan]) assert.equal(leaves.filter((x) => x === l.leafHash).length, 1, `${l.entryId} exactly once`);
+      for (const l of [...mine, theirs, orphan])
+        assert.equal(leaves.filter((x) => x === l.leafHash).length, 1, `${l.entryId} exactly once`);
       assert.equal(await rootAt(db, leaves.length), hex(naiveRoot(leaves.map(unhex))));
     } finally {
       await it.stop();

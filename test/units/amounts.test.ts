@@ -44,7 +44,9 @@ for (const [input, message, what] of refusals) {
     assert.throws(
       () => parseAmount(input, 'caps.perEscrowMax'),
       (err: unknown) =>
-        err instanceof AppError && err.code === 'bad_request' && err.message.startsWith('caps.perEscrowMax ') &&
+        err instanceof AppError &&
+        err.code === 'bad_request' &&
+        err.message.startsWith('caps.perEscrowMax ') &&
         message.test(err.message.replace('caps.perEscrowMax', 'amount')),
     );
   });
@@ -77,7 +79,11 @@ for (const [micro, text] of formats) {
 }
 
 test('formatAmount after parseAmount normalises leading and trailing zeros', () => {
-  for (const [input, out] of [['01', '1'], ['0010.500', '10.5'], ['7.000000', '7']]) {
+  for (const [input, out] of [
+    ['01', '1'],
+    ['0010.500', '10.5'],
+    ['7.000000', '7'],
+  ]) {
     assert.equal(formatAmount(parseAmount(input, 'amount')), out);
   }
 });
@@ -89,7 +95,13 @@ const splits: Array<[bigint, number, bigint, bigint, string]> = [
   [10_000_000n, 10000, 10_000_000n, 0n, 'all to the payee'],
   [10_000_000n, 0, 0n, 10_000_000n, 'all to the payer'],
   [1_000_001n, 3333, 333_300n, 666_701n, 'a third rounds down for the payee'],
-  [999_999_999_999_999_999_999_999n, 1, 99_999_999_999_999_999_999n, 999_900_000_000_000_000_000_000n, 'the largest amount does not lose precision'],
+  [
+    999_999_999_999_999_999_999_999n,
+    1,
+    99_999_999_999_999_999_999n,
+    999_900_000_000_000_000_000_000n,
+    'the largest amount does not lose precision',
+  ],
   [0n, 5000, 0n, 0n, 'a zero total'],
 ];
 for (const [total, bps, payee, payer, what] of splits) {

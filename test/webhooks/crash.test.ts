@@ -60,7 +60,11 @@ test('a service killed with SIGKILL mid-delivery loses no event: restarted on th
       // Up to WEBHOOK_CONCURRENCY requests per URL are in flight, so arrivals may interleave; each
       // event's webhook-id says where it belongs in its escrow's trail.
       const seen = new Set(rx.got.map((g) => g.headers['webhook-id']).filter((w) => w.startsWith(`${id}_`)));
-      assert.deepEqual([...seen].sort(), [0, 1, 2, 3, 4].map((n) => `${id}_${n}`), 'every event of the escrow, by its trail position');
+      assert.deepEqual(
+        [...seen].sort(),
+        [0, 1, 2, 3, 4].map((n) => `${id}_${n}`),
+        'every event of the escrow, by its trail position',
+      );
     }
     assert.deepEqual((await call(second.url, 'GET', '/v1/webhooks/dead-letters')).deadLetters, []);
     assert.equal(await second.stop('SIGTERM'), 0, second.stderr());

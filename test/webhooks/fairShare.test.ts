@@ -11,36 +11,51 @@ import { eventsOf, receiver, waitFor } from './helpers.ts';
 
 const SHARE = 4;
 
-describeStores('webhook fair share per key', (h) => {
-  test('a key with 4 hanging URLs (2 requests each allowed) holds only its share; another key\'s receiver gets every event promptly', async () => {
-    const a = withKey(h(), (await mint(h(), { label: 'hanging' })).secret);
-    const b = withKey(h(), (await mint(h(), { label: 'healthy' })).secret);
-    const dead = await receiver(() => 'hang');
-    const good = await receiver(() => 200);
-    try {
-      for (let i = 0; i < 4; i++) assert.equal((await a.req('POST', '/v1/webhooks', { url: `${dead.url}?n=${i}` })).status, 201);
-      assert.equal((await b.req('POST', '/v1/webhooks', { url: good.url })).status, 201);
-      await settled(a);
-      await settled(a);
-      const mine = await settled(b);
-      const want = (await eventsOf(b, mine.id)).length;
-      const started = Date.now();
-      const sender = startWebhookSender(h().app.svc, { log: () => {}, pollMs: 20 });
+describeStores(
+  'webhook fair share per key',
+  (h) => {
+    test("a key with 4 hanging URLs (2 requests each allowed) holds only its share; another key's receiver gets every event promptly", async () => {
+      const a = withKey(h(), (await mint(h(), { label: 'hanging' })).secret);
+      const b = withKey(h(), (await mint(h(), { label: 'healthy' })).secret);
+      const dead = await receiver(() => 'hang');
+      const good = await receiver(() => 200);
       try {
-        await waitFor(() => good.got.length >= want, 'the healthy receiver got every event', 10_000);
-        const took = Date.now() - started;
-        // Its events all went out while the hanging key's first requests were still open (they
-        // time out after 5 s): it never waited for a hanging request to give its place back.
-        assert.ok(took < 5_000, `the healthy receiver waited ${took} ms`);
-        assert.ok(dead.seen <= SHARE, `${dead.seen} requests reached the hanging URLs before the healthy receiver was done`);
-        await waitFor(() => dead.open >= SHARE, 'the hanging key used its share', 5_000);
-        assert.equal(dead.maxOpen, SHARE, `the hanging key's URLs had ${dead.maxOpen} requests open at once; its share is ${SHARE} (without it: 4 URLs x 2)`);
+        for (let i = 0; i < 4; i++) assert.equal((await a.req('POST', '/v1/webhooks', { url: `${dead.url}?n=${i}` })).status, 201);
+        assert.equal((await b.req('POST', '/v1/webhooks', { url: good.url })).status, 201);
+        await settled(a);
+        await settled(a);
+        const mine = await settled(b);
+        const want = (await eventsOf(b, mine.id)).length;
+        const started = Date.now();
+        const sender = startWebhookSender(h().app.svc, { log: () => {}, pollMs: 20 });
+        try {
+          await waitFor(() => good.got.length >= want, 'the healthy receiver got every event', 10_000);
+          const took = Date.now() - started;
+          // Its events all went out while the hanging key's first requests were still open (they
+          // time out after 5 s): it never waited for a hanging request to give its place back.
+          assert.ok(took < 5_000, `the healthy receiver waited ${took} ms`);
+          assert.ok(dead.seen <= SHARE, `${dead.seen} requests reached the hanging URLs before the healthy receiver was done`);
+          await waitFor(() => dead.open >= SHARE, 'the hanging key used its share', 5_000);
+          assert.equal(
+            dead.maxOpen,
+            SHARE,
+            `the hanging key's URLs had ${dead.maxOpen} requests open at once; its share is ${SHARE} (without it: 4 URLs x 2)`,
+          );
+        } finally {
+          await sender.stop();
+        }
       } finally {
-        await sender.stop();
+        await dead.close();
+        await good.close();
       }
-    } finally {
-      await dead.close();
-      await good.close();
-    }
-  });
-}, { ...HOSTED, WEBHOOK_ALLOW_PRIVATE: 'on', WEBHOOK_CONCURRENCY: '2', WEBHOOK_KEY_MAX_IN_FLIGHT: String(SHARE), WEBHOOK_TIMEOUT_MS: '5000', WEBHOOK_BACKOFF_MS: '1,1' });
+    });
+  },
+  {
+    ...HOSTED,
+    WEBHOOK_ALLOW_PRIVATE: 'on',
+    WEBHOOK_CONCURRENCY: '2',
+    WEBHOOK_KEY_MAX_IN_FLIGHT: String(SHARE),
+    WEBHOOK_TIMEOUT_MS: '5000',
+    WEBHOOK_BACKOFF_MS: '1,1',
+  },
+);

@@ -12,10 +12,11 @@ const ENV = { WEBHOOK_BACKOFF_MS: '20,20,20,20', WEBHOOK_TIMEOUT_MS: '2000' };
 const skip = !PG_URL && 'needs TEST_DATABASE_URL';
 
 /** A receiver that answers after a random 0-3 ms, so the instances' claims interleave. */
-const jittery = () => receiver(async () => {
-  await sleep(Math.floor(Math.random() * 4));
-  return 200;
-});
+const jittery = () =>
+  receiver(async () => {
+    await sleep(Math.floor(Math.random() * 4));
+    return 200;
+  });
 
 const pairOf = (tag: string, env: Record<string, string> = ENV) => twoInstances(`wh_${tag}`, env);
 
@@ -25,7 +26,9 @@ async function assertExactlyOnce(h: Harness, receivers: Receiver[], ids: string[
     const webhookIds = rx.got.map((g) => g.headers['webhook-id']);
     assert.equal(new Set(webhookIds).size, webhookIds.length, `no duplicate deliveries to ${rx.url}`);
     for (const id of ids) {
-      const got = inTrailOrder(rx.got).map((g) => JSON.parse(g.body)).filter((e) => e.escrowId === id);
+      const got = inTrailOrder(rx.got)
+        .map((g) => JSON.parse(g.body))
+        .filter((e) => e.escrowId === id);
       assert.deepEqual(got, await eventsOf(h, id), `${rx.url} got every event of ${id} once`);
     }
   }
@@ -48,7 +51,10 @@ test('two instances racing sendDueOnce deliver each (event, url) exactly once wh
       while ((await pending(svc)) > 0) if ((await sendDueOnce(svc)).claimed === 0) await sleep(1);
     };
     await Promise.all([loop(a.app.svc), loop(b.app.svc), loop(a.app.svc), loop(b.app.svc)]);
-    assert.equal(receivers.reduce((n, r) => n + r.got.length, 0), total);
+    assert.equal(
+      receivers.reduce((n, r) => n + r.got.length, 0),
+      total,
+    );
     await assertExactlyOnce(a, receivers, ids);
     assert.equal((await webhookMetrics(b.db)).delivered, total);
   } finally {
@@ -75,10 +81,14 @@ test('two running senders share the outbox of events written on both instances: 
 
 test('two running senders keep a URL at WEBHOOK_CONCURRENCY requests in flight in total, not per instance', { skip }, async () => {
   const { a, b, close } = await pairOf('cap', { ...ENV, WEBHOOK_CONCURRENCY: '3' });
-  const receivers = await Promise.all([0, 1].map(() => receiver(async () => {
-    await sleep(15);
-    return 200;
-  })));
+  const receivers = await Promise.all(
+    [0, 1].map(() =>
+      receiver(async () => {
+        await sleep(15);
+        return 200;
+      }),
+    ),
+  );
   try {
     await register(a, ...receivers.map((r) => r.url));
     const ids = await lifecycles(a, b, 8);

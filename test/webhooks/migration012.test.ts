@@ -28,7 +28,9 @@ async function storeBefore012(kind: StoreKind): Promise<{ db: Db; drop: () => Pr
     };
   }
   await db.tx(async (tx) => {
-    await tx.query('CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await tx.query(
+      'CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     for (const m of MIGRATIONS.filter((x) => x.version < 12)) {
       for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
@@ -42,23 +44,42 @@ for (const kind of STORES) {
     const { db, drop } = await storeBefore012(kind);
     try {
       const hooks: Array<[string, string | null]> = [
-        ['http://h.example/a?', 'key_a'], ['http://h.example/b#x', null],
-        ['http://h.example/c?', null], ['http://h.example/c#y', null], // both would become /c
-        ['http://h.example/d', 'key_a'], ['http://h.example/d?', null], // /d is taken
+        ['http://h.example/a?', 'key_a'],
+        ['http://h.example/b#x', null],
+        ['http://h.example/c?', null],
+        ['http://h.example/c#y', null], // both would become /c
+        ['http://h.example/d', 'key_a'],
+        ['http://h.example/d?', null], // /d is taken
       ];
-      for (const [url, owner] of hooks) await db.query(`INSERT INTO webhooks (url, created_at, secret, owner_key) VALUES ($1, now(), 'c2VjcmV0', $2)`, [url, owner]);
-      const dead = async (id: string, url: string) => db.query(
-        `INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, first_attempt_at, dead_at) VALUES ($1, 'esc_x', 0, $2, 5, 'HTTP 500', now(), now())`, [id, url]);
+      for (const [url, owner] of hooks)
+        await db.query(`INSERT INTO webhooks (url, created_at, secret, owner_key) VALUES ($1, now(), 'c2VjcmV0', $2)`, [url, owner]);
+      const dead = async (id: string, url: string) =>
+        db.query(
+          `INSERT INTO dead_letters (id, escrow_id, idx, url, attempts, last_error, first_attempt_at, dead_at) VALUES ($1, 'esc_x', 0, $2, 5, 'HTTP 500', now(), now())`,
+          [id, url],
+        );
       await dead('dlr_a', 'http://h.example/a?');
       await dead('dlr_gone', 'http://gone.example/');
       await migrate(db);
       const urls = (await db.query<{ url: string }>('SELECT url FROM webhooks ORDER BY url')).map((r) => r.url);
-      assert.deepEqual(urls, ['http://h.example/a', 'http://h.example/b', 'http://h.example/c#y', 'http://h.example/c?', 'http://h.example/d', 'http://h.example/d?']);
-      const dls = await db.query<{ id: string; url: string; owner_key: string | null }>('SELECT id, url, owner_key FROM dead_letters ORDER BY id');
-      assert.deepEqual(dls.map((d) => ({ ...d })), [
-        { id: 'dlr_a', url: 'http://h.example/a', owner_key: 'key_a' },
-        { id: 'dlr_gone', url: 'http://gone.example/', owner_key: null },
+      assert.deepEqual(urls, [
+        'http://h.example/a',
+        'http://h.example/b',
+        'http://h.example/c#y',
+        'http://h.example/c?',
+        'http://h.example/d',
+        'http://h.example/d?',
       ]);
+      const dls = await db.query<{ id: string; url: string; owner_key: string | null }>(
+        'SELECT id, url, owner_key FROM dead_letters ORDER BY id',
+      );
+      assert.deepEqual(
+        dls.map((d) => ({ ...d })),
+        [
+          { id: 'dlr_a', url: 'http://h.example/a', owner_key: 'key_a' },
+          { id: 'dlr_gone', url: 'http://gone.example/', owner_key: null },
+        ],
+      );
     } finally {
       await drop();
     }

@@ -41,7 +41,11 @@ for (const kind of STORES) {
       assert.equal(r1.body.ok, true);
       assert.equal(r1.body.url, 'https://hooks.example.com/escrow');
       assert.match(r1.body.signingKey, /^[0-9a-f]{64}$/);
-      assert.match(r1.body.standardWebhooks.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'a fresh secret, shown by the registration that creates it');
+      assert.match(
+        r1.body.standardWebhooks.secret,
+        /^whsec_[A-Za-z0-9+/]{43}=$/,
+        'a fresh secret, shown by the registration that creates it',
+      );
       assert.equal(r1.body.standardWebhooks.publicKey, `whpk_${Buffer.from(r1.body.signingKey, 'hex').toString('base64')}`);
       const r2 = await post({ url: 'HTTPS://Hooks.Example.com:443/escrow' });
       assert.equal(r2.status, 201);
@@ -79,7 +83,11 @@ for (const kind of STORES) {
       ['a ULA IPv6 host', { url: 'http://[fd00::1]/x' }, /not a public address/],
       ['localhost', { url: 'http://localhost:3000/x' }, /^url host localhost is this machine/],
       ['a *.localhost name', { url: 'http://api.localhost/x' }, /is this machine/],
-      ['a name resolving to a private address', { url: 'https://internal.example.com/x' }, /^url host internal\.example\.com resolves to 10\.1\.2\.3/],
+      [
+        'a name resolving to a private address',
+        { url: 'https://internal.example.com/x' },
+        /^url host internal\.example\.com resolves to 10\.1\.2\.3/,
+      ],
       ['a name with one private address among public ones', { url: 'https://mixed.example.com/x' }, /resolves to 127\.0\.0\.1/],
       ['a name resolving to a ULA address', { url: 'https://v6-private.example.com/x' }, /resolves to fd12:3456::1/],
       ['a name resolving to an IPv4-mapped private address', { url: 'https://mapped.example.com/x' }, /resolves to ::ffff:192\.168\.1\.1/],
@@ -111,7 +119,11 @@ for (const kind of STORES) {
     });
 
     test('redelivering an unknown dead letter is 404; a body with fields is 400', async () => {
-      expectError(await h.req('POST', '/v1/webhooks/dead-letters/dlr_01hzzzzzzzzzzzzzzzzzzzzzzz/redeliver', undefined, auth), 404, 'not_found');
+      expectError(
+        await h.req('POST', '/v1/webhooks/dead-letters/dlr_01hzzzzzzzzzzzzzzzzzzzzzzz/redeliver', undefined, auth),
+        404,
+        'not_found',
+      );
       expectError(await h.req('POST', '/v1/webhooks/dead-letters/dlr_x/redeliver', { force: true }, auth), 400, 'bad_request');
     });
 
@@ -130,10 +142,14 @@ describeStores('webhook registration, open sandbox (private destinations allowed
   });
 });
 
-describeStores('webhook registration with WEBHOOK_ALLOW_PRIVATE off and no resolver', (h) => {
-  test('without an injected resolver, literal private hosts and localhost are refused and names pass to the delivery-time check', async () => {
-    expectError(await h().req('POST', '/v1/webhooks', { url: 'http://192.168.0.1/x' }), 400, 'bad_request');
-    expectError(await h().req('POST', '/v1/webhooks', { url: 'http://localhost/x' }), 400, 'bad_request');
-    assert.equal((await h().req('POST', '/v1/webhooks', { url: 'https://hooks.example.org/x' })).status, 201);
-  });
-}, { WEBHOOK_ALLOW_PRIVATE: 'off' });
+describeStores(
+  'webhook registration with WEBHOOK_ALLOW_PRIVATE off and no resolver',
+  (h) => {
+    test('without an injected resolver, literal private hosts and localhost are refused and names pass to the delivery-time check', async () => {
+      expectError(await h().req('POST', '/v1/webhooks', { url: 'http://192.168.0.1/x' }), 400, 'bad_request');
+      expectError(await h().req('POST', '/v1/webhooks', { url: 'http://localhost/x' }), 400, 'bad_request');
+      assert.equal((await h().req('POST', '/v1/webhooks', { url: 'https://hooks.example.org/x' })).status, 201);
+    });
+  },
+  { WEBHOOK_ALLOW_PRIVATE: 'off' },
+);

@@ -21,77 +21,106 @@ const ENV = { WEBHOOK_BACKOFF_MS: '20,20,20,20', WEBHOOK_TIMEOUT_MS: '2000' };
 /** The v1a entries of a webhook-signature header, checked with OpenSSL against the whpk_ key. */
 function v1aVerifies(g: Received, whpk: string): boolean {
   assert.match(whpk, /^whpk_/);
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(whpk.slice(5), 'base64').toString('base64url') }, format: 'jwk' });
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(whpk.slice(5), 'base64').toString('base64url') },
+    format: 'jwk',
+  });
   const content = Buffer.from(`${g.headers['webhook-id']}.${g.headers['webhook-timestamp']}.${g.body}`);
   const entries = g.headers['webhook-signature'].split(' ').filter((e) => e.startsWith('v1a,'));
   assert.equal(entries.length, 1);
   return osslVerify(null, content, key, Buffer.from(entries[0].slice(4), 'base64'));
 }
 
-describeStores('Standard Webhooks', (h) => {
-  test('every delivery verifies with the standardwebhooks package (whsec_ string and raw bytes) and its v1a with the whpk_ key', async () => {
-    const rx = await receiver();
-    try {
-      const r = await h().req('POST', '/v1/webhooks', { url: rx.url });
-      assert.equal(r.status, 201, r.text);
-      const { secret, publicKey } = r.body.standardWebhooks;
-      assert.match(secret, /^whsec_/);
-      const s = await settled(h());
-      await drain(h().app.svc);
-      const events = await eventsOf(h(), s.id);
-      assert.equal(rx.got.length, events.length);
-      const byString = new Webhook(secret);
-      const byRaw = new Webhook(new Uint8Array(Buffer.from(secret.slice('whsec_'.length), 'base64')), { format: 'raw' });
-      for (const g of rx.got) {
-        assert.match(g.headers['webhook-id'], /^[A-Za-z0-9_-]+$/);
-        assert.match(g.headers['webhook-signature'], /^v1,[A-Za-z0-9+/]+=* v1a,[A-Za-z0-9+/]+=*$/, 'v1 and v1a, space-separated in one header');
-        const payload = byString.verify(g.body, g.headers);
-        assert.ok(events.some((e) => isDeepStrictEqual(e, payload)), 'the package returns the event');
-        assert.deepEqual(byRaw.verify(g.body, g.headers), payload);
-        assert.equal(v1aVerifies(g, publicKey), true);
-        // The client module checks both schemes too: v1 alone with the secret, v1a with the whpk_ key.
-        const only = (v: string) => ({ ...g.headers, 'webhook-signature': g.headers['webhook-signature'].split(' ').filter((e) => e.startsWith(`${v},`)).join(' ') });
-        assert.equal(verifyWebhook(g.body, only('v1'), r.body.signingKey, { secret }).ok, true);
-        assert.equal(verifyWebhook(g.body, only('v1'), r.body.signingKey).ok, false, 'v1 needs the secret');
-        assert.equal(verifyWebhook(g.body, only('v1a'), publicKey).ok, true);
+describeStores(
+  'Standard Webhooks',
+  (h) => {
+    test('every delivery verifies with the standardwebhooks package (whsec_ string and raw bytes) and its v1a with the whpk_ key', async () => {
+      const rx = await receiver();
+      try {
+        const r = await h().req('POST', '/v1/webhooks', { url: rx.url });
+        assert.equal(r.status, 201, r.text);
+        const { secret, publicKey } = r.body.standardWebhooks;
+        assert.match(secret, /^whsec_/);
+        const s = await settled(h());
+        await drain(h().app.svc);
+        const events = await eventsOf(h(), s.id);
+        assert.equal(rx.got.length, events.length);
+        const byString = new Webhook(secret);
+        const byRaw = new Webhook(new Uint8Array(Buffer.from(secret.slice('whsec_'.length), 'base64')), { format: 'raw' });
+        for (const g of rx.got) {
+          assert.match(g.headers['webhook-id'], /^[A-Za-z0-9_-]+$/);
+          assert.match(
+            g.headers['webhook-signature'],
+            /^v1,[A-Za-z0-9+/]+=* v1a,[A-Za-z0-9+/]+=*$/,
+            'v1 and v1a, space-separated in one header',
+          );
+          const payload = byString.verify(g.body, g.headers);
+          assert.ok(
+            events.some((e) => isDeepStrictEqual(e, payload)),
+            'the package returns the event',
+          );
+          assert.deepEqual(byRaw.verify(g.body, g.headers), payload);
+          assert.equal(v1aVerifies(g, publicKey), true);
+          // The client module checks both schemes too: v1 alone with the secret, v1a with the whpk_ key.
+          const only = (v: string) => ({
+            ...g.headers,
+            'webhook-signature': g.headers['webhook-signature']
+              .split(' ')
+              .filter((e) => e.startsWith(`${v},`))
+              .join(' '),
+          });
+          assert.equal(verifyWebhook(g.body, only('v1'), r.body.signingKey, { secret }).ok, true);
+          assert.equal(verifyWebhook(g.body, only('v1'), r.body.signingKey).ok, false, 'v1 needs the secret');
+          assert.equal(verifyWebhook(g.body, only('v1a'), publicKey).ok, true);
+        }
+        // And the package refuses what it must: a changed body, another secret, no v1 entry.
+        const g = rx.got[0];
+        assert.throws(() => byString.verify(g.body.replace('"escrow.', '"escrow.x'), g.headers), WebhookVerificationError);
+        assert.throws(
+          () => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(g.body, g.headers),
+          WebhookVerificationError,
+        );
+        const v1aOnly = {
+          ...g.headers,
+          'webhook-signature': g.headers['webhook-signature']
+            .split(' ')
+            .filter((e) => e.startsWith('v1a,'))
+            .join(' '),
+        };
+        assert.throws(() => byString.verify(g.body, v1aOnly), WebhookVerificationError);
+        assert.equal(v1aVerifies({ ...g, body: g.body.replace('"escrow.', '"escrow.x') }, publicKey), false);
+      } finally {
+        await unregister(h(), rx.url);
+        await rx.close();
       }
-      // And the package refuses what it must: a changed body, another secret, no v1 entry.
-      const g = rx.got[0];
-      assert.throws(() => byString.verify(g.body.replace('"escrow.', '"escrow.x'), g.headers), WebhookVerificationError);
-      assert.throws(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(g.body, g.headers), WebhookVerificationError);
-      const v1aOnly = { ...g.headers, 'webhook-signature': g.headers['webhook-signature'].split(' ').filter((e) => e.startsWith('v1a,')).join(' ') };
-      assert.throws(() => byString.verify(g.body, v1aOnly), WebhookVerificationError);
-      assert.equal(v1aVerifies({ ...g, body: g.body.replace('"escrow.', '"escrow.x') }, publicKey), false);
-    } finally {
-      await unregister(h(), rx.url);
-      await rx.close();
-    }
-  });
+    });
 
-  test('each endpoint has its own secret, shown once; unregistering and registering again makes a new one', async () => {
-    const one = await receiver();
-    const two = await receiver();
-    try {
-      const a = (await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks;
-      const b = (await h().req('POST', '/v1/webhooks', { url: two.url })).body.standardWebhooks;
-      assert.notEqual(a.secret, b.secret);
-      assert.equal(a.publicKey, b.publicKey, 'one deployment-wide Ed25519 key');
-      assert.deepEqual((await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks, { publicKey: a.publicKey });
-      await settled(h());
-      await drain(h().app.svc);
-      for (const g of one.got) assert.ok(new Webhook(a.secret).verify(g.body, g.headers));
-      for (const g of two.got) assert.throws(() => new Webhook(a.secret).verify(g.body, g.headers), WebhookVerificationError);
-      await unregister(h(), one.url);
-      const again = (await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks;
-      assert.match(again.secret, /^whsec_/);
-      assert.notEqual(again.secret, a.secret);
-    } finally {
-      await unregister(h(), one.url, two.url);
-      await one.close();
-      await two.close();
-    }
-  });
-}, ENV);
+    test('each endpoint has its own secret, shown once; unregistering and registering again makes a new one', async () => {
+      const one = await receiver();
+      const two = await receiver();
+      try {
+        const a = (await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks;
+        const b = (await h().req('POST', '/v1/webhooks', { url: two.url })).body.standardWebhooks;
+        assert.notEqual(a.secret, b.secret);
+        assert.equal(a.publicKey, b.publicKey, 'one deployment-wide Ed25519 key');
+        assert.deepEqual((await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks, { publicKey: a.publicKey });
+        await settled(h());
+        await drain(h().app.svc);
+        for (const g of one.got) assert.ok(new Webhook(a.secret).verify(g.body, g.headers));
+        for (const g of two.got) assert.throws(() => new Webhook(a.secret).verify(g.body, g.headers), WebhookVerificationError);
+        await unregister(h(), one.url);
+        const again = (await h().req('POST', '/v1/webhooks', { url: one.url })).body.standardWebhooks;
+        assert.match(again.secret, /^whsec_/);
+        assert.notEqual(again.secret, a.secret);
+      } finally {
+        await unregister(h(), one.url, two.url);
+        await one.close();
+        await two.close();
+      }
+    });
+  },
+  ENV,
+);
 
 /** A store migrated only up to `below` (as a deployment before this release), then the test goes on. */
 async function oldStore(kind: StoreKind, below: number): Promise<{ db: Db; finish: () => Promise<void>; drop: () => Promise<void> }> {
@@ -114,13 +143,22 @@ async function oldStore(kind: StoreKind, below: number): Promise<{ db: Db; finis
     };
   }
   await db.tx(async (tx) => {
-    await tx.query('CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await tx.query(
+      'CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     for (const m of MIGRATIONS.filter((x) => x.version < below)) {
       for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
     }
   });
-  return { db, drop, finish: async () => { await migrate(db); await ensureKeys(db); } };
+  return {
+    db,
+    drop,
+    finish: async () => {
+      await migrate(db);
+      await ensureKeys(db);
+    },
+  };
 }
 
 for (const kind of STORES) {

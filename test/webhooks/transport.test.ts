@@ -17,11 +17,16 @@ const req = (url: string, over: Partial<Parameters<WebhookTransport>[0]> = {}) =
 });
 
 /** A DNS that answers what the test says: a name can "rebind" to a private address after registration. */
-const fakeDns = (answers: Record<string, string[]>): LookupAll => (hostname, _options, cb) => {
-  const a = answers[hostname];
-  if (!a) return cb(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-  cb(null, a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
-};
+const fakeDns =
+  (answers: Record<string, string[]>): LookupAll =>
+  (hostname, _options, cb) => {
+    const a = answers[hostname];
+    if (!a) return cb(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+    cb(
+      null,
+      a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+    );
+  };
 
 const TRANSPORTS: Array<[string, () => WebhookTransport]> = [
   ['the Node transport', () => createNodeTransport()],
@@ -97,7 +102,9 @@ test('the Node transport checks the addresses a name resolves to at connect time
   const rx = await receiver();
   try {
     const port = new URL(rx.url).port;
-    const t = createNodeTransport({ lookupAll: fakeDns({ 'rebind.test': ['127.0.0.1'], 'mixed.test': ['93.184.216.34', '10.0.0.1'], 'v6.test': ['::ffff:127.0.0.1'] }) });
+    const t = createNodeTransport({
+      lookupAll: fakeDns({ 'rebind.test': ['127.0.0.1'], 'mixed.test': ['93.184.216.34', '10.0.0.1'], 'v6.test': ['::ffff:127.0.0.1'] }),
+    });
     for (const host of ['rebind.test', 'mixed.test', 'v6.test']) {
       const r = await t(req(`http://${host}:${port}/hook`, { allowPrivate: false }));
       assert.ok('error' in r && /^refused: host .* resolves to/.test(r.error), `${host}: ${JSON.stringify(r)}`);
@@ -117,9 +124,12 @@ test('the guarded lookup answers in both callback forms and refuses loopback nam
   assert.deepEqual(one, [null, '93.184.216.34', 4]);
   const all = await new Promise<unknown[]>((r) => lookup('pub.test', { all: true }, (...a) => r(a)));
   assert.equal(all[0], null);
-  assert.deepEqual((all[1] as Array<{ address: string }>).map((a) => a.address), ['93.184.216.34', '2606:2800:220:1::1']);
+  assert.deepEqual(
+    (all[1] as Array<{ address: string }>).map((a) => a.address),
+    ['93.184.216.34', '2606:2800:220:1::1'],
+  );
   const bad = await new Promise<unknown[]>((r) => lookup('lo.test', {}, (...a) => r(a)));
   assert.match(String((bad[0] as Error).message), /lo\.test resolves to ::1/);
   const real = await new Promise<unknown[]>((r) => guardedLookup()('localhost', {}, (...a) => r(a)));
-  assert.ok(real[0] instanceof Error, 'the system resolver\'s localhost is refused too');
+  assert.ok(real[0] instanceof Error, "the system resolver's localhost is refused too");
 });

@@ -33,7 +33,10 @@ for (const kind of STORES) {
       w1 = createTestWitness('w1.witness.test');
       w2 = createTestWitness('w2.witness.test');
       stranger = createTestWitness('w3.witness.test');
-      h = await makeHarness(kind, { WITNESSES: `${w1.vkey}=http://w1.test,${w2.vkey}=http://w2.test`, PUBLIC_URL: 'https://escrow.example' });
+      h = await makeHarness(kind, {
+        WITNESSES: `${w1.vkey}=http://w1.test,${w2.vkey}=http://w2.test`,
+        PUBLIC_URL: 'https://escrow.example',
+      });
       issuerDoc = (await h.req('GET', '/.well-known/proof-issuer.json')).body;
       const keys = (issuerDoc as { keys: Array<{ publicKey: string; vkey: string }> }).keys;
       pinned = keys.map((k) => k.publicKey);
@@ -69,12 +72,18 @@ for (const kind of STORES) {
       assert.equal(good.ok, true, JSON.stringify(good.checks.filter((c) => !c.ok)));
       const names = good.checks.map((c) => c.name);
       for (const n of ['checkpoint.signature', 'checkpoint.inclusion', 'checkpoint.cosignatures']) assert.ok(names.includes(n), n);
-      assert.match(good.checks.find((c) => c.name === 'checkpoint.cosignatures')!.detail, /w1\.witness\.test cosigned at .*w2\.witness\.test cosigned at/);
+      assert.match(
+        good.checks.find((c) => c.name === 'checkpoint.cosignatures')!.detail,
+        /w1\.witness\.test cosigned at .*w2\.witness\.test cosigned at/,
+      );
       // A witness that did not cosign: quorum 3 of 3 fails, 2 of 3 passes.
       const three = [w1.vkey, w2.vkey, stranger.vkey];
       const short = verifyBundle(bundle, { trustedKeys: pinned, witnesses: three });
       assert.equal(short.ok, false);
-      assert.match(short.checks.find((c) => c.name === 'checkpoint.cosignatures')!.detail, /only 2 of the 3 required.*w3\.witness\.test: no cosignature line/);
+      assert.match(
+        short.checks.find((c) => c.name === 'checkpoint.cosignatures')!.detail,
+        /only 2 of the 3 required.*w3\.witness\.test: no cosignature line/,
+      );
       assert.equal(verifyBundle(bundle, { trustedKeys: pinned, witnesses: three, quorum: 2 }).ok, true);
       assert.equal(verifyBundle(bundle, { trustedKeys: pinned, witnesses: [stranger.vkey] }).ok, false);
       assert.throws(() => verifyBundle(bundle, { trustedKeys: pinned, witnesses: [w1.vkey], quorum: 2 }), /quorum must be/);
@@ -90,7 +99,10 @@ for (const kind of STORES) {
       const tampered = { ...bundle, logProof: formatLogProof({ ...p, checkpoint: lines.join('\n') }) };
       const r = verifyBundle(tampered, { trustedKeys: pinned, witnesses: [w1.vkey, w2.vkey] });
       assert.match(r.checks.find((c) => c.name === 'checkpoint.cosignatures')!.detail, /only 1 of the 2.*does not verify/);
-      const dropped = { ...bundle, logProof: formatLogProof({ ...p, checkpoint: p.checkpoint.split('\n').slice(0, -2).join('\n') + '\n' }) };
+      const dropped = {
+        ...bundle,
+        logProof: formatLogProof({ ...p, checkpoint: p.checkpoint.split('\n').slice(0, -2).join('\n') + '\n' }),
+      };
       assert.equal(verifyBundle(dropped, { trustedKeys: pinned, witnesses: [w1.vkey, w2.vkey] }).ok, false);
       assert.equal(verifyBundle(dropped, { trustedKeys: pinned, witnesses: [w1.vkey, w2.vkey], quorum: 1 }).ok, true);
       const moved = { ...bundle, logProof: formatLogProof({ ...p, index: p.index + 1 }) };
@@ -112,7 +124,10 @@ for (const kind of STORES) {
       const fail = await cli(['verify', file, '--issuer-doc', doc, '--witness', w1.vkey, '--witness', stranger.vkey, '--quorum', '2']);
       assert.equal(fail.code, 1, fail.out);
       assert.match(fail.out, /FAIL checkpoint\.cosignatures: only 1 of the 2/);
-      assert.equal((await cli(['verify', file, '--issuer-doc', doc, '--witness', w1.vkey, '--witness', stranger.vkey, '--quorum', '1'])).code, 0);
+      assert.equal(
+        (await cli(['verify', file, '--issuer-doc', doc, '--witness', w1.vkey, '--witness', stranger.vkey, '--quorum', '1'])).code,
+        0,
+      );
       assert.equal((await cli(['verify', file, '--issuer-doc', doc, '--witness', 'nonsense'])).code, 2);
       assert.equal((await cli(['verify', file, '--issuer-doc', doc, '--quorum', '1'])).code, 2);
       assert.equal((await cli(['verify', file, '--issuer-doc', doc, '--witness', w1.vkey, '--quorum', '2'])).code, 2);
@@ -137,7 +152,13 @@ for (const kind of STORES) {
       const res = await h.req('GET', '/v1/log/witnesses');
       assert.equal(res.status, 200);
       assert.equal(res.body.quorum, 2);
-      assert.deepEqual(res.body.witnesses.map((w: any) => [w.name, w.cosignedSize, w.failures]), [['w1.witness.test', 1, 0], ['w2.witness.test', 1, 0]]);
+      assert.deepEqual(
+        res.body.witnesses.map((w: any) => [w.name, w.cosignedSize, w.failures]),
+        [
+          ['w1.witness.test', 1, 0],
+          ['w2.witness.test', 1, 0],
+        ],
+      );
     });
   });
 }

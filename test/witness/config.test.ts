@@ -8,13 +8,16 @@ const w1 = createTestWitness('w1.example');
 const w2 = createTestWitness('w2.example');
 
 const refused = (env: Record<string, string>, variable: string, why: RegExp) => {
-  assert.throws(() => parseConfig({ ...base, ...env }), (e: unknown) => {
-    assert.ok(e instanceof ConfigError);
-    assert.equal(e.variable, variable);
-    assert.match(e.message, why);
-    assert.ok(!e.message.includes('\n'), 'one line');
-    return true;
-  });
+  assert.throws(
+    () => parseConfig({ ...base, ...env }),
+    (e: unknown) => {
+      assert.ok(e instanceof ConfigError);
+      assert.equal(e.variable, variable);
+      assert.match(e.message, why);
+      assert.ok(!e.message.includes('\n'), 'one line');
+      return true;
+    },
+  );
 };
 
 test('no witnesses by default: quorum 0, interval 1000', () => {
@@ -29,13 +32,21 @@ test('WITNESSES lists vkey=prefix pairs; the quorum defaults to all of them', ()
     { vkey: w2.vkey, name: 'w2.example', url: 'http://10.0.0.2:8080' },
   ]);
   assert.equal(c.witnessQuorum, 2);
-  assert.equal(parseConfig({ ...base, WITNESSES: `${w1.vkey}=https://a/,${w2.vkey}=https://b/`, WITNESS_QUORUM: '1', WITNESS_INTERVAL_MS: '250' }).witnessQuorum, 1);
+  assert.equal(
+    parseConfig({ ...base, WITNESSES: `${w1.vkey}=https://a/,${w2.vkey}=https://b/`, WITNESS_QUORUM: '1', WITNESS_INTERVAL_MS: '250' })
+      .witnessQuorum,
+    1,
+  );
 });
 
 test('bad witness settings stop start-up with one line naming the variable', () => {
   refused({ WITNESSES: 'https://w1.example' }, 'WITNESSES', /<witness vkey>=<submission URL prefix>/);
   refused({ WITNESSES: `${w1.vkey.replace('w1.example', 'w9.example')}=https://a/` }, 'WITNESSES', /not a witness verifier key/);
-  refused({ WITNESSES: 'log.example+98747a72+AbMiTvVyi9WcbAJboSLSjxiD3NCKjZrh5+40vfDhGgRg=https://a/' }, 'WITNESSES', /not a witness verifier key/);
+  refused(
+    { WITNESSES: 'log.example+98747a72+AbMiTvVyi9WcbAJboSLSjxiD3NCKjZrh5+40vfDhGgRg=https://a/' },
+    'WITNESSES',
+    /not a witness verifier key/,
+  );
   refused({ WITNESSES: `${w1.vkey}=ftp://a/` }, 'WITNESSES', /absolute http\(s\) URL/);
   refused({ WITNESSES: `${w1.vkey}=https://a/?x=1` }, 'WITNESSES', /absolute http\(s\) URL/);
   refused({ WITNESSES: `${w1.vkey}=https://a/,${w1.vkey}=https://b/` }, 'WITNESSES', /listed twice/);

@@ -27,7 +27,11 @@ for (const kind of STORES) {
     const run = async (args: string[], fetch: (r: Request) => Promise<Response>) => {
       const out: string[] = [];
       const { runMonitor } = await import('@escrow-settlement/client/monitorCli');
-      const code = await runMonitor(['http://log.example', '--issuer-doc', doc, '--once', ...args], { out: (l) => out.push(l), err: (l) => out.push(l) }, { fetch });
+      const code = await runMonitor(
+        ['http://log.example', '--issuer-doc', doc, '--once', ...args],
+        { out: (l) => out.push(l), err: (l) => out.push(l) },
+        { fetch },
+      );
       return { code, out: out.join('\n') };
     };
     const real = proxy(() => a);
@@ -75,7 +79,7 @@ for (const kind of STORES) {
       assert.equal((await run(['--state', state], real)).code, 0);
     });
 
-    test('the real checkpoint with the fork\'s tiles: the tiles do not hash to its root', async () => {
+    test("the real checkpoint with the fork's tiles: the tiles do not hash to its root", async () => {
       const mixed = proxy((p) => (p.includes('/tile/') ? b : a));
       const r = await run([], mixed);
       assert.equal(r.code, 1, r.out);
@@ -102,8 +106,8 @@ for (const kind of STORES) {
     });
 
     test('usage errors exit 2', async () => {
-      assert.equal((await main(['monitor', 'http://x', '--once'], { out: () => {}, err: () => {} })), 2, 'no --issuer-doc');
-      assert.equal((await main(['monitor', 'ftp://x', '--issuer-doc', doc], { out: () => {}, err: () => {} })), 2);
+      assert.equal(await main(['monitor', 'http://x', '--once'], { out: () => {}, err: () => {} }), 2, 'no --issuer-doc');
+      assert.equal(await main(['monitor', 'ftp://x', '--issuer-doc', doc], { out: () => {}, err: () => {} }), 2);
       writeFileSync(join(dir, 'bad-state.json'), '{"size": "five"}');
       assert.equal((await run(['--state', join(dir, 'bad-state.json')], real)).code, 2);
     });

@@ -25,7 +25,8 @@ for (const kind of STORES) {
     const log = (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields });
     const submit = (timeoutMs = 2000): Promise<Submitted[]> => submitOnce(h.app.svc, { log, fetch: fetchW, timeoutMs });
     const of = (r: Submitted[], w: TestWitness) => r.find((x) => x.witness === w.name);
-    const kept = async (w: TestWitness) => (await h.db.query('SELECT size::int AS size FROM witness_cosignatures WHERE vkey = $1 ORDER BY size', [w.vkey])).map((r) => r.size);
+    const kept = async (w: TestWitness) =>
+      (await h.db.query('SELECT size::int AS size FROM witness_cosignatures WHERE vkey = $1 ORDER BY size', [w.vkey])).map((r) => r.size);
     const makeDue = () => h.db.query('UPDATE witness_state SET next_at = now()');
 
     before(async () => {
@@ -51,12 +52,18 @@ for (const kind of STORES) {
     test('a new head goes to both witnesses; their verified cosignatures make the served checkpoint', async () => {
       for (let i = 0; i < 3; i++) await issueSynthetic(h.db);
       const r = await submit();
-      assert.deepEqual(r.map((x) => [x.witness, x.outcome, x.size]).sort(), [[w1.name, 'cosigned', 3], [w2.name, 'cosigned', 3]]);
+      assert.deepEqual(r.map((x) => [x.witness, x.outcome, x.size]).sort(), [
+        [w1.name, 'cosigned', 3],
+        [w2.name, 'cosigned', 3],
+      ]);
       assert.match(w1.seen[0].body, /^old 0\n\n/);
       const note = (await h.req('GET', '/v1/log/checkpoint')).text;
       assert.ok(verifyCheckpoint(note, logVkey).ok, 'the issuer signature comes first and verifies');
       const { signatures } = splitNote(note);
-      assert.deepEqual(signatures.map((s) => s.name), [h.config.logOrigin, w1.name, w2.name]);
+      assert.deepEqual(
+        signatures.map((s) => s.name),
+        [h.config.logOrigin, w1.name, w2.name],
+      );
       assert.equal(countCosignatures(note, [w1.vkey, w2.vkey]).valid.length, 2);
       assert.deepEqual(await submit(), [], 'nothing new: no request');
     });
@@ -72,7 +79,7 @@ for (const kind of STORES) {
       assert.match((await h.req('GET', '/v1/log/checkpoint')).text, /\n5\n/);
     });
 
-    test('a 409 names the witness\'s size: the next round resends from it', async () => {
+    test("a 409 names the witness's size: the next round resends from it", async () => {
       // This instance forgets what w1 has (as a new instance sharing nothing would).
       await h.db.query('UPDATE witness_state SET witness_size = 0, cosigned_size = NULL WHERE vkey = $1', [w1.vkey]);
       await issueSynthetic(h.db);
@@ -120,7 +127,10 @@ for (const kind of STORES) {
           assert.equal(w1.seen.length, seen, 'no request while backing off');
           await sleep(150);
           assert.equal(of(await submit(200), w1)?.outcome, 'failed', 'retried after the wait');
-          const [again] = await h.db.query('SELECT failures, (next_at - now()) > interval \'150 milliseconds\' AS longer FROM witness_state WHERE vkey = $1', [w1.vkey]);
+          const [again] = await h.db.query(
+            "SELECT failures, (next_at - now()) > interval '150 milliseconds' AS longer FROM witness_state WHERE vkey = $1",
+            [w1.vkey],
+          );
           assert.equal(again.failures, 2);
           assert.equal(again.longer, true, 'the second wait is longer');
         } finally {

@@ -15,7 +15,11 @@ const unhex = (s: string) => new Uint8Array(Buffer.from(s, 'hex'));
 
 test('cosign() reproduces the vendored cosignature/v1 line byte for byte, and it verifies', () => {
   const seed = unhex(self.witnessSeedHex);
-  const line = cosign(self.checkpointBody, { name: self.witnessName, publicKey: publicKeyOf(seed), secretKey: seed }, self.cosignatureTimestamp);
+  const line = cosign(
+    self.checkpointBody,
+    { name: self.witnessName, publicKey: publicKeyOf(seed), secretKey: seed },
+    self.cosignatureTimestamp,
+  );
   assert.equal(line, self.cosignatureLine);
   assert.equal(formatVerifierKey(self.witnessName, publicKeyOf(seed), COSIGNATURE_ALG), self.witnessVerifierKey);
   const key = parseWitnessKey(self.witnessVerifierKey);
@@ -23,14 +27,20 @@ test('cosign() reproduces the vendored cosignature/v1 line byte for byte, and it
   assert.equal(cosignatureTime(self.checkpointBody, sig, key), self.cosignatureTimestamp);
   assert.equal(cosignatureTime(self.checkpointBody.replace('\n8\n', '\n9\n'), sig, key), null, 'over another checkpoint');
   const counted = countCosignatures(self.cosignedCheckpoint, [self.witnessVerifierKey]);
-  assert.deepEqual(counted.valid.map((v) => v.timestamp), [self.cosignatureTimestamp]);
+  assert.deepEqual(
+    counted.valid.map((v) => v.timestamp),
+    [self.cosignatureTimestamp],
+  );
 });
 
 test('the C2SP tlog-cosignature example line has the published layout: key ID, big-endian timestamp, 64-byte signature', () => {
   const f = notes.c2spFormatOnly;
   const [sig] = splitNote(`${f.checkpoint.split('\n\n')[0]}\n\n${f.cosignatureLine}\n`).signatures;
   assert.equal(Buffer.from(sig.keyId).toString('hex'), f.cosignatureParsed.keyIdHex);
-  assert.equal(new DataView(sig.signature.buffer, sig.signature.byteOffset).getBigUint64(0).toString(), f.cosignatureParsed.timestampBigEndianU64);
+  assert.equal(
+    new DataView(sig.signature.buffer, sig.signature.byteOffset).getBigUint64(0).toString(),
+    f.cosignatureParsed.timestampBigEndianU64,
+  );
   assert.equal(sig.signature.length - 8, f.cosignatureParsed.signatureBytes);
 });
 
@@ -42,14 +52,24 @@ test('an Ed25519 (0x01) key is not a witness key', () => {
 const logSeed = unhex(self.logSeedHex);
 const origin = 'example.com/escrow-settlement-log';
 const checkpointOf = (size: number, root = tree.rootsBySize[String(size)]) =>
-  signNote(formatCheckpoint({ origin, size, rootHash: unhex(root) }), { name: origin, publicKey: publicKeyOf(logSeed), sign: (m) => sign(m, logSeed) });
+  signNote(formatCheckpoint({ origin, size, rootHash: unhex(root) }), {
+    name: origin,
+    publicKey: publicKeyOf(logSeed),
+    sign: (m) => sign(m, logSeed),
+  });
 const proofOf = (m: number, n: number): string[] => tree.consistency.find((c: any) => c.first === m && c.second === n)?.proof ?? [];
-const body = (old: number, proof: string[], note: string) => `old ${old}\n${proof.map((h) => `${base64Encode(unhex(h))}\n`).join('')}\n${note}`;
-const post = (w: ReturnType<typeof createTestWitness>, b: string) => w.fetch(new Request('http://witness.test/add-checkpoint', { method: 'POST', body: b }));
+const body = (old: number, proof: string[], note: string) =>
+  `old ${old}\n${proof.map((h) => `${base64Encode(unhex(h))}\n`).join('')}\n${note}`;
+const post = (w: ReturnType<typeof createTestWitness>, b: string) =>
+  w.fetch(new Request('http://witness.test/add-checkpoint', { method: 'POST', body: b }));
 
 test('the test witness follows tlog-witness: cosigns from 0, then only consistent growth; 409 names its size; 422, 403, 404, 400', async () => {
   const w = createTestWitness('witness.test/w1', [self.logVerifierKey]);
-  assert.equal(self.checkpointBody, formatCheckpoint({ origin, size: 8, rootHash: unhex(tree.rootsBySize['8']) }), 'the vendored checkpoint is the reference tree of 8');
+  assert.equal(
+    self.checkpointBody,
+    formatCheckpoint({ origin, size: 8, rootHash: unhex(tree.rootsBySize['8']) }),
+    'the vendored checkpoint is the reference tree of 8',
+  );
   const first = await post(w, body(0, [], checkpointOf(1)));
   assert.equal(first.status, 200);
   const line = await first.text();
@@ -71,7 +91,11 @@ test('the test witness follows tlog-witness: cosigns from 0, then only consisten
   // Signed by someone else: 403. Unknown origin: 404. Nonsense: 400.
   const forged = checkpointOf(8).replace(/— .*\n$/, `— ${origin} ${base64Encode(new Uint8Array(68))}\n`);
   assert.equal((await post(w, body(8, [], forged))).status, 403);
-  const stranger = signNote(formatCheckpoint({ origin: 'other.example/log', size: 1, rootHash: unhex(tree.rootsBySize['1']) }), { name: 'other.example/log', publicKey: publicKeyOf(logSeed), sign: (m) => sign(m, logSeed) });
+  const stranger = signNote(formatCheckpoint({ origin: 'other.example/log', size: 1, rootHash: unhex(tree.rootsBySize['1']) }), {
+    name: 'other.example/log',
+    publicKey: publicKeyOf(logSeed),
+    sign: (m) => sign(m, logSeed),
+  });
   assert.equal((await post(w, body(0, [], stranger))).status, 404);
   assert.equal((await post(w, 'hello')).status, 400);
   assert.equal((await post(w, body(9, [], checkpointOf(8)))).status, 400, 'old larger than the checkpoint');

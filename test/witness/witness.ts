@@ -4,7 +4,14 @@
 // the ways a broken or hostile witness might, for the submitter's tests.
 import { generateKeyPair, verify } from '@escrow-settlement/protocol/crypto/ed25519';
 import { cosign } from '@escrow-settlement/protocol/tlog/cosignature';
-import { COSIGNATURE_ALG, formatVerifierKey, parseCheckpoint, parseVerifierKey, splitNote, verifyNote } from '@escrow-settlement/protocol/tlog/checkpoint';
+import {
+  COSIGNATURE_ALG,
+  formatVerifierKey,
+  parseCheckpoint,
+  parseVerifierKey,
+  splitNote,
+  verifyNote,
+} from '@escrow-settlement/protocol/tlog/checkpoint';
 import { base64Decode } from '@escrow-settlement/protocol/tlog/encoding';
 import { bytesEqual } from '@escrow-settlement/protocol/tlog/hash';
 import { verifyConsistency } from '@escrow-settlement/protocol/tlog/verify';
@@ -28,7 +35,8 @@ export interface TestWitness {
   trust(logVkey: string): void;
 }
 
-const text = (status: number, body: string, type = 'text/plain; charset=utf-8') => new Response(body, { status, headers: { 'content-type': type } });
+const text = (status: number, body: string, type = 'text/plain; charset=utf-8') =>
+  new Response(body, { status, headers: { 'content-type': type } });
 
 /** `logs`: verifier keys (Ed25519, name = origin) of the logs this witness follows. */
 export function createTestWitness(name: string, logs: string[] = []): TestWitness {
@@ -53,7 +61,8 @@ export function createTestWitness(name: string, logs: string[] = []): TestWitnes
 
   async function answer(req: Request, body: string): Promise<Response> {
     if (req.method !== 'POST' || !new URL(req.url).pathname.endsWith('/add-checkpoint')) return text(404, 'not found\n');
-    if (w.misbehave === 'silent') return new Promise<Response>((_, reject) => req.signal.addEventListener('abort', () => reject(req.signal.reason)));
+    if (w.misbehave === 'silent')
+      return new Promise<Response>((_, reject) => req.signal.addEventListener('abort', () => reject(req.signal.reason)));
     if (w.misbehave === 'error-500') return text(500, 'internal error\n');
     // Request: "old <size>\n", proof lines (base64 hashes), an empty line, the signed checkpoint.
     const cut = body.indexOf('\n\n');
@@ -87,7 +96,8 @@ export function createTestWitness(name: string, logs: string[] = []): TestWitnes
     }
     const key = logKeys.find((k) => k.name === cp.origin);
     if (!key) return text(404, 'unknown log origin\n');
-    if (!verifyNote(note, { name: key.name, publicKey: key.publicKey, verify }).verified) return text(403, 'the checkpoint is not signed by the log\'s key\n');
+    if (!verifyNote(note, { name: key.name, publicKey: key.publicKey, verify }).verified)
+      return text(403, "the checkpoint is not signed by the log's key\n");
     if (old > cp.size) return text(400, 'old size is larger than the checkpoint\n');
     const known = w.state.get(cp.origin) ?? { size: 0, root: new Uint8Array(32) };
     if (w.misbehave === 'huge-409') return text(409, `${cp.size + 1_000_000}\n`, 'text/x.tlog.size');
@@ -105,7 +115,8 @@ export function createTestWitness(name: string, logs: string[] = []): TestWitnes
     if (w.misbehave === null) w.state.set(cp.origin, { size: cp.size, root: cp.rootHash });
     if (w.misbehave === 'garbage') return text(200, 'this is not a signature line\n');
     if (w.misbehave === 'other-key') return text(200, cosign(cpText, { name, publicKey: other.publicKey, secretKey: other.secretKey }, t));
-    if (w.misbehave === 'other-checkpoint') return text(200, cosign(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
+    if (w.misbehave === 'other-checkpoint')
+      return text(200, cosign(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
     return text(200, cosign(cpText, { name, ...keys }, t));
   }
   return w;

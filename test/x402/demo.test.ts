@@ -4,8 +4,16 @@ import { createHash } from 'node:crypto';
 import { describeStores, expectError, makeHarness } from '../harness.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
-  createPaymentHeader, createPaymentHeaderV2, decodeBase64Json, decodePaymentResponse, generateKeys, verifyBundle, verifyInclusion, verifyProof,
-  type Bundle, type IssuerKey, 
+  createPaymentHeader,
+  createPaymentHeaderV2,
+  decodeBase64Json,
+  decodePaymentResponse,
+  generateKeys,
+  verifyBundle,
+  verifyInclusion,
+  verifyProof,
+  type Bundle,
+  type IssuerKey,
 } from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, offer, pay, requiredV2 } from './helpers.ts';
 
@@ -16,11 +24,25 @@ describeStores('x402 demo', (h) => {
     const r = await h().req('GET', DEMO);
     expectRefusal(r, 'payment_required');
     const req = r.body.accepts[0];
-    assert.deepEqual(Object.keys(req).sort(), ['asset', 'description', 'maxAmountRequired', 'maxTimeoutSeconds', 'mimeType', 'network', 'payTo', 'resource', 'scheme']);
+    assert.deepEqual(Object.keys(req).sort(), [
+      'asset',
+      'description',
+      'maxAmountRequired',
+      'maxTimeoutSeconds',
+      'mimeType',
+      'network',
+      'payTo',
+      'resource',
+      'scheme',
+    ]);
     assert.equal(req.scheme, 'proof-sandbox');
     assert.equal(req.network, 'proof-local');
     assert.equal(req.maxAmountRequired, '0.01');
-    assert.equal(req.resource, 'http://127.0.0.1:4280/v1/x402/demo', 'PUBLIC_URL (default: the listening address) + the route, never the Host the request came to');
+    assert.equal(
+      req.resource,
+      'http://127.0.0.1:4280/v1/x402/demo',
+      'PUBLIC_URL (default: the listening address) + the route, never the Host the request came to',
+    );
     assert.equal(req.mimeType, 'application/json');
     assert.match(req.payTo, /^[0-9a-f]{64}$/);
     assert.equal(req.maxTimeoutSeconds, 60);
@@ -34,7 +56,10 @@ describeStores('x402 demo', (h) => {
     const other = await makeHarness(h().kind, {}, { db: h().db });
     assert.equal((await offer(other)).payTo, first.payTo);
     const keys = await h().db.query(`SELECT public_key FROM service_keys WHERE purpose = 'x402-payee'`);
-    assert.deepEqual(keys.map((k) => k.public_key), [first.payTo]);
+    assert.deepEqual(
+      keys.map((k) => k.public_key),
+      [first.payTo],
+    );
   });
 
   test('a payment built with createPaymentHeader runs the whole lifecycle and its proof verifies offline with the client module', async () => {
@@ -46,9 +71,19 @@ describeStores('x402 demo', (h) => {
     assert.equal(r.body.resource, 'x402-demo');
     const answer = decodePaymentResponse(r.headers.get('x-payment-response')!);
     assert.deepEqual(answer, {
-      success: true, transaction: answer.proofId, network: 'proof-local', payer: payer.publicKey, escrowId: answer.escrowId, proofId: answer.proofId, outcome: 'released',
+      success: true,
+      transaction: answer.proofId,
+      network: 'proof-local',
+      payer: payer.publicKey,
+      escrowId: answer.escrowId,
+      proofId: answer.proofId,
+      outcome: 'released',
     });
-    assert.deepEqual(decodePaymentResponse(r.headers.get('payment-response')!), { ...answer, network: 'proof:local' }, 'the v2 name carries the same settlement, with the CAIP-2 network');
+    assert.deepEqual(
+      decodePaymentResponse(r.headers.get('payment-response')!),
+      { ...answer, network: 'proof:local' },
+      'the v2 name carries the same settlement, with the CAIP-2 network',
+    );
 
     // The escrow is real: payer = from, payee = the demo payee, amount = value, terms = a hash check on the resource.
     const e = (await h().req('GET', `/v1/escrows/${answer.escrowId}`)).body;
@@ -60,7 +95,10 @@ describeStores('x402 demo', (h) => {
     assert.equal(e.asset, 'USDC');
     assert.deepEqual(e.terms.checks, [{ kind: 'hash', expected: sha(canonicalize(r.body)) }]);
     const events = (await h().req('GET', `/v1/escrows/${answer.escrowId}/events`)).body.events;
-    assert.deepEqual(events.map((x: { event: string }) => x.event), ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);
+    assert.deepEqual(
+      events.map((x: { event: string }) => x.event),
+      ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued'],
+    );
     assert.deepEqual(events[4].data, { proofId: answer.proofId, outcome: 'released' });
     assert.equal((await h().req('GET', `/v1/escrows/${answer.escrowId}/trail`)).body.intactUpTo, null);
 
@@ -110,7 +148,10 @@ describeStores('x402 demo', (h) => {
       const r = await pay(h(), createPaymentHeader(await offer(h()), generateKeys().secretKey));
       const { escrowId } = decodePaymentResponse(r.headers.get('x-payment-response')!);
       const rows = await h().db.query('SELECT idx FROM outbox WHERE escrow_id = $1 AND url = $2 ORDER BY idx', [escrowId, url]);
-      assert.deepEqual(rows.map((x) => Number(x.idx)), [0, 1, 2, 3, 4]);
+      assert.deepEqual(
+        rows.map((x) => Number(x.idx)),
+        [0, 1, 2, 3, 4],
+      );
     } finally {
       await h().req('DELETE', '/v1/webhooks', { url });
     }
@@ -131,12 +172,16 @@ describeStores('x402 demo', (h) => {
   });
 });
 
-describeStores('x402 demo on a hosted deployment', (h) => {
-  test('the route is a /v1 key route: 401 without a bearer key, the offer with one, and a payment settles with one', async () => {
-    expectError(await h().req('GET', DEMO), 401, 'unauthorized');
-    const auth = { authorization: 'Bearer x402-root-key-0123456789' };
-    const requirements = await offer(h(), auth);
-    const r = await pay(h(), createPaymentHeader(requirements, generateKeys().secretKey), 'X-PAYMENT', auth);
-    assert.equal(r.status, 200, r.text);
-  });
-}, { API_KEY: 'x402-root-key-0123456789' });
+describeStores(
+  'x402 demo on a hosted deployment',
+  (h) => {
+    test('the route is a /v1 key route: 401 without a bearer key, the offer with one, and a payment settles with one', async () => {
+      expectError(await h().req('GET', DEMO), 401, 'unauthorized');
+      const auth = { authorization: 'Bearer x402-root-key-0123456789' };
+      const requirements = await offer(h(), auth);
+      const r = await pay(h(), createPaymentHeader(requirements, generateKeys().secretKey), 'X-PAYMENT', auth);
+      assert.equal(r.status, 200, r.text);
+    });
+  },
+  { API_KEY: 'x402-root-key-0123456789' },
+);

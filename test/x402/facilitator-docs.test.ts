@@ -10,7 +10,9 @@ import { startService } from './facilitatorServers.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 
-test('docs/x402.md: the 20-line resource server and the 10-line payer complete a payment against the service', { timeout: 120_000 }, async () => {
+test('docs/x402.md: the 20-line resource server and the 10-line payer complete a payment against the service', {
+  timeout: 120_000,
+}, async () => {
   const blocks = [...readFileSync(join(ROOT, 'docs/x402.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
   assert.equal(blocks.length, 2, 'a resource server and a payer');
   const svc = await startService('pglite');
@@ -18,9 +20,11 @@ test('docs/x402.md: the 20-line resource server and the 10-line payer complete a
   const dir = mkdtempSync(join(ROOT, 'test/x402/.docs-'));
   const children: ReturnType<typeof spawn>[] = [];
   try {
-    const server = blocks[0]
-      .replace('http://127.0.0.1:4280', svc.url)
-      .replace('.listen(8080);', '.listen(0, function (this: import(\'node:net\').Server) { console.log(`listening ${(this.address() as import(\'node:net\').AddressInfo).port}`); });');
+    const server = blocks[0].replace('http://127.0.0.1:4280', svc.url).replace(
+      '.listen(8080);',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this string is source code written into the example server.
+      ".listen(0, function (this: import('node:net').Server) { console.log(`listening ${(this.address() as import('node:net').AddressInfo).port}`); });",
+    );
     writeFileSync(join(dir, 'server.ts'), server);
     const env = { ...process.env, PAYEE_SECRET_KEY: generateKeys().secretKey, PAYER_SECRET_KEY: generateKeys().secretKey };
     const rs = spawn(process.execPath, ['--import', 'tsx', join(dir, 'server.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -20,7 +20,9 @@ const TERMS: Terms = { description: 'a report with a title', checks: [{ kind: 's
 const BIN = join(import.meta.dirname, '../../packages/client/dist/bin.js');
 
 async function rows(db: Service['db']) {
-  const [r] = await db.query(`SELECT (SELECT count(*) FROM escrows)::int AS escrows, (SELECT count(*) FROM x402_payments)::int AS payments, (SELECT count(*) FROM proofs)::int AS proofs`);
+  const [r] = await db.query(
+    `SELECT (SELECT count(*) FROM escrows)::int AS escrows, (SELECT count(*) FROM x402_payments)::int AS payments, (SELECT count(*) FROM proofs)::int AS proofs`,
+  );
   return r as { escrows: number; payments: number; proofs: number };
 }
 
@@ -39,11 +41,17 @@ for (const kind of STORES) {
       rs = await startResourceServer({
         facilitator: new HTTPFacilitatorClient({ url: `${svc.url}/v1/x402/facilitator` }),
         scheme,
-        routes: { 'GET /report': { accepts: option, description: 'a report' }, 'GET /untitled': { accepts: option }, 'GET /broken': { accepts: option } },
+        routes: {
+          'GET /report': { accepts: option, description: 'a report' },
+          'GET /untitled': { accepts: option },
+          'GET /broken': { accepts: option },
+        },
         handlers: {
           '/report': async () => ({ title: 'Q3', body: 'numbers' }),
           '/untitled': async () => ({ body: 'no title' }),
-          '/broken': async () => { throw new Error('the handler failed'); },
+          '/broken': async () => {
+            throw new Error('the handler failed');
+          },
         },
       });
     });
@@ -81,7 +89,9 @@ for (const kind of STORES) {
         writeFileSync(join(dir, 'bundle.json'), JSON.stringify(bundle));
         const cli = spawnSync(process.execPath, [BIN, 'verify', join(dir, 'bundle.json'), '--trusted-key', issuer], { encoding: 'utf8' });
         assert.equal(cli.status, 0, cli.stdout + cli.stderr);
-        const other = spawnSync(process.execPath, [BIN, 'verify', join(dir, 'bundle.json'), '--trusted-key', generateKeys().publicKey], { encoding: 'utf8' });
+        const other = spawnSync(process.execPath, [BIN, 'verify', join(dir, 'bundle.json'), '--trusted-key', generateKeys().publicKey], {
+          encoding: 'utf8',
+        });
         assert.notEqual(other.status, 0, 'a bundle checked against another key must not verify');
       } finally {
         rmSync(dir, { recursive: true, force: true });
@@ -100,7 +110,11 @@ for (const kind of STORES) {
       const verdict = settled.extra!.verdict as { passed: boolean; results: Array<{ passed: boolean }> };
       assert.equal(verdict.passed, false);
       assert.equal(settled.extra!.escrowId, settled.transaction);
-      assert.equal((await fetch(`${svc.url}/v1/escrows/${settled.transaction}/proof`)).status, 404, 'no proof: the matter waits for a dispute, refund or timeout');
+      assert.equal(
+        (await fetch(`${svc.url}/v1/escrows/${settled.transaction}/proof`)).status,
+        404,
+        'no proof: the matter waits for a dispute, refund or timeout',
+      );
     });
 
     test('a handler that throws voids: the escrow is refunded with a proof', async () => {
@@ -145,8 +159,11 @@ for (const kind of STORES) {
           sent = new Headers(init?.headers).get('payment-signature') ?? fromRequest ?? sent;
           return realFetch(input, init);
         }) as typeof fetch;
-        const first = await wrapFetchWithPayment(spy, new x402Client().register('escrow:sandbox', new AuthCaptureClient(payer.secretKey)))(`${slow.url}/report`);
-        assert.equal(first.status, 502, 'the resource server could not learn the collect\'s outcome');
+        const first = await wrapFetchWithPayment(
+          spy,
+          new x402Client().register('escrow:sandbox', new AuthCaptureClient(payer.secretKey)),
+        )(`${slow.url}/report`);
+        assert.equal(first.status, 502, "the resource server could not learn the collect's outcome");
         assert.ok(sent, 'the payer sent PAYMENT-SIGNATURE');
         const afterFirst = await rows(svc.db);
         assert.equal(afterFirst.escrows, before.escrows + 1, 'the timed-out collect did create its escrow');

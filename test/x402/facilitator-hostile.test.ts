@@ -16,18 +16,45 @@ const V = '/v1/x402/facilitator/verify';
 const S = '/v1/x402/facilitator/settle';
 
 function requirements(payTo: string, over: Record<string, unknown> = {}) {
-  return { scheme: 'auth-capture', network: 'escrow:sandbox', asset: 'USDC', amount: '10000', payTo, maxTimeoutSeconds: 60, extra: { paymentFlow: 'escrow', terms: TERMS }, ...over };
+  return {
+    scheme: 'auth-capture',
+    network: 'escrow:sandbox',
+    asset: 'USDC',
+    amount: '10000',
+    payTo,
+    maxTimeoutSeconds: 60,
+    extra: { paymentFlow: 'escrow', terms: TERMS },
+    ...over,
+  };
 }
 
 /** A valid collect request; `tweak` edits the authorization before it is signed. */
-function collect(payerSk: string, payTo: string, o: { req?: Record<string, unknown>; nonce?: string; validBefore?: string; value?: string; resource?: string } = {}) {
+function collect(
+  payerSk: string,
+  payTo: string,
+  o: { req?: Record<string, unknown>; nonce?: string; validBefore?: string; value?: string; resource?: string } = {},
+) {
   const req = requirements(payTo, o.req);
-  const payload = signCollect(payerSk, { to: payTo, value: o.value ?? (req.amount as string), asset: 'USDC', resource: o.resource ?? RESOURCE, terms: (req.extra as any).terms ?? TERMS, maxTimeoutSeconds: 60, nonce: o.nonce, validBefore: o.validBefore });
-  return { x402Version: 2, paymentPayload: { x402Version: 2, resource: { url: RESOURCE }, accepted: req, payload }, paymentRequirements: req };
+  const payload = signCollect(payerSk, {
+    to: payTo,
+    value: o.value ?? (req.amount as string),
+    asset: 'USDC',
+    resource: o.resource ?? RESOURCE,
+    terms: (req.extra as any).terms ?? TERMS,
+    maxTimeoutSeconds: 60,
+    nonce: o.nonce,
+    validBefore: o.validBefore,
+  });
+  return {
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, resource: { url: RESOURCE }, accepted: req, payload },
+    paymentRequirements: req,
+  };
 }
 
 async function counts(h: Harness) {
-  const [r] = await h.db.query(`SELECT (SELECT count(*) FROM escrows)::int AS escrows, (SELECT count(*) FROM x402_payments)::int AS payments,
+  const [r] =
+    await h.db.query(`SELECT (SELECT count(*) FROM escrows)::int AS escrows, (SELECT count(*) FROM x402_payments)::int AS payments,
     (SELECT count(*) FROM proofs)::int AS proofs, (SELECT count(*) FROM deliveries)::int AS deliveries, (SELECT count(*) FROM trail_entries)::int AS trail`);
   return r;
 }
@@ -47,8 +74,16 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     assert.equal(r.status, 200);
     const issuer = (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys[0].publicKey;
     assert.deepEqual(r.body, {
-      kinds: [{ x402Version: 2, scheme: 'auth-capture', network: 'escrow:sandbox', extra: { paymentFlow: 'escrow', decimals: 6, assets: ['USDC'] } }],
-      extensions: [], signers: { 'escrow:*': [issuer] },
+      kinds: [
+        {
+          x402Version: 2,
+          scheme: 'auth-capture',
+          network: 'escrow:sandbox',
+          extra: { paymentFlow: 'escrow', decimals: 6, assets: ['USDC'] },
+        },
+      ],
+      extensions: [],
+      signers: { 'escrow:*': [issuer] },
     });
   });
 
@@ -64,26 +99,119 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     const good = () => collect(payer.secretKey, payee.publicKey);
     const cases: Array<[string, unknown, string]> = [
       ['wrong x402Version', { ...good(), x402Version: 1 }, 'version_mismatch'],
-      ['wrong payload version', (() => { const b = good(); (b.paymentPayload as any).x402Version = 1; return b; })(), 'version_mismatch'],
-      ['another network', (() => { const b = collect(payer.secretKey, payee.publicKey, { req: { network: 'eip155:8453' } }); return b; })(), 'scheme_mismatch'],
+      [
+        'wrong payload version',
+        (() => {
+          const b = good();
+          (b.paymentPayload as any).x402Version = 1;
+          return b;
+        })(),
+        'version_mismatch',
+      ],
+      [
+        'another network',
+        (() => {
+          const b = collect(payer.secretKey, payee.publicKey, { req: { network: 'eip155:8453' } });
+          return b;
+        })(),
+        'scheme_mismatch',
+      ],
       ['another scheme', collect(payer.secretKey, payee.publicKey, { req: { scheme: 'exact' } }), 'scheme_mismatch'],
-      ['another flow', collect(payer.secretKey, payee.publicKey, { req: { extra: { paymentFlow: 'authorization', terms: TERMS } } }), 'scheme_mismatch'],
+      [
+        'another flow',
+        collect(payer.secretKey, payee.publicKey, { req: { extra: { paymentFlow: 'authorization', terms: TERMS } } }),
+        'scheme_mismatch',
+      ],
       ['another asset', collect(payer.secretKey, payee.publicKey, { req: { asset: 'DOGE' } }), 'wrong_asset'],
-      ['missing authorization field', (() => { const b = good(); delete (b.paymentPayload.payload.authorization as any).nonce; return b; })(), 'malformed_header'],
+      [
+        'missing authorization field',
+        (() => {
+          const b = good();
+          delete (b.paymentPayload.payload.authorization as any).nonce;
+          return b;
+        })(),
+        'malformed_header',
+      ],
       ['missing terms', collect(payer.secretKey, payee.publicKey, { req: { extra: { paymentFlow: 'escrow' } } }), 'malformed_header'],
-      ['bad signature', (() => { const b = good(); b.paymentPayload.payload.signature = 'ab'.repeat(64); return b; })(), 'bad_signature'],
-      ['tampered value after signing', (() => { const b = good(); b.paymentPayload.payload.authorization.value = '1'; return b; })(), 'payment_invalid'],
-      ['signed for another resource', collect(payer.secretKey, payee.publicKey, { resource: 'https://elsewhere.example/' }), 'wrong_resource'],
-      ['terms hash of other terms', (() => { const b = good(); const other = signCollect(payer.secretKey, { to: payee.publicKey, value: '10000', asset: 'USDC', resource: RESOURCE, terms: { description: 'x', checks: [] }, maxTimeoutSeconds: 60 }); b.paymentPayload.payload = other; return b; })(), 'terms_mismatch'],
-      ['accepted differs from requirements', (() => { const b = good(); b.paymentPayload.accepted = { ...b.paymentPayload.accepted, maxTimeoutSeconds: 61 }; return b; })(), 'payment_invalid'],
-      ['validBefore beyond maxTimeoutSeconds', collect(payer.secretKey, payee.publicKey, { validBefore: new Date(Date.now() + 3_600_000).toISOString() }), 'payment_invalid'],
-      ['validBefore passed', collect(payer.secretKey, payee.publicKey, { validBefore: new Date(Date.now() - 1000).toISOString() }), 'payment_invalid'],
+      [
+        'bad signature',
+        (() => {
+          const b = good();
+          b.paymentPayload.payload.signature = 'ab'.repeat(64);
+          return b;
+        })(),
+        'bad_signature',
+      ],
+      [
+        'tampered value after signing',
+        (() => {
+          const b = good();
+          b.paymentPayload.payload.authorization.value = '1';
+          return b;
+        })(),
+        'payment_invalid',
+      ],
+      [
+        'signed for another resource',
+        collect(payer.secretKey, payee.publicKey, { resource: 'https://elsewhere.example/' }),
+        'wrong_resource',
+      ],
+      [
+        'terms hash of other terms',
+        (() => {
+          const b = good();
+          const other = signCollect(payer.secretKey, {
+            to: payee.publicKey,
+            value: '10000',
+            asset: 'USDC',
+            resource: RESOURCE,
+            terms: { description: 'x', checks: [] },
+            maxTimeoutSeconds: 60,
+          });
+          b.paymentPayload.payload = other;
+          return b;
+        })(),
+        'terms_mismatch',
+      ],
+      [
+        'accepted differs from requirements',
+        (() => {
+          const b = good();
+          b.paymentPayload.accepted = { ...b.paymentPayload.accepted, maxTimeoutSeconds: 61 };
+          return b;
+        })(),
+        'payment_invalid',
+      ],
+      [
+        'validBefore beyond maxTimeoutSeconds',
+        collect(payer.secretKey, payee.publicKey, { validBefore: new Date(Date.now() + 3_600_000).toISOString() }),
+        'payment_invalid',
+      ],
+      [
+        'validBefore passed',
+        collect(payer.secretKey, payee.publicKey, { validBefore: new Date(Date.now() - 1000).toISOString() }),
+        'payment_invalid',
+      ],
       ['payer pays itself', collect(payer.secretKey, payer.publicKey), 'payment_invalid'],
-      ['a capture at verify', { ...good(), paymentPayload: { ...good().paymentPayload, payload: signCapture(payee.secretKey, { escrowId: 'esc_x', payload: {} }) } }, 'malformed_header'],
-      ['unknown payload type', { ...good(), paymentPayload: { ...good().paymentPayload, payload: { type: 'refund' } } }, 'malformed_header'],
+      [
+        'a capture at verify',
+        {
+          ...good(),
+          paymentPayload: { ...good().paymentPayload, payload: signCapture(payee.secretKey, { escrowId: 'esc_x', payload: {} }) },
+        },
+        'malformed_header',
+      ],
+      [
+        'unknown payload type',
+        { ...good(), paymentPayload: { ...good().paymentPayload, payload: { type: 'refund' } } },
+        'malformed_header',
+      ],
     ];
     for (const [name, body, code] of cases) {
-      for (const [path, field] of [[V, 'invalidReason'], [S, 'errorReason']] as const) {
+      for (const [path, field] of [
+        [V, 'invalidReason'],
+        [S, 'errorReason'],
+      ] as const) {
         const r = await h().req('POST', path, body);
         assert.ok(r.status !== 500, `${name} at ${path}: ${r.text}`);
         try {
@@ -112,7 +240,14 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     const first = await h().req('POST', S, body);
     assert.equal(first.body.success, true, first.text);
     assert.match(first.body.transaction, /^esc_/);
-    assert.deepEqual(first.body, { success: true, transaction: first.body.transaction, network: 'escrow:sandbox', payer: payer.publicKey, amount: '10000', extra: { escrowId: first.body.transaction } });
+    assert.deepEqual(first.body, {
+      success: true,
+      transaction: first.body.transaction,
+      network: 'escrow:sandbox',
+      payer: payer.publicKey,
+      amount: '10000',
+      extra: { escrowId: first.body.transaction },
+    });
     const again = await h().req('POST', S, body);
     assert.deepEqual(again.body, first.body);
     const escrow = (await h().req('GET', `/v1/escrows/${first.body.transaction}`)).body;
@@ -142,9 +277,27 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     const checked = checkRequest(late as any, 'escrow:sandbox');
     const a = (late.paymentPayload.payload as any).authorization;
     await createEscrow(h().app.svc, {
-      amount: checked.amount, asset: 'USDC', terms: checked.terms, payer: { keyRef: { publicKey: a.from } }, payee: { keyRef: { publicKey: payee.publicKey } }, timeouts: checked.timeouts,
-      alsoWrite: (escrowId, now) => [{ text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-        params: [payee.publicKey, a.nonce, collectHash(checked, late.paymentPayload.payload as any), escrowId, a.from, 'escrow:sandbox', '10000', now] }],
+      amount: checked.amount,
+      asset: 'USDC',
+      terms: checked.terms,
+      payer: { keyRef: { publicKey: a.from } },
+      payee: { keyRef: { publicKey: payee.publicKey } },
+      timeouts: checked.timeouts,
+      alsoWrite: (escrowId, now) => [
+        {
+          text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+          params: [
+            payee.publicKey,
+            a.nonce,
+            collectHash(checked, late.paymentPayload.payload as any),
+            escrowId,
+            a.from,
+            'escrow:sandbox',
+            '10000',
+            now,
+          ],
+        },
+      ],
     });
     const [orphan] = await h().db.query('SELECT escrow_id FROM x402_payments WHERE nonce = $1', [a.nonce]);
     assert.equal((await h().req('GET', `/v1/escrows/${orphan.escrow_id}`)).body.state, 'created');
@@ -154,23 +307,36 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     assert.equal((await counts(h())).escrows, mid.escrows + 1);
   });
 
-  test('capture and void: someone else\'s escrow, bad signatures, replays answer as the first', async () => {
+  test("capture and void: someone else's escrow, bad signatures, replays answer as the first", async () => {
     const body = collect(payer.secretKey, payee.publicKey);
     const collected = (await h().req('POST', S, body)).body;
     const escrowId = collected.transaction as string;
     const req = body.paymentRequirements;
-    const settle = (payload: unknown, r: Record<string, unknown> = req) => h().req('POST', S, { x402Version: 2, paymentPayload: { ...body.paymentPayload, accepted: r, payload }, paymentRequirements: r });
+    const settle = (payload: unknown, r: Record<string, unknown> = req) =>
+      h().req('POST', S, { x402Version: 2, paymentPayload: { ...body.paymentPayload, accepted: r, payload }, paymentRequirements: r });
     const before = await counts(h());
     // A REST escrow is not an x402 payment; another payee's requirements do not reach this one.
     const stranger = generateKeys();
-    refusal(await settle(signCapture(stranger.secretKey, { escrowId, payload: { title: 't' } }), requirements(stranger.publicKey)), 'errorReason', 'wrong_payee');
-    refusal(await settle(signCapture(payee.secretKey, { escrowId: 'esc_01jzzzzzzzzzzzzzzzzzzzzzzz', payload: { title: 't' } })), 'errorReason', 'payment_invalid');
+    refusal(
+      await settle(signCapture(stranger.secretKey, { escrowId, payload: { title: 't' } }), requirements(stranger.publicKey)),
+      'errorReason',
+      'wrong_payee',
+    );
+    refusal(
+      await settle(signCapture(payee.secretKey, { escrowId: 'esc_01jzzzzzzzzzzzzzzzzzzzzzzz', payload: { title: 't' } })),
+      'errorReason',
+      'payment_invalid',
+    );
     refusal(await settle(signCapture(stranger.secretKey, { escrowId, payload: { title: 't' } })), 'errorReason', 'wrong_payee');
     const forged = signCapture(payee.secretKey, { escrowId, payload: { title: 't' } });
     forged.delivery.payload = { title: 'other' };
     refusal(await settle(forged), 'errorReason', 'bad_signature');
     refusal(await settle(signVoid(stranger.secretKey, { escrowId })), 'errorReason', 'wrong_payee');
-    refusal(await settle(signVoid(payee.secretKey, { escrowId, signedAt: new Date(Date.now() - 3_600_000).toISOString() })), 'errorReason', 'payment_invalid');
+    refusal(
+      await settle(signVoid(payee.secretKey, { escrowId, signedAt: new Date(Date.now() - 3_600_000).toISOString() })),
+      'errorReason',
+      'payment_invalid',
+    );
     assert.deepEqual(await counts(h()), before);
 
     const captured = await settle(signCapture(payee.secretKey, { escrowId, payload: { title: 'ok' } }));
@@ -189,7 +355,12 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     // A void on a funded escrow refunds it; a repeated void answers the same proof.
     const second = collect(payer.secretKey, payee.publicKey);
     const id2 = (await h().req('POST', S, second)).body.transaction;
-    const voidIt = () => h().req('POST', S, { x402Version: 2, paymentPayload: { ...second.paymentPayload, payload: signVoid(payee.secretKey, { escrowId: id2 }) }, paymentRequirements: second.paymentRequirements });
+    const voidIt = () =>
+      h().req('POST', S, {
+        x402Version: 2,
+        paymentPayload: { ...second.paymentPayload, payload: signVoid(payee.secretKey, { escrowId: id2 }) },
+        paymentRequirements: second.paymentRequirements,
+      });
     const voided = await voidIt();
     assert.equal(voided.body.success, true, voided.text);
     assert.deepEqual(voided.body.extra, { escrowId: id2, state: 'refunded' });
@@ -200,7 +371,13 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
   test('a payer under a mandate: within the caps it pays (and the mandate records it), beyond them it is refused', async () => {
     const principal = generateKeys();
     const agent = generateKeys();
-    const caps = { agent: agent.publicKey, perEscrowMax: '0.015', cumulativeMax: '0.02', allowedAssets: ['USDC'], expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const caps = {
+      agent: agent.publicKey,
+      perEscrowMax: '0.015',
+      cumulativeMax: '0.02',
+      allowedAssets: ['USDC'],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
     const mandate = (await h().req('POST', '/v1/mandates', signMandate(principal.secretKey, caps))).body;
     const over = collect(agent.secretKey, payee.publicKey, { req: { amount: '20000' } });
     refusal(await h().req('POST', V, over), 'invalidReason', 'payment_invalid');
@@ -230,11 +407,15 @@ test('hosted: the facilitator needs a bearer key, and a key sees only its own pa
     const escrowId = collected.body.transaction;
     assert.equal((await h.req('GET', `/v1/escrows/${escrowId}`, undefined, { authorization: a })).status, 200);
     assert.equal((await h.req('GET', `/v1/escrows/${escrowId}`, undefined, { authorization: b })).status, 404);
-    const capture = { x402Version: 2, paymentPayload: { ...body.paymentPayload, payload: signCapture(payee.secretKey, { escrowId, payload: { title: 'x' } }) }, paymentRequirements: body.paymentRequirements };
+    const capture = {
+      x402Version: 2,
+      paymentPayload: { ...body.paymentPayload, payload: signCapture(payee.secretKey, { escrowId, payload: { title: 'x' } }) },
+      paymentRequirements: body.paymentRequirements,
+    };
     refusal(await h.req('POST', S, capture, { authorization: b }), 'errorReason', 'payment_invalid');
     const replayed = await h.req('POST', S, body, { authorization: b });
     refusal(replayed, 'errorReason', 'payment_invalid');
-    assert.ok(!replayed.text.includes(escrowId), 'another key\'s replay does not learn the escrow');
+    assert.ok(!replayed.text.includes(escrowId), "another key's replay does not learn the escrow");
     assert.equal((await h.req('POST', S, capture, { authorization: a })).body.success, true);
   } finally {
     await h.close();

@@ -19,9 +19,24 @@ test('AuthCaptureServer: prices in atomic units, terms and timeouts into extra, 
   assert.deepEqual(await server.parsePrice({ amount: '7', asset: 'USDC' }, 'escrow:sandbox'), { amount: '7', asset: 'USDC' });
   await assert.rejects(server.parsePrice('0.0000001', 'escrow:sandbox'), /at most 6 fraction digits/);
   const option = server.option({ price: '$1', terms: TERMS, maxTimeoutSeconds: 30 });
-  assert.deepEqual(option, { scheme: 'auth-capture', network: 'escrow:sandbox', payTo: payee.publicKey, price: '$1', maxTimeoutSeconds: 30, extra: { terms: TERMS, timeouts: { resolveWithinSeconds: 60 } } });
+  assert.deepEqual(option, {
+    scheme: 'auth-capture',
+    network: 'escrow:sandbox',
+    payTo: payee.publicKey,
+    price: '$1',
+    maxTimeoutSeconds: 30,
+    extra: { terms: TERMS, timeouts: { resolveWithinSeconds: 60 } },
+  });
   assert.throws(() => server.option({ price: '$1' }), /needs terms/);
-  const base = { scheme: 'auth-capture', network: 'escrow:sandbox' as const, amount: '1', asset: 'USDC', payTo: payee.publicKey, maxTimeoutSeconds: 30, extra: {} };
+  const base = {
+    scheme: 'auth-capture',
+    network: 'escrow:sandbox' as const,
+    amount: '1',
+    asset: 'USDC',
+    payTo: payee.publicKey,
+    maxTimeoutSeconds: 30,
+    extra: {},
+  };
   await assert.rejects(server.enhancePaymentRequirements(base, kind, []), /needs terms/);
   const withTerms = new AuthCaptureServer({ payeeSecretKey: payee.secretKey, terms: TERMS, arbiter: generateKeys().publicKey });
   const enhanced = await withTerms.enhancePaymentRequirements(base, kind, []);
@@ -34,7 +49,15 @@ test('AuthCaptureClient: signs the collect binding resource and terms; refuses o
   const payer = generateKeys();
   const payTo = generateKeys().publicKey;
   const client = new AuthCaptureClient(payer.secretKey, { acceptTerms: (t) => termsHash(t) === termsHash(TERMS) });
-  const requirements = { scheme: 'auth-capture', network: 'escrow:sandbox' as const, amount: '10000', asset: 'USDC', payTo, maxTimeoutSeconds: 60, extra: { paymentFlow: 'escrow', terms: TERMS, resource: 'https://r.example/x' } };
+  const requirements = {
+    scheme: 'auth-capture',
+    network: 'escrow:sandbox' as const,
+    amount: '10000',
+    asset: 'USDC',
+    payTo,
+    maxTimeoutSeconds: 60,
+    extra: { paymentFlow: 'escrow', terms: TERMS, resource: 'https://r.example/x' },
+  };
   const { payload } = await client.createPaymentPayload(2, requirements);
   const a = (payload as any).authorization;
   assert.equal(a.from, payer.publicKey);
@@ -44,8 +67,14 @@ test('AuthCaptureClient: signs the collect binding resource and terms; refuses o
   assert.equal(a.termsHash, termsHash(TERMS));
   assert.ok(Date.parse(a.validBefore) <= Date.now() + 60_000);
   await assert.rejects(client.createPaymentPayload(2, { ...requirements, extra: { paymentFlow: 'escrow', resource: 'x' } }), /extra.terms/);
-  await assert.rejects(client.createPaymentPayload(2, { ...requirements, extra: { ...requirements.extra, paymentFlow: 'authorization' } }), /paymentFlow/);
-  await assert.rejects(client.createPaymentPayload(2, { ...requirements, extra: { ...requirements.extra, terms: { description: 'other', checks: [] } } }), /acceptTerms/);
+  await assert.rejects(
+    client.createPaymentPayload(2, { ...requirements, extra: { ...requirements.extra, paymentFlow: 'authorization' } }),
+    /paymentFlow/,
+  );
+  await assert.rejects(
+    client.createPaymentPayload(2, { ...requirements, extra: { ...requirements.extra, terms: { description: 'other', checks: [] } } }),
+    /acceptTerms/,
+  );
   await assert.rejects(client.createPaymentPayload(2, requirements, { maxAmountPerPayment: '9999' }), /spend cap/);
   const { resource: _, ...noResource } = requirements.extra;
   await assert.rejects(client.createPaymentPayload(2, { ...requirements, extra: noResource }), /resource URL is unknown/);
@@ -57,19 +86,45 @@ test('X402_NETWORK: escrow:sandbox by default, another escrow: network when set,
   assert.equal(parseConfig({ DATA_DIR: ':memory:' }).x402Network, 'escrow:sandbox');
   assert.equal(parseConfig({ DATA_DIR: ':memory:', X402_NETWORK: 'escrow:prod-1' }).x402Network, 'escrow:prod-1');
   for (const bad of ['eip155:8453', 'escrow:', 'escrow:a b', `escrow:${'x'.repeat(33)}`]) {
-    assert.throws(() => parseConfig({ DATA_DIR: ':memory:', X402_NETWORK: bad }), (e: unknown) => e instanceof ConfigError && e.variable === 'X402_NETWORK');
+    assert.throws(
+      () => parseConfig({ DATA_DIR: ':memory:', X402_NETWORK: bad }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'X402_NETWORK',
+    );
   }
   const h = await makeHarness('pglite', { X402_NETWORK: 'escrow:prod-1' });
   try {
     assert.equal((await h.req('GET', '/v1/x402/facilitator/supported')).body.kinds[0].network, 'escrow:prod-1');
     const payer = generateKeys();
     const payTo = generateKeys().publicKey;
-    const req = { scheme: 'auth-capture', network: 'escrow:sandbox', asset: 'USDC', amount: '1', payTo, maxTimeoutSeconds: 60, extra: { paymentFlow: 'escrow', terms: TERMS } };
-    const payload = signCollect(payer.secretKey, { to: payTo, value: '1', asset: 'USDC', resource: 'https://r.example/', terms: TERMS, maxTimeoutSeconds: 60 });
-    const r = await h.req('POST', '/v1/x402/facilitator/verify', { x402Version: 2, paymentPayload: { x402Version: 2, resource: { url: 'https://r.example/' }, accepted: req, payload }, paymentRequirements: req });
+    const req = {
+      scheme: 'auth-capture',
+      network: 'escrow:sandbox',
+      asset: 'USDC',
+      amount: '1',
+      payTo,
+      maxTimeoutSeconds: 60,
+      extra: { paymentFlow: 'escrow', terms: TERMS },
+    };
+    const payload = signCollect(payer.secretKey, {
+      to: payTo,
+      value: '1',
+      asset: 'USDC',
+      resource: 'https://r.example/',
+      terms: TERMS,
+      maxTimeoutSeconds: 60,
+    });
+    const r = await h.req('POST', '/v1/x402/facilitator/verify', {
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, resource: { url: 'https://r.example/' }, accepted: req, payload },
+      paymentRequirements: req,
+    });
     assert.equal(r.body.invalidReason, 'scheme_mismatch', r.text);
     const onProd = { ...req, network: 'escrow:prod-1' };
-    const ok = await h.req('POST', '/v1/x402/facilitator/verify', { x402Version: 2, paymentPayload: { x402Version: 2, resource: { url: 'https://r.example/' }, accepted: onProd, payload }, paymentRequirements: onProd });
+    const ok = await h.req('POST', '/v1/x402/facilitator/verify', {
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, resource: { url: 'https://r.example/' }, accepted: onProd, payload },
+      paymentRequirements: onProd,
+    });
     assert.equal(ok.body.isValid, true, ok.text);
   } finally {
     await h.close();

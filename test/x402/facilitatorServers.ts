@@ -3,13 +3,22 @@
 // @x402/core x402HTTPResourceServer in front of plain node:http routes, as a framework middleware does.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FacilitatorResponseError, HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer, type HTTPAdapter, type HTTPRequestContext, type HTTPResponseInstructions, type RoutesConfig } from '@x402/core/server';
+import {
+  FacilitatorResponseError,
+  type HTTPFacilitatorClient,
+  x402HTTPResourceServer,
+  x402ResourceServer,
+  type HTTPAdapter,
+  type HTTPRequestContext,
+  type HTTPResponseInstructions,
+  type RoutesConfig,
+} from '@x402/core/server';
 import { parseConfig } from '../../src/config.ts';
 import { createApp, type App } from '../../src/app.ts';
 import { nodeListener } from '../../src/node/adapter.ts';
 import { openStore, type StoreKind } from '../harness.ts';
 import type { Db } from '../../src/db/types.ts';
-import { AuthCaptureServer } from '@escrow-settlement/client/x402/authCapture';
+import type { AuthCaptureServer } from '@escrow-settlement/client/x402/authCapture';
 
 export interface Service {
   app: App;
@@ -23,14 +32,26 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const closeServer = (s: Server) => new Promise<void>((r) => { s.closeAllConnections(); s.close(() => r()); });
+const closeServer = (s: Server) =>
+  new Promise<void>((r) => {
+    s.closeAllConnections();
+    s.close(() => r());
+  });
 
 export async function startService(kind: StoreKind, env: Record<string, string> = {}): Promise<Service> {
   const store = await openStore(kind);
   const app = createApp({ db: store.db, config: parseConfig({ DATA_DIR: ':memory:', ...env }) });
   const server = createServer(nodeListener(app, { trustProxy: false }));
   const url = await listen(server);
-  return { app, db: store.db, url, close: async () => { await closeServer(server); await store.drop(); } };
+  return {
+    app,
+    db: store.db,
+    url,
+    close: async () => {
+      await closeServer(server);
+      await store.drop();
+    },
+  };
 }
 
 export type Handler = () => Promise<unknown>;
@@ -70,10 +91,19 @@ export async function startResourceServer(opts: {
       return Array.isArray(v) ? v[0] : v;
     };
     const adapter: HTTPAdapter = {
-      getHeader: header, getMethod: () => req.method ?? 'GET', getPath: () => url.pathname, getUrl: () => url.href,
-      getAcceptHeader: () => header('accept') ?? '', getUserAgent: () => header('user-agent') ?? '',
+      getHeader: header,
+      getMethod: () => req.method ?? 'GET',
+      getPath: () => url.pathname,
+      getUrl: () => url.href,
+      getAcceptHeader: () => header('accept') ?? '',
+      getUserAgent: () => header('user-agent') ?? '',
     };
-    const context: HTTPRequestContext = { adapter, path: url.pathname, method: req.method ?? 'GET', paymentHeader: header('payment-signature') ?? header('x-payment') };
+    const context: HTTPRequestContext = {
+      adapter,
+      path: url.pathname,
+      method: req.method ?? 'GET',
+      paymentHeader: header('payment-signature') ?? header('x-payment'),
+    };
     try {
       const result = await http.processHTTPRequest(context);
       if (result.type === 'no-payment-required') return send(res, { status: 404, headers: {}, body: { error: 'no such route' } });
@@ -87,9 +117,12 @@ export async function startResourceServer(opts: {
         return send(res, { status: 500, headers, body: { error: 'the handler failed' } });
       }
       const settled = await http.processSettlement(
-        result.paymentPayload, result.paymentRequirements, result.declaredExtensions,
+        result.paymentPayload,
+        result.paymentRequirements,
+        result.declaredExtensions,
         { request: context, responseBody: Buffer.from(body), responseHeaders: { 'content-type': 'application/json' } },
-        undefined, result.beforeHandlerSettlement,
+        undefined,
+        result.beforeHandlerSettlement,
       );
       if (!settled.success) return send(res, { ...settled.response, headers: { ...settled.headers, ...settled.response.headers } });
       return send(res, { status: 200, headers: settled.headers, body });
@@ -99,7 +132,12 @@ export async function startResourceServer(opts: {
       throw err;
     }
   };
-  const server = createServer((req, res) => void listener(req, res).catch(() => { if (!res.headersSent) send(res, { status: 500, headers: {}, body: {} }); }));
+  const server = createServer(
+    (req, res) =>
+      void listener(req, res).catch(() => {
+        if (!res.headersSent) send(res, { status: 500, headers: {}, body: {} });
+      }),
+  );
   base = await listen(server);
   return { url: base, scheme: opts.scheme, http, close: () => closeServer(server) };
 }

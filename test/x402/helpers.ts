@@ -35,8 +35,13 @@ export function expectRefusal(r: Res, code: string): string {
   assert.deepEqual(v2.resource, { url: v1.resource, description: v1.description, mimeType: v1.mimeType });
   assert.equal(v2.accepts.length, 1);
   assert.deepEqual(v2.accepts[0], {
-    scheme: v1.scheme, network: 'proof:local', amount: String(Math.round(Number(v1.maxAmountRequired) * 1e6)), asset: v1.asset,
-    payTo: v1.payTo, maxTimeoutSeconds: v1.maxTimeoutSeconds, extra: { resource: v1.resource, decimals: 6 },
+    scheme: v1.scheme,
+    network: 'proof:local',
+    amount: String(Math.round(Number(v1.maxAmountRequired) * 1e6)),
+    asset: v1.asset,
+    payTo: v1.payTo,
+    maxTimeoutSeconds: v1.maxTimeoutSeconds,
+    extra: { resource: v1.resource, decimals: 6 },
   });
   assert.equal(r.headers.get('x-payment-response'), null);
   assert.equal(r.headers.get('payment-response'), null);

@@ -17,7 +17,18 @@ test('PUBLIC_URL keeps origin and path prefix, without a trailing slash', () => 
 });
 
 test('a PUBLIC_URL that is not an absolute http(s) base URL stops start-up naming the variable', () => {
-  for (const bad of ['escrow.example.com', 'ftp://example.com', 'https://example.com/?a=1', 'https://example.com/#x', 'https://user:pw@example.com', 'http://']) {
-    assert.throws(() => parseConfig({ ...base, PUBLIC_URL: bad }), (e: unknown) => e instanceof ConfigError && e.variable === 'PUBLIC_URL' && /absolute http\(s\) URL/.test(e.message), bad);
+  for (const bad of [
+    'escrow.example.com',
+    'ftp://example.com',
+    'https://example.com/?a=1',
+    'https://example.com/#x',
+    'https://user:pw@example.com',
+    'http://',
+  ]) {
+    assert.throws(
+      () => parseConfig({ ...base, PUBLIC_URL: bad }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'PUBLIC_URL' && /absolute http\(s\) URL/.test(e.message),
+      bad,
+    );
   }
 });

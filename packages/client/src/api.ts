@@ -2,12 +2,50 @@
 import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry, WitnessState } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
-  Agent, ApiKeyRecord, CreateEscrowInput, CustodyEntry, DeadLetter, DeliveryResult, Dispute, DocumentVerification, Escrow, EscrowListQuery, EscrowPage, PageQuery,EvidenceInput, Health, Mandate, MintedKey, OpenDisputeInput, ProofVerification, RateSnapshot, ResolveInput, SandboxDelivery,
-  SignedDelivery, SignedMandate, WebhookAttempt,
+  Agent,
+  ApiKeyRecord,
+  CreateEscrowInput,
+  CustodyEntry,
+  DeadLetter,
+  DeliveryResult,
+  Dispute,
+  DocumentVerification,
+  Escrow,
+  EscrowListQuery,
+  EscrowPage,
+  PageQuery,
+  EvidenceInput,
+  Health,
+  Mandate,
+  MintedKey,
+  OpenDisputeInput,
+  ProofVerification,
+  RateSnapshot,
+  ResolveInput,
+  SandboxDelivery,
+  SignedDelivery,
+  SignedMandate,
+  WebhookAttempt,
 } from '@escrow-settlement/protocol/resources';
-import type { FacilitatorRequest, FacilitatorSettleResponse, FacilitatorSupported, FacilitatorVerifyResponse } from './x402/authCapture/wire.ts';
+import type {
+  FacilitatorRequest,
+  FacilitatorSettleResponse,
+  FacilitatorSupported,
+  FacilitatorVerifyResponse,
+} from './x402/authCapture/wire.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
-import { createPaymentHeader, createPaymentHeaderV2, decodePaymentRequired, decodePaymentResponse, X402_HEADERS, type PaymentOptions, type PaymentRequired, type PaymentRequiredV2, type PaymentRequirements, type PaymentResponse } from './x402.ts';
+import {
+  createPaymentHeader,
+  createPaymentHeaderV2,
+  decodePaymentRequired,
+  decodePaymentResponse,
+  X402_HEADERS,
+  type PaymentOptions,
+  type PaymentRequired,
+  type PaymentRequiredV2,
+  type PaymentRequirements,
+  type PaymentResponse,
+} from './x402.ts';
 
 /**
  * Which route each client method calls, as "METHOD /path" in the service's own route table. The
@@ -15,10 +53,10 @@ import { createPaymentHeader, createPaymentHeaderV2, decodePaymentRequired, deco
  * service serves, so a route without a method (or a method without a route) fails the build.
  */
 export const API_ROUTES = {
-  'health': ['GET /health'],
-  'issuerKeys': ['GET /.well-known/proof-issuer.json'],
-  'openapi': ['GET /v1/openapi.json'],
-  'errorsPage': ['GET /docs/errors'],
+  health: ['GET /health'],
+  issuerKeys: ['GET /.well-known/proof-issuer.json'],
+  openapi: ['GET /v1/openapi.json'],
+  errorsPage: ['GET /docs/errors'],
   'agents.create': ['POST /v1/agents'],
   'mandates.create': ['POST /v1/mandates'],
   'mandates.get': ['GET /v1/mandates/:id'],
@@ -40,7 +78,7 @@ export const API_ROUTES = {
   'proofs.get': ['GET /v1/proofs/:id'],
   'proofs.verify': ['GET /v1/proofs/:id/verify'],
   'proofs.bundle': ['GET /v1/proofs/:id/bundle'],
-  'verify': ['POST /v1/verify'],
+  verify: ['POST /v1/verify'],
   'log.head': ['GET /v1/log/head'],
   'log.inclusion': ['GET /v1/log/proof/:proofId'],
   'log.consistency': ['GET /v1/log/consistency/:firstSize', 'GET /v1/log/consistency/:firstSize/:secondSize'],
@@ -94,7 +132,8 @@ export type ApiClient = ReturnType<typeof createClient>;
  */
 export function createClient(opts: ClientOptions) {
   const transport = createTransport(opts);
-  const call = async <T>(name: MethodName, input?: CallInput, which = 0): Promise<T> => (await transport<T>(API_ROUTES[name][which], input)).data;
+  const call = async <T>(name: MethodName, input?: CallInput, which = 0): Promise<T> =>
+    (await transport<T>(API_ROUTES[name][which], input)).data;
   const idem = (o?: IdempotencyOption) => (o?.idempotencyKey !== undefined ? { 'idempotency-key': o.idempotencyKey } : undefined);
   const id = (v: string) => ({ id: v });
 
@@ -104,7 +143,10 @@ export function createClient(opts: ClientOptions) {
     // The settlement in the version the payment was made in (both headers are always sent).
     const [mine, other] = payment?.v2 ? [X402_HEADERS.responseV2, X402_HEADERS.response] : [X402_HEADERS.response, X402_HEADERS.responseV2];
     const answer = a.headers.get(mine) ?? a.headers.get(other);
-    if (answer === null) throw new ApiError(a.status, 'http_200', 'the paid resource came without X-PAYMENT-RESPONSE / PAYMENT-RESPONSE', { headers: a.headers });
+    if (answer === null)
+      throw new ApiError(a.status, 'http_200', 'the paid resource came without X-PAYMENT-RESPONSE / PAYMENT-RESPONSE', {
+        headers: a.headers,
+      });
     return { resource: a.data, payment: decodePaymentResponse(answer) };
   }
 
@@ -143,10 +185,16 @@ export function createClient(opts: ClientOptions) {
       get: (escrowId: string) => call<Escrow>('escrows.get', { params: id(escrowId) }),
       fund: (escrowId: string, o?: IdempotencyOption) => call<Escrow>('escrows.fund', { params: id(escrowId), headers: idem(o) }),
       /** Sandbox form {agentId, payload}, or the client-signed form from signDelivery. */
-      deliver: (escrowId: string, body: SandboxDelivery | SignedDelivery) => call<DeliveryResult>('escrows.deliver', { params: id(escrowId), body }),
+      deliver: (escrowId: string, body: SandboxDelivery | SignedDelivery) =>
+        call<DeliveryResult>('escrows.deliver', { params: id(escrowId), body }),
       refund: (escrowId: string) => call<Proof>('escrows.refund', { params: id(escrowId) }),
-      trail: (escrowId: string, q: PageQuery = {}) => call<{ entries: TrailEntry[]; intactUpTo: number | null; nextCursor?: string | null }>('escrows.trail', { params: id(escrowId), query: q }),
-      events: (escrowId: string, q: PageQuery = {}) => call<{ events: EngineEvent[]; nextCursor?: string | null }>('escrows.events', { params: id(escrowId), query: q }),
+      trail: (escrowId: string, q: PageQuery = {}) =>
+        call<{ entries: TrailEntry[]; intactUpTo: number | null; nextCursor?: string | null }>('escrows.trail', {
+          params: id(escrowId),
+          query: q,
+        }),
+      events: (escrowId: string, q: PageQuery = {}) =>
+        call<{ events: EngineEvent[]; nextCursor?: string | null }>('escrows.events', { params: id(escrowId), query: q }),
       proof: (escrowId: string) => call<Proof>('escrows.proof', { params: id(escrowId) }),
       custody: (escrowId: string) => call<CustodyEntry>('escrows.custody', { params: id(escrowId) }),
       retryCustody: (escrowId: string) => call<Proof>('escrows.retryCustody', { params: id(escrowId) }),
@@ -157,7 +205,8 @@ export function createClient(opts: ClientOptions) {
       get: (escrowId: string) => call<Dispute>('disputes.get', { params: id(escrowId) }),
       addEvidence: (escrowId: string, body: EvidenceInput) => call<Dispute>('disputes.addEvidence', { params: id(escrowId), body }),
       /** signatures from signRuling, and/or agentIds of held sandbox agents. */
-      resolve: (escrowId: string, body: ResolveInput) => call<{ dispute: Dispute; proof: Proof }>('disputes.resolve', { params: id(escrowId), body }),
+      resolve: (escrowId: string, body: ResolveInput) =>
+        call<{ dispute: Dispute; proof: Proof }>('disputes.resolve', { params: id(escrowId), body }),
     },
     proofs: {
       get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
@@ -169,12 +218,23 @@ export function createClient(opts: ClientOptions) {
     verify: (proof: Proof) => call<DocumentVerification>('verify', { body: proof }),
     log: {
       head: () => call<SignedHead>('log.head'),
-      inclusion: (proofId: string) => call<{ proofId: string; leafIndex: number; leafHash: string; logSize: number; rootHash: string; auditPath: string[]; head: SignedHead }>('log.inclusion', { params: { proofId } }),
+      inclusion: (proofId: string) =>
+        call<{
+          proofId: string;
+          leafIndex: number;
+          leafHash: string;
+          logSize: number;
+          rootHash: string;
+          auditPath: string[];
+          head: SignedHead;
+        }>('log.inclusion', { params: { proofId } }),
       /** Without secondSize: to the current size. Check it with verifyConsistency. */
-      consistency: (firstSize: number, secondSize?: number) => secondSize === undefined
-        ? call<ConsistencyProof>('log.consistency', { params: { firstSize } }, 0)
-        : call<ConsistencyProof>('log.consistency', { params: { firstSize, secondSize } }, 1),
-      entries: (q: { start?: number; end?: number } = {}) => call<{ entries: Array<{ leafIndex: number; proof: Proof }> }>('log.entries', { query: q }),
+      consistency: (firstSize: number, secondSize?: number) =>
+        secondSize === undefined
+          ? call<ConsistencyProof>('log.consistency', { params: { firstSize } }, 0)
+          : call<ConsistencyProof>('log.consistency', { params: { firstSize, secondSize } }, 1),
+      entries: (q: { start?: number; end?: number } = {}) =>
+        call<{ entries: Array<{ leafIndex: number; proof: Proof }> }>('log.entries', { query: q }),
       /** C2SP tlog-checkpoint signed note (text). */
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
       /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
@@ -185,13 +245,20 @@ export function createClient(opts: ClientOptions) {
       policy: () => call<string>('log.policy', { as: 'text' }),
     },
     webhooks: {
-      register: (url: string) => call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>('webhooks.register', { body: { url } }),
-      list: (q: PageQuery = {}) => call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
+      register: (url: string) =>
+        call<{ ok: boolean; url: string; signingKey: string; standardWebhooks: { secret?: string; publicKey: string } }>(
+          'webhooks.register',
+          { body: { url } },
+        ),
+      list: (q: PageQuery = {}) =>
+        call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
-      deadLetters: (q: PageQuery = {}) => call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
+      deadLetters: (q: PageQuery = {}) =>
+        call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
       redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
       /** Every attempt newest first; ?escrowId keeps one escrow's, ?limit pages with nextCursor. */
-      attempts: (q: { escrowId?: string; limit?: number; cursor?: string } = {}) => call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
+      attempts: (q: { escrowId?: string; limit?: number; cursor?: string } = {}) =>
+        call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
     },
     admin: {
       rotateIssuer: () => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer'),
@@ -202,7 +269,8 @@ export function createClient(opts: ClientOptions) {
       rate: () => call<RateSnapshot>('admin.rate'),
     },
     sandbox: {
-      advanceClock: (advanceSeconds: number) => call<{ now: string; offsetSeconds: number }>('sandbox.advanceClock', { body: { advanceSeconds } }),
+      advanceClock: (advanceSeconds: number) =>
+        call<{ now: string; offsetSeconds: number }>('sandbox.advanceClock', { body: { advanceSeconds } }),
       /** The service's notion of now, which client-signed signedAt/submittedAt are checked against. */
       clock: () => call<{ now: string; offsetSeconds: number }>('sandbox.clock'),
       failNext: (count: number) => call<{ failNext: number }>('sandbox.failNext', { body: { count } }),
@@ -214,7 +282,10 @@ export function createClient(opts: ClientOptions) {
       /** GET the resource with a payment header (X-PAYMENT, or PAYMENT-SIGNATURE with v2). */
       demo,
       /** The whole x402 dance: read the offer, sign its first `accepts` with secretKey (v2: the PAYMENT-REQUIRED offer), pay. */
-      async pay<T = unknown>(secretKey: string, o: PaymentOptions & { v2?: boolean } = {}): Promise<PaidResource<T> & { requirements: PaymentRequirements }> {
+      async pay<T = unknown>(
+        secretKey: string,
+        o: PaymentOptions & { v2?: boolean } = {},
+      ): Promise<PaidResource<T> & { requirements: PaymentRequirements }> {
         const { v1, v2 } = await unpaid();
         const requirements = v1.accepts[0];
         const header = o.v2 ? createPaymentHeaderV2(v2, secretKey, o) : createPaymentHeader(requirements, secretKey, o);

@@ -107,10 +107,14 @@ function parseArgs(argv: string[]): Args | string {
   if (files.length !== 1) return files.length === 0 ? 'missing bundle file' : 'give exactly one bundle file';
   if (trustBundleKeys && keys.length) return '--trust-bundle-keys cannot be combined with --trusted-key or --issuer-doc';
   if (quorum !== undefined && witnesses.length === 0) return '--quorum needs at least one --witness';
-  if (quorum !== undefined && quorum > new Set(witnesses).size) return `--quorum ${quorum} is more than the ${new Set(witnesses).size} witnesses given`;
+  if (quorum !== undefined && quorum > new Set(witnesses).size)
+    return `--quorum ${quorum} is more than the ${new Set(witnesses).size} witnesses given`;
   return {
-    file: files[0], ...(keys.length ? { trustedKeys: keys } : {}), ...(trustBundleKeys ? { trustBundleKeys } : {}),
-    ...(witnesses.length ? { witnesses } : {}), ...(quorum !== undefined ? { quorum } : {}),
+    file: files[0],
+    ...(keys.length ? { trustedKeys: keys } : {}),
+    ...(trustBundleKeys ? { trustBundleKeys } : {}),
+    ...(witnesses.length ? { witnesses } : {}),
+    ...(quorum !== undefined ? { quorum } : {}),
   };
 }
 
@@ -128,7 +132,9 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       mcp = await import('./mcp/cli.ts');
     } catch (e) {
       if ((e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String(e).includes('@modelcontextprotocol/sdk')) throw e;
-      io.err('escrow-settlement mcp: the MCP server needs @modelcontextprotocol/sdk, an optional peer dependency of this package: npm install @modelcontextprotocol/sdk');
+      io.err(
+        'escrow-settlement mcp: the MCP server needs @modelcontextprotocol/sdk, an optional peer dependency of this package: npm install @modelcontextprotocol/sdk',
+      );
       return 2;
     }
     return mcp.mcpMain(argv.slice(1), io);
@@ -161,7 +167,12 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     io.out(`FAIL bundle.format: ${args.file} is not valid JSON: ${(e as Error).message}`);
     return 1;
   }
-  const { ok, checks, warnings } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], { trustedKeys: args.trustedKeys, trustBundleKeys: args.trustBundleKeys, witnesses: args.witnesses, quorum: args.quorum });
+  const { ok, checks, warnings } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], {
+    trustedKeys: args.trustedKeys,
+    trustBundleKeys: args.trustBundleKeys,
+    witnesses: args.witnesses,
+    quorum: args.quorum,
+  });
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
   for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.detail}`);
   const failed = checks.filter((c) => !c.ok).length;

@@ -17,7 +17,12 @@ export class ApiError extends Error {
   /** The whole parsed body (a 402 also carries x402Version and accepts). */
   readonly body: unknown;
   readonly headers: Headers;
-  constructor(status: number, code: ApiErrorCode, message: string, extra: { docsUrl?: string; requestId?: string; body?: unknown; headers?: Headers } = {}) {
+  constructor(
+    status: number,
+    code: ApiErrorCode,
+    message: string,
+    extra: { docsUrl?: string; requestId?: string; body?: unknown; headers?: Headers } = {},
+  ) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
@@ -87,7 +92,10 @@ export function createTransport(opts: ClientOptions): Transport {
     const url = new URL(base.origin + prefix + pathOf(pattern, input.params));
     for (const [k, v] of Object.entries(input.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers = new Headers(input.headers);
-    headers.set('accept', input.as === 'text' ? 'text/plain, text/html, */*' : input.as === 'bytes' ? 'application/octet-stream' : 'application/json');
+    headers.set(
+      'accept',
+      input.as === 'text' ? 'text/plain, text/html, */*' : input.as === 'bytes' ? 'application/octet-stream' : 'application/json',
+    );
     if (opts.apiKey !== undefined) headers.set('authorization', `Bearer ${opts.apiKey}`);
     const init: RequestInit = { method, headers };
     if (input.body !== undefined) {
@@ -103,7 +111,9 @@ export function createTransport(opts: ClientOptions): Transport {
       const message = e?.message ?? `${method} ${url.pathname} answered ${res.status}`;
       throw new ApiError(res.status, code, message, { docsUrl: e?.docsUrl, requestId, body, headers: res.headers });
     }
-    const data = (input.as === 'text' ? await res.text() : input.as === 'bytes' ? new Uint8Array(await res.arrayBuffer()) : await readBody(res)) as T;
+    const data = (
+      input.as === 'text' ? await res.text() : input.as === 'bytes' ? new Uint8Array(await res.arrayBuffer()) : await readBody(res)
+    ) as T;
     return { data, status: res.status, headers: res.headers };
   };
 }

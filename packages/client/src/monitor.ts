@@ -8,7 +8,15 @@ import { issuerVkey, verifyCheckpoint } from '@escrow-settlement/protocol/issuer
 import { splitNote } from '@escrow-settlement/protocol/tlog/checkpoint';
 import { base64Encode } from '@escrow-settlement/protocol/tlog/encoding';
 import { bytesEqual, leafHash } from '@escrow-settlement/protocol/tlog/hash';
-import { bundleEntries, rootFromReader, tileHashReader, tilePath, tileWidthAt, TILE_WIDTH, type TileRef } from '@escrow-settlement/protocol/tlog/tiles';
+import {
+  bundleEntries,
+  rootFromReader,
+  tileHashReader,
+  tilePath,
+  tileWidthAt,
+  TILE_WIDTH,
+  type TileRef,
+} from '@escrow-settlement/protocol/tlog/tiles';
 import { verifyProof } from '@escrow-settlement/protocol/verify';
 import type { IssuerKey, Proof } from '@escrow-settlement/protocol/types';
 
@@ -92,12 +100,14 @@ export async function monitorStep(opts: MonitorOptions, kept: MonitorState | nul
     if (kept && cp.origin !== kept.origin) throw new Refusal(`the checkpoint's origin ${cp.origin} is not the kept ${kept.origin}`);
     if (kept && cp.size < kept.size) throw new Refusal(`SPLIT VIEW: the log shrank from ${kept.size} to ${cp.size} leaves`);
     if (kept && cp.size === kept.size) {
-      if (toHex(cp.root) !== kept.rootHash) throw new Refusal(`SPLIT VIEW: two roots signed for size ${cp.size}: kept ${kept.rootHash}, now ${toHex(cp.root)}`);
+      if (toHex(cp.root) !== kept.rootHash)
+        throw new Refusal(`SPLIT VIEW: two roots signed for size ${cp.size}: kept ${kept.rootHash}, now ${toHex(cp.root)}`);
       return { ok: true, changed: false, state: kept, line: `unchanged ${cp.size}` };
     }
     const from = kept?.size ?? 0;
     const reader = tileHashReader(cp.size, async (t) => new Uint8Array(await (await get(opts, `/v1/log/${tilePath(t)}`)).arrayBuffer()));
-    if (!bytesEqual(await rootFromReader(cp.size, reader), cp.root)) throw new Refusal(`the tiles do not hash to the checkpoint's root at size ${cp.size}`);
+    if (!bytesEqual(await rootFromReader(cp.size, reader), cp.root))
+      throw new Refusal(`the tiles do not hash to the checkpoint's root at size ${cp.size}`);
     if (kept && toHex(await rootFromReader(kept.size, reader)) !== kept.rootHash) {
       throw new Refusal(`SPLIT VIEW: the ${cp.size}-leaf tree does not contain the kept ${kept.size}-leaf tree (root ${kept.rootHash})`);
     }
@@ -106,7 +116,8 @@ export async function monitorStep(opts: MonitorOptions, kept: MonitorState | nul
     const trusted = opts.issuerKeys.map((k) => k.publicKey);
     entries.forEach((e, i) => {
       const index = from + i;
-      if (!bytesEqual(leafHash(e), hashes[i])) throw new Refusal(`BAD ENTRY ${index}: SHA-256(0x00 || entry) is not the leaf hash in the tile`);
+      if (!bytesEqual(leafHash(e), hashes[i]))
+        throw new Refusal(`BAD ENTRY ${index}: SHA-256(0x00 || entry) is not the leaf hash in the tile`);
       let proof: Proof;
       try {
         proof = JSON.parse(new TextDecoder().decode(e));
@@ -114,13 +125,19 @@ export async function monitorStep(opts: MonitorOptions, kept: MonitorState | nul
         throw new Refusal(`BAD ENTRY ${index}: not JSON`);
       }
       if (canonicalize(proof) !== new TextDecoder().decode(e)) throw new Refusal(`BAD ENTRY ${index}: not in canonical (JCS) form`);
-      let verdict;
+      let verdict: ReturnType<typeof verifyProof>;
       try {
         verdict = verifyProof(proof, { trustedKeys: trusted });
       } catch (err) {
         throw new Refusal(`BAD ENTRY ${index}: not a proof (${(err as Error).message})`);
       }
-      if (!verdict.ok) throw new Refusal(`BAD ENTRY ${index}: ${verdict.checks.filter((c) => !c.ok).map((c) => c.detail).join('; ')}`);
+      if (!verdict.ok)
+        throw new Refusal(
+          `BAD ENTRY ${index}: ${verdict.checks
+            .filter((c) => !c.ok)
+            .map((c) => c.detail)
+            .join('; ')}`,
+        );
     });
     const cosigs = splitNote(note).signatures.length - 1;
     const line = `checkpoint ${cp.size} ${base64Encode(cp.root)}: ${entries.length} new entries verified, consistent with ${kept ? `the kept ${kept.size}` : 'nothing kept before'}${cosigs > 0 ? `, ${cosigs} cosignature lines` : ''}`;

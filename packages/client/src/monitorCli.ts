@@ -27,7 +27,8 @@ function parse(argv: string[]): MonitorArgs | string {
   let intervalMs = 5000;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const [name, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const [name, inline] =
+      a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
     const take = () => inline ?? argv[++i];
     if (name === '--issuer-doc') doc = take();
     else if (name === '--state') stateFile = take();
@@ -66,7 +67,13 @@ function readState(file: string): MonitorState | null | string {
   }
   try {
     const s = JSON.parse(text) as MonitorState;
-    if (typeof s.origin !== 'string' || !Number.isSafeInteger(s.size) || !/^[0-9a-f]{64}$/.test(s.rootHash) || typeof s.checkpoint !== 'string') throw new Error('not a monitor state');
+    if (
+      typeof s.origin !== 'string' ||
+      !Number.isSafeInteger(s.size) ||
+      !/^[0-9a-f]{64}$/.test(s.rootHash) ||
+      typeof s.checkpoint !== 'string'
+    )
+      throw new Error('not a monitor state');
     return s;
   } catch (e) {
     return `--state ${file}: ${(e as Error).message}`;
@@ -80,7 +87,11 @@ function writeState(file: string, s: MonitorState): void {
 }
 
 /** Runs the monitor; resolves with the exit code. `fetch` and `signal` are for tests and embedding. */
-export async function runMonitor(argv: string[], io: Io, opts: { fetch?: MonitorOptions['fetch']; signal?: AbortSignal } = {}): Promise<number> {
+export async function runMonitor(
+  argv: string[],
+  io: Io,
+  opts: { fetch?: MonitorOptions['fetch']; signal?: AbortSignal } = {},
+): Promise<number> {
   const args = parse(argv);
   if (typeof args === 'string') {
     io.err(`escrow-settlement monitor: ${args}`);
@@ -110,10 +121,14 @@ export async function runMonitor(argv: string[], io: Io, opts: { fetch?: Monitor
     if (args.once || opts.signal?.aborted) return 0;
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, args.intervalMs);
-      opts.signal?.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      }, { once: true });
+      opts.signal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(t);
+          resolve();
+        },
+        { once: true },
+      );
     });
     if (opts.signal?.aborted) return 0;
   }

@@ -2,7 +2,15 @@
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
-import type { MandateCaps, RulingOutcome, Shares, SignedDelivery, SignedDisputeEvidence, SignedDisputeOpen, SignedMandate } from '@escrow-settlement/protocol/resources';
+import type {
+  MandateCaps,
+  RulingOutcome,
+  Shares,
+  SignedDelivery,
+  SignedDisputeEvidence,
+  SignedDisputeOpen,
+  SignedMandate,
+} from '@escrow-settlement/protocol/resources';
 import type { Signature } from '@escrow-settlement/protocol/types';
 
 /** sha256 of JCS(value): a delivery's contentHash and an evidence payload's hash. */
@@ -17,7 +25,11 @@ const nowIso = () => new Date().toISOString();
  * POST /v1/mandates. `principal` is the public key of `principalSecretKey`.
  */
 export function signMandate(principalSecretKey: string, caps: MandateCaps): SignedMandate {
-  const signature = signBody(principalSecretKey, { principal: publicKeyFromSecret(principalSecretKey, 'principalSecretKey'), caps }, 'principalSecretKey');
+  const signature = signBody(
+    principalSecretKey,
+    { principal: publicKeyFromSecret(principalSecretKey, 'principalSecretKey'), caps },
+    'principalSecretKey',
+  );
   return { principal: signature.signer, caps, signature };
 }
 
@@ -54,7 +66,11 @@ export interface RulingToSign {
  */
 export function signRuling(secretKey: string, r: RulingToSign): Signature {
   return signBody(secretKey, {
-    escrowId: r.escrowId, disputeId: r.disputeId, outcome: r.outcome, rationale: r.rationale ?? '', ...(r.shares ? { shares: r.shares } : {}),
+    escrowId: r.escrowId,
+    disputeId: r.disputeId,
+    outcome: r.outcome,
+    rationale: r.rationale ?? '',
+    ...(r.shares ? { shares: r.shares } : {}),
   });
 }
 
@@ -68,8 +84,14 @@ export type DisputeActionToSign =
  * reason? | note?, contentHash?, signedAt}: a non-empty reason; the note when given; the payload's
  * sha256(JCS) when a payload is given.
  */
-export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.open'; reason?: string; signedAt?: string }): SignedDisputeOpen;
-export function signDisputeAction(secretKey: string, a: { escrowId: string; action: 'dispute.evidence'; note?: string; payload?: unknown; signedAt?: string }): SignedDisputeEvidence;
+export function signDisputeAction(
+  secretKey: string,
+  a: { escrowId: string; action: 'dispute.open'; reason?: string; signedAt?: string },
+): SignedDisputeOpen;
+export function signDisputeAction(
+  secretKey: string,
+  a: { escrowId: string; action: 'dispute.evidence'; note?: string; payload?: unknown; signedAt?: string },
+): SignedDisputeEvidence;
 export function signDisputeAction(secretKey: string, a: DisputeActionToSign): SignedDisputeOpen | SignedDisputeEvidence;
 export function signDisputeAction(secretKey: string, a: DisputeActionToSign): SignedDisputeOpen | SignedDisputeEvidence {
   const signedAt = a.signedAt ?? nowIso();
@@ -81,7 +103,8 @@ export function signDisputeAction(secretKey: string, a: DisputeActionToSign): Si
   if (a.action !== 'dispute.evidence') throw new TypeError('action must be "dispute.open" or "dispute.evidence"');
   const hasPayload = a.payload !== undefined;
   const signed = {
-    escrowId: a.escrowId, action: a.action,
+    escrowId: a.escrowId,
+    action: a.action,
     ...(a.note !== undefined ? { note: a.note } : {}),
     ...(hasPayload ? { contentHash: contentHash(a.payload) } : {}),
     signedAt,

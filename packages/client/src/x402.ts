@@ -154,7 +154,8 @@ export function decodeBase64Json<T = unknown>(header: string, name = 'header'): 
 /** "0.01" with 6 decimals → "10000" (atomic units); a TypeError for a value with more decimals. */
 export function toAtomicAmount(value: string, decimals: number): string {
   const m = /^(\d+)(?:\.(\d+))?$/.exec(value);
-  if (!m || (m[2] ?? '').length > decimals) throw new TypeError(`amount ${JSON.stringify(value)} must be a decimal with at most ${decimals} fraction digits`);
+  if (!m || (m[2] ?? '').length > decimals)
+    throw new TypeError(`amount ${JSON.stringify(value)} must be a decimal with at most ${decimals} fraction digits`);
   return (BigInt(m[1]) * 10n ** BigInt(decimals) + BigInt((m[2] ?? '').padEnd(decimals, '0') || '0')).toString();
 }
 
@@ -171,11 +172,17 @@ function requireFields(r: object | null | undefined, what: string, strings: read
   if (r === null || typeof r !== 'object') throw new TypeError(`${what} must be an object from the 402 offer`);
   const o = r as Record<string, unknown>;
   for (const k of strings) if (typeof o[k] !== 'string') throw new TypeError(`${what}.${k} must be a string`);
-  if (!Number.isInteger(o.maxTimeoutSeconds) || (o.maxTimeoutSeconds as number) < 1) throw new TypeError(`${what}.maxTimeoutSeconds must be a positive whole number`);
+  if (!Number.isInteger(o.maxTimeoutSeconds) || (o.maxTimeoutSeconds as number) < 1)
+    throw new TypeError(`${what}.maxTimeoutSeconds must be a positive whole number`);
 }
 
 /** Signs an authorization for `to`/`value`/`asset`/`resource` with `secretKey`. */
-function authorize(secretKey: string, fields: Pick<PaymentAuthorization, 'to' | 'value' | 'asset' | 'resource'>, maxTimeoutSeconds: number, opts: PaymentOptions): ProofSandboxPayload {
+function authorize(
+  secretKey: string,
+  fields: Pick<PaymentAuthorization, 'to' | 'value' | 'asset' | 'resource'>,
+  maxTimeoutSeconds: number,
+  opts: PaymentOptions,
+): ProofSandboxPayload {
   const authorization: PaymentAuthorization = {
     from: publicKeyFromSecret(secretKey),
     to: fields.to,
@@ -197,23 +204,42 @@ export function signAuthorization(secretKey: string, authorization: PaymentAutho
 export function createPayment(requirements: PaymentRequirements, secretKey: string, opts: PaymentOptions = {}): PaymentPayload {
   requireFields(requirements, 'requirements', ['scheme', 'network', 'maxAmountRequired', 'resource', 'payTo', 'asset']);
   const { scheme, network, payTo, maxAmountRequired, asset, resource } = requirements;
-  return { x402Version: 1, scheme, network, payload: authorize(secretKey, { to: payTo, value: maxAmountRequired, asset, resource }, requirements.maxTimeoutSeconds, opts) };
+  return {
+    x402Version: 1,
+    scheme,
+    network,
+    payload: authorize(secretKey, { to: payTo, value: maxAmountRequired, asset, resource }, requirements.maxTimeoutSeconds, opts),
+  };
 }
 
 /**
  * The scheme payload for x402 v2 requirements: what `@x402/core`'s scheme clients return. The
  * value is `amount` turned back into a decimal with `extra.decimals`; the resource is `extra.resource`.
  */
-export function createSchemePayload(requirements: PaymentRequirementsV2, secretKey: string, opts: PaymentOptions = {}): ProofSandboxPayload {
+export function createSchemePayload(
+  requirements: PaymentRequirementsV2,
+  secretKey: string,
+  opts: PaymentOptions = {},
+): ProofSandboxPayload {
   requireFields(requirements, 'requirements', ['scheme', 'network', 'amount', 'asset', 'payTo']);
   const { extra } = requirements;
-  if (!extra || typeof extra.resource !== 'string' || !Number.isInteger(extra.decimals)) throw new TypeError('requirements.extra must carry resource (string) and decimals (integer)');
+  if (!extra || typeof extra.resource !== 'string' || !Number.isInteger(extra.decimals))
+    throw new TypeError('requirements.extra must carry resource (string) and decimals (integer)');
   const value = fromAtomicAmount(requirements.amount, extra.decimals);
-  return authorize(secretKey, { to: requirements.payTo, value, asset: requirements.asset, resource: extra.resource }, requirements.maxTimeoutSeconds, opts);
+  return authorize(
+    secretKey,
+    { to: requirements.payTo, value, asset: requirements.asset, resource: extra.resource },
+    requirements.maxTimeoutSeconds,
+    opts,
+  );
 }
 
 /** An x402 v2 payment for the PAYMENT-REQUIRED offer (its accepts[`index`]), carrying `accepted` verbatim. */
-export function createPaymentV2(offer: PaymentRequiredV2, secretKey: string, opts: PaymentOptions & { index?: number } = {}): PaymentPayloadV2 {
+export function createPaymentV2(
+  offer: PaymentRequiredV2,
+  secretKey: string,
+  opts: PaymentOptions & { index?: number } = {},
+): PaymentPayloadV2 {
   const accepted = offer?.accepts?.[opts.index ?? 0];
   if (!accepted) throw new TypeError(`offer.accepts[${opts.index ?? 0}] is missing: pass the decoded PAYMENT-REQUIRED header`);
   return { x402Version: 2, resource: offer.resource, accepted, payload: createSchemePayload(accepted, secretKey, opts) };
@@ -228,8 +254,14 @@ export function proofSandboxScheme(secretKey: string, opts: PaymentOptions = {})
   return {
     scheme: X402_SCHEME,
     // Typed as the SDK hands requirements over (extra: any record); createSchemePayload checks extra at run time.
-    async createPaymentPayload(x402Version: number, requirements: Omit<PaymentRequirementsV2, 'extra'> & { extra: Record<string, unknown> }) {
-      return { x402Version, payload: createSchemePayload(requirements as PaymentRequirementsV2, secretKey, opts) as unknown as Record<string, unknown> };
+    async createPaymentPayload(
+      x402Version: number,
+      requirements: Omit<PaymentRequirementsV2, 'extra'> & { extra: Record<string, unknown> },
+    ) {
+      return {
+        x402Version,
+        payload: createSchemePayload(requirements as PaymentRequirementsV2, secretKey, opts) as unknown as Record<string, unknown>,
+      };
     },
   };
 }
@@ -249,5 +281,7 @@ export function createPaymentHeaderV2(offer: PaymentRequiredV2, secretKey: strin
 
 export const encodePaymentHeader = (payment: PaymentPayload | PaymentPayloadV2): string => encodeBase64Json(payment);
 export const decodePaymentHeader = (header: string): PaymentPayload => decodeBase64Json<PaymentPayload>(header, 'payment header');
-export const decodePaymentResponse = (header: string): PaymentResponse => decodeBase64Json<PaymentResponse>(header, 'payment response header');
-export const decodePaymentRequired = (header: string): PaymentRequiredV2 => decodeBase64Json<PaymentRequiredV2>(header, 'PAYMENT-REQUIRED header');
+export const decodePaymentResponse = (header: string): PaymentResponse =>
+  decodeBase64Json<PaymentResponse>(header, 'payment response header');
+export const decodePaymentRequired = (header: string): PaymentRequiredV2 =>
+  decodeBase64Json<PaymentRequiredV2>(header, 'PAYMENT-REQUIRED header');

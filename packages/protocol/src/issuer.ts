@@ -28,7 +28,8 @@ export function issuerVkey(origin: string, publicKeyHex: string): string {
  */
 export function issuerDocumentKeys(doc: unknown): IssuerKey[] {
   const keys = (doc as { keys?: unknown } | null)?.keys;
-  if (typeof doc !== 'object' || doc === null || !Array.isArray(keys)) throw new TypeError('the issuer document must be an object with a keys array');
+  if (typeof doc !== 'object' || doc === null || !Array.isArray(keys))
+    throw new TypeError('the issuer document must be an object with a keys array');
   if (keys.length === 0) throw new TypeError('the issuer document has no keys');
   return keys.map((k: Partial<IssuerKey> | null, i) => {
     const at = `keys[${i}]`;
@@ -79,6 +80,7 @@ export function verifyCheckpoint(note: string, vkey: string): CheckpointResult {
   } catch (e) {
     return { ok: false, detail: `the signed text is not a checkpoint: ${(e as Error).message}` };
   }
-  if (checkpoint.origin !== key.name) return { ok: false, detail: `the checkpoint's origin ${checkpoint.origin} is not the key's name ${key.name}` };
+  if (checkpoint.origin !== key.name)
+    return { ok: false, detail: `the checkpoint's origin ${checkpoint.origin} is not the key's name ${key.name}` };
   return { ok: true, detail: `checkpoint of ${checkpoint.size} leaves signed by ${key.name}`, checkpoint };
 }

@@ -17,14 +17,18 @@ function micro(v: unknown): bigint | null {
 /** The escrow's parties as its escrow.created entry recorded them (the trail is hash-chained to the proof). */
 function roles(trail: ReadonlyArray<TrailEntry>): { payer?: string; payee?: string; arbiter?: string } {
   const e = trail[0]?.event === 'escrow.created' && isObj(trail[0].body) && isObj(trail[0].body.escrow) ? trail[0].body.escrow : {};
-  const key = (k: string) => (isObj(e[k]) && typeof (e[k] as Obj).publicKey === 'string' ? (e[k] as Obj).publicKey as string : undefined);
+  const key = (k: string) => (isObj(e[k]) && typeof (e[k] as Obj).publicKey === 'string' ? ((e[k] as Obj).publicKey as string) : undefined);
   return { payer: key('payer'), payee: key('payee'), arbiter: key('arbiter') };
 }
 
 /** The event each kind is bound to. */
 const EVENT: Record<PartySignature['kind'], string> = {
-  mandate: 'escrow.created', x402: 'escrow.created', delivery: 'delivery.submitted',
-  'dispute.open': 'dispute.opened', 'dispute.evidence': 'dispute.evidence', ruling: 'dispute.resolved',
+  mandate: 'escrow.created',
+  x402: 'escrow.created',
+  delivery: 'delivery.submitted',
+  'dispute.open': 'dispute.opened',
+  'dispute.evidence': 'dispute.evidence',
+  ruling: 'dispute.resolved',
 };
 
 /** Why `s` does not belong to this matter, or null: its role and its signed content against the proof and trail. */
@@ -38,33 +42,39 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
   const r = roles(trail);
   switch (s.kind) {
     case 'mandate':
-      if (body.principal !== s.publicKey) return 'signer is not the mandate\'s principal';
-      if (!proof.mandateHash || sha256Hex(canonicalize({ principal: body.principal, caps: body.caps })) !== proof.mandateHash) return 'sha256(JCS({principal, caps})) is not proof.mandateHash';
-      if (!isObj(body.caps) || body.caps.agent !== proof.payer) return 'caps.agent is not the proof\'s payer';
+      if (body.principal !== s.publicKey) return "signer is not the mandate's principal";
+      if (!proof.mandateHash || sha256Hex(canonicalize({ principal: body.principal, caps: body.caps })) !== proof.mandateHash)
+        return 'sha256(JCS({principal, caps})) is not proof.mandateHash';
+      if (!isObj(body.caps) || body.caps.agent !== proof.payer) return "caps.agent is not the proof's payer";
       return null;
     case 'x402':
-      if (body.from !== s.publicKey || s.publicKey !== proof.payer) return 'signer is not authorization.from and the proof\'s payer';
-      if (body.to !== proof.payee) return 'authorization.to is not the proof\'s payee';
-      if (body.asset !== proof.asset) return 'authorization.asset is not the proof\'s asset';
-      if (micro(body.value) === null || micro(body.value) !== micro(proof.amount)) return `authorization.value is not the proof's amount ${proof.amount}`;
+      if (body.from !== s.publicKey || s.publicKey !== proof.payer) return "signer is not authorization.from and the proof's payer";
+      if (body.to !== proof.payee) return "authorization.to is not the proof's payee";
+      if (body.asset !== proof.asset) return "authorization.asset is not the proof's asset";
+      if (micro(body.value) === null || micro(body.value) !== micro(proof.amount))
+        return `authorization.value is not the proof's amount ${proof.amount}`;
       return null;
     case 'delivery':
-      if (s.publicKey !== proof.payee) return 'signer is not the proof\'s payee';
-      if (body.escrowId !== proof.escrowId) return 'signed escrowId is not the proof\'s';
-      if (body.contentHash !== data.contentHash || (proof.deliveryHash && body.contentHash !== proof.deliveryHash)) return 'signed contentHash is not the delivery\'s';
+      if (s.publicKey !== proof.payee) return "signer is not the proof's payee";
+      if (body.escrowId !== proof.escrowId) return "signed escrowId is not the proof's";
+      if (body.contentHash !== data.contentHash || (proof.deliveryHash && body.contentHash !== proof.deliveryHash))
+        return "signed contentHash is not the delivery's";
       return null;
     case 'dispute.open':
     case 'dispute.evidence': {
-      if (body.escrowId !== proof.escrowId || body.action !== s.kind) return `signed body is not {escrowId: ${proof.escrowId}, action: "${s.kind}", …}`;
+      if (body.escrowId !== proof.escrowId || body.action !== s.kind)
+        return `signed body is not {escrowId: ${proof.escrowId}, action: "${s.kind}", …}`;
       const actor = s.kind === 'dispute.open' ? data.openedBy : data.party;
-      if (s.publicKey !== actor) return `signer is not the ${s.kind === 'dispute.open' ? 'opener' : 'party'} trail entry ${s.trailIndex} names`;
-      if (s.kind === 'dispute.open') return (body.reason ?? '') === data.reason ? null : 'signed reason is not the dispute\'s';
+      if (s.publicKey !== actor)
+        return `signer is not the ${s.kind === 'dispute.open' ? 'opener' : 'party'} trail entry ${s.trailIndex} names`;
+      if (s.kind === 'dispute.open') return (body.reason ?? '') === data.reason ? null : "signed reason is not the dispute's";
       const hash = typeof body.contentHash === 'string' ? body.contentHash : sha256Hex(canonicalize(body.note ?? ''));
-      return hash === data.contentHash ? null : 'signed contentHash (or the note\'s hash) is not the evidence\'s';
+      return hash === data.contentHash ? null : "signed contentHash (or the note's hash) is not the evidence's";
     }
     case 'ruling':
-      if (body.escrowId !== proof.escrowId || body.disputeId !== data.disputeId) return 'signed escrowId/disputeId are not the ruling\'s';
-      if (body.outcome !== data.outcome || !same(body.shares, data.shares)) return 'signed outcome/shares are not the ruling the trail records';
+      if (body.escrowId !== proof.escrowId || body.disputeId !== data.disputeId) return "signed escrowId/disputeId are not the ruling's";
+      if (body.outcome !== data.outcome || !same(body.shares, data.shares))
+        return 'signed outcome/shares are not the ruling the trail records';
       if (![r.payer, r.payee, r.arbiter].includes(s.publicKey)) return 'signer is neither payer, payee nor the named arbiter';
       return null;
   }
@@ -79,7 +89,11 @@ function one(s: PartySignature, i: number, b: Bundle): Check {
     const problem = bindingProblem(s, b);
     return problem
       ? { name, ok: false, detail: `${s.kind} signature verifies but does not belong to this matter: ${problem}` }
-      : { name, ok: true, detail: `${s.kind} signature by ${s.publicKey} verifies and is bound to trail entry ${s.trailIndex} (${EVENT[s.kind]})` };
+      : {
+          name,
+          ok: true,
+          detail: `${s.kind} signature by ${s.publicKey} verifies and is bound to trail entry ${s.trailIndex} (${EVENT[s.kind]})`,
+        };
   } catch (err) {
     return { name, ok: false, detail: `could not be checked: ${(err as Error).message}` };
   }
@@ -87,18 +101,32 @@ function one(s: PartySignature, i: number, b: Bundle): Check {
 
 /** The first signature the trail shows the service relied on that the bundle lacks, or null. */
 function missing(b: Bundle, sigs: PartySignature[]): string | null {
-  const has = (kind: PartySignature['kind'], index: number, key?: string) => sigs.some((s) => s.kind === kind && s.trailIndex === index && (key === undefined || s.publicKey === key));
-  if (b.proof.mandateHash && !sigs.some((s) => s.kind === 'mandate')) return 'the proof names a mandateHash but no mandate signature is carried';
+  const has = (kind: PartySignature['kind'], index: number, key?: string) =>
+    sigs.some((s) => s.kind === kind && s.trailIndex === index && (key === undefined || s.publicKey === key));
+  if (b.proof.mandateHash && !sigs.some((s) => s.kind === 'mandate'))
+    return 'the proof names a mandateHash but no mandate signature is carried';
   const r = roles(b.trail);
   for (const e of b.trail) {
     const data = (isObj(e.body) ? e.body : {}) as Obj;
-    if (e.event === 'delivery.submitted' && !has('delivery', e.index)) return `trail entry ${e.index} (delivery.submitted) has no delivery signature`;
-    if (e.event === 'dispute.opened' && !has('dispute.open', e.index)) return `trail entry ${e.index} (dispute.opened) has no dispute.open signature`;
-    if (e.event === 'dispute.evidence' && !has('dispute.evidence', e.index)) return `trail entry ${e.index} (dispute.evidence) has no dispute.evidence signature`;
+    if (e.event === 'delivery.submitted' && !has('delivery', e.index))
+      return `trail entry ${e.index} (delivery.submitted) has no delivery signature`;
+    if (e.event === 'dispute.opened' && !has('dispute.open', e.index))
+      return `trail entry ${e.index} (dispute.opened) has no dispute.open signature`;
+    if (e.event === 'dispute.evidence' && !has('dispute.evidence', e.index))
+      return `trail entry ${e.index} (dispute.evidence) has no dispute.evidence signature`;
     if (e.event === 'dispute.resolved') {
-      const need = data.decidedBy === 'co-signature' ? [['payer', r.payer], ['payee', r.payee]] : data.decidedBy === 'arbiter' ? [['arbiter', r.arbiter]] : [];
+      const need =
+        data.decidedBy === 'co-signature'
+          ? [
+              ['payer', r.payer],
+              ['payee', r.payee],
+            ]
+          : data.decidedBy === 'arbiter'
+            ? [['arbiter', r.arbiter]]
+            : [];
       for (const [role, key] of need) {
-        if (!key || !has('ruling', e.index, key)) return `trail entry ${e.index} (dispute.resolved by ${String(data.decidedBy)}) has no ruling signature of the ${role}`;
+        if (!key || !has('ruling', e.index, key))
+          return `trail entry ${e.index} (dispute.resolved by ${String(data.decidedBy)}) has no ruling signature of the ${role}`;
       }
     }
   }
@@ -114,8 +142,10 @@ export function partyChecks(b: Bundle): Check[] {
   const sigs = b.parties?.signatures ?? [];
   const checks = sigs.map((s, i) => one(s, i, b));
   const gap = missing(b, sigs);
-  checks.push(gap
-    ? { name: 'parties.complete', ok: false, detail: gap }
-    : { name: 'parties.complete', ok: true, detail: `every party signature the trail relies on is carried (${sigs.length})` });
+  checks.push(
+    gap
+      ? { name: 'parties.complete', ok: false, detail: gap }
+      : { name: 'parties.complete', ok: true, detail: `every party signature the trail relies on is carried (${sigs.length})` },
+  );
   return checks;
 }

@@ -172,7 +172,13 @@ export interface Dispute {
   openedBy: string;
   reason: string;
   evidence: Array<{ party: string; contentHash: string; note: string; submittedAt: string }>;
-  ruling?: { outcome: RulingOutcome; rationale: string; decidedAt: string; decidedBy: 'co-signature' | 'arbiter' | 'timeout'; shares?: Shares };
+  ruling?: {
+    outcome: RulingOutcome;
+    rationale: string;
+    decidedAt: string;
+    decidedBy: 'co-signature' | 'arbiter' | 'timeout';
+    shares?: Shares;
+  };
   openedAt: string;
 }
 

@@ -132,5 +132,11 @@ export function partiesProblem(p: unknown, at = 'parties'): Problem {
 
 export function bundleProblem(b: unknown): Problem {
   if (!isObj(b)) return 'bundle must be a JSON object {proof, trail, inclusion, issuerKeys, parties}';
-  return first(proofProblem(b.proof), trailProblem(b.trail), inclusionProblem(b.inclusion), issuerKeysProblem(b.issuerKeys), partiesProblem(b.parties));
+  return first(
+    proofProblem(b.proof),
+    trailProblem(b.trail),
+    inclusionProblem(b.inclusion),
+    issuerKeysProblem(b.issuerKeys),
+    partiesProblem(b.parties),
+  );
 }

@@ -1,5 +1,5 @@
 // Offline verification of proofs, trails, log inclusion and consistency, and bundles; Web APIs only (Node, Deno, browsers).
-import { canonicalBytes, } from './crypto/jcs.ts';
+import { canonicalBytes } from './crypto/jcs.ts';
 import { sha256Hex } from './crypto/hash.ts';
 import { concatBytes, fromHex, isHex64 } from './crypto/bytes.ts';
 import { verifyJson } from './crypto/ed25519.ts';
@@ -26,16 +26,23 @@ export interface VerifyOptions extends WitnessOptions {
 }
 
 /** The warning a result carries when the caller trusted the bundle's own keys. */
-export const BUNDLE_KEYS_WARNING = 'trusting the issuer keys inside the bundle: anyone can make a bundle that passes with a key of their own; pin the issuer key (trustedKeys, --trusted-key or --issuer-doc) to know the service issued it';
+export const BUNDLE_KEYS_WARNING =
+  'trusting the issuer keys inside the bundle: anyone can make a bundle that passes with a key of their own; pin the issuer key (trustedKeys, --trusted-key or --issuer-doc) to know the service issued it';
 
 /** Whom verifyBundle trusts: the pinned keys, or (explicitly) the bundle's own; neither is a failing check. */
 function issuerTrust(trusted: Set<string> | null, opts: VerifyOptions): Check | null {
-  if (opts.trustBundleKeys !== undefined && typeof opts.trustBundleKeys !== 'boolean') throw new TypeError('trustBundleKeys must be a boolean');
+  if (opts.trustBundleKeys !== undefined && typeof opts.trustBundleKeys !== 'boolean')
+    throw new TypeError('trustBundleKeys must be a boolean');
   if (trusted && opts.trustBundleKeys) throw new TypeError('give trustedKeys or trustBundleKeys, not both');
   if (trusted) return null; // proof.issuer.trusted and head.trusted check the pinned keys
   return opts.trustBundleKeys
     ? { name: 'issuer.trust', ok: true, detail: `WARNING ${BUNDLE_KEYS_WARNING}` }
-    : { name: 'issuer.trust', ok: false, detail: 'no trusted issuer key given: pin the issuer keys (trustedKeys, from /.well-known/proof-issuer.json fetched out of band) or pass trustBundleKeys: true to accept the keys the bundle carries' };
+    : {
+        name: 'issuer.trust',
+        ok: false,
+        detail:
+          'no trusted issuer key given: pin the issuer keys (trustedKeys, from /.well-known/proof-issuer.json fetched out of band) or pass trustBundleKeys: true to accept the keys the bundle carries',
+      };
 }
 
 /** Transparency-log leaf hash of a proof: SHA-256(0x00 || JCS(proof)) (RFC 6962 §2.1). */
@@ -84,11 +91,13 @@ export function verifyTrail(entries: ReadonlyArray<TrailEntry>): number | null {
 function trustedSet(opts: VerifyOptions): Set<string> | null {
   if (opts.trustedKeys === undefined) return null;
   if (!Array.isArray(opts.trustedKeys)) throw new TypeError('trustedKeys must be an array');
-  return new Set(opts.trustedKeys.map((k, i) => {
-    const pub = typeof k === 'string' ? k : k?.publicKey;
-    if (!isHex64(pub)) throw new TypeError(`trustedKeys[${i}] must be a 64-hex public key or an IssuerKey`);
-    return pub;
-  }));
+  return new Set(
+    opts.trustedKeys.map((k, i) => {
+      const pub = typeof k === 'string' ? k : k?.publicKey;
+      if (!isHex64(pub)) throw new TypeError(`trustedKeys[${i}] must be a 64-hex public key or an IssuerKey`);
+      return pub;
+    }),
+  );
 }
 
 const result = (checks: Check[]): VerifyResult => ({ ok: checks.every((c) => c.ok), checks });
@@ -104,9 +113,11 @@ function run(name: string, fn: () => [boolean, string]): Check {
 }
 
 function trustCheck(name: string, what: string, signer: string, trusted: Set<string>): Check {
-  return run(name, () => trusted.has(signer)
-    ? [true, `${what} signer is one of the ${trusted.size} trusted keys`]
-    : [false, `${what} signer ${signer} is not one of the ${trusted.size} trusted keys given`]);
+  return run(name, () =>
+    trusted.has(signer)
+      ? [true, `${what} signer is one of the ${trusted.size} trusted keys`]
+      : [false, `${what} signer ${signer} is not one of the ${trusted.size} trusted keys given`],
+  );
 }
 
 /** Issuer signature over JCS(proof without signature); with trustedKeys, the signer must be pinned. */
@@ -115,9 +126,13 @@ export function verifyProof(proof: Proof, opts: VerifyOptions = {}): VerifyResul
   if (problem) throw new TypeError(problem);
   const trusted = trustedSet(opts);
   const { signer, signature } = proof.signature;
-  const checks = [run('proof.signature', () => verifyJson(proofBody(proof), signature, signer)
-    ? [true, `issuer signature verifies over the canonical proof body (signer ${signer})`]
-    : [false, `issuer signature does not verify over the canonical proof body with signer ${signer}`])];
+  const checks = [
+    run('proof.signature', () =>
+      verifyJson(proofBody(proof), signature, signer)
+        ? [true, `issuer signature verifies over the canonical proof body (signer ${signer})`]
+        : [false, `issuer signature does not verify over the canonical proof body with signer ${signer}`],
+    ),
+  ];
   if (trusted) checks.push(trustCheck('proof.issuer.trusted', 'proof', signer, trusted));
   return result(checks);
 }
@@ -135,9 +150,17 @@ export function verifyInclusion(proof: Proof, inclusion: Inclusion): VerifyResul
         : [false, `inclusion.leafHash ${inclusion.leafHash} does not equal SHA-256(0x00 || JCS(proof)) = ${computed}`];
     }),
     // The path is checked from the hash of the proof itself, so it binds this proof, not just a hash.
-    run('inclusion.path', () => tlogInclusion(fromHex(proofLeafHash(proof)), leafIndex, logSize, auditPath.map((h) => fromHex(h)), fromHex(rootHash))
-      ? [true, `audit path of ${auditPath.length} hashes leads from leaf ${leafIndex} to the root of the ${logSize}-leaf log`]
-      : [false, `audit path does not lead from this proof at leaf ${leafIndex} to rootHash ${rootHash} of a ${logSize}-leaf log`]),
+    run('inclusion.path', () =>
+      tlogInclusion(
+        fromHex(proofLeafHash(proof)),
+        leafIndex,
+        logSize,
+        auditPath.map((h) => fromHex(h)),
+        fromHex(rootHash),
+      )
+        ? [true, `audit path of ${auditPath.length} hashes leads from leaf ${leafIndex} to the root of the ${logSize}-leaf log`]
+        : [false, `audit path does not lead from this proof at leaf ${leafIndex} to rootHash ${rootHash} of a ${logSize}-leaf log`],
+    ),
   ]);
 }
 
@@ -150,14 +173,16 @@ export function verifyHead(head: SignedHead, issuerKeys: ReadonlyArray<IssuerKey
   if (problem) throw new TypeError(problem);
   const trusted = trustedSet(opts);
   const { signer, signature } = head.signature;
-  const checks = [run('head.signature', () => {
-    const era = issuerKeys.find((k) => k.publicKey === signer);
-    if (!era) return [false, `head signer ${signer} is not among the ${issuerKeys.length} issuer keys`];
-    if (era.keyId !== head.keyId) return [false, `head.keyId ${head.keyId} does not name the signer's key ${era.keyId}`];
-    return verifyJson({ logSize: head.logSize, rootHash: head.rootHash, signedAt: head.signedAt }, signature, signer)
-      ? [true, `tree head signature verifies with issuer key ${era.keyId}`]
-      : [false, `tree head signature does not verify over JCS({logSize, rootHash, signedAt}) with signer ${signer}`];
-  })];
+  const checks = [
+    run('head.signature', () => {
+      const era = issuerKeys.find((k) => k.publicKey === signer);
+      if (!era) return [false, `head signer ${signer} is not among the ${issuerKeys.length} issuer keys`];
+      if (era.keyId !== head.keyId) return [false, `head.keyId ${head.keyId} does not name the signer's key ${era.keyId}`];
+      return verifyJson({ logSize: head.logSize, rootHash: head.rootHash, signedAt: head.signedAt }, signature, signer)
+        ? [true, `tree head signature verifies with issuer key ${era.keyId}`]
+        : [false, `tree head signature does not verify over JCS({logSize, rootHash, signedAt}) with signer ${signer}`];
+    }),
+  ];
   if (trusted) checks.push(trustCheck('head.trusted', 'head', signer, trusted));
   return result(checks);
 }
@@ -166,10 +191,22 @@ export function verifyHead(head: SignedHead, issuerKeys: ReadonlyArray<IssuerKey
 export function verifyConsistency(c: ConsistencyProof): VerifyResult {
   const problem = consistencyProblem(c);
   if (problem) throw new TypeError(problem);
-  return result([run('consistency.path', () =>
-    tlogConsistency(c.firstSize, c.secondSize, fromHex(c.firstRoot), fromHex(c.secondRoot), c.path.map((h) => fromHex(h)))
-      ? [true, `the ${c.secondSize}-leaf log extends the ${c.firstSize}-leaf log (${c.path.length} proof hashes)`]
-      : [false, `consistency path does not show the ${c.secondSize}-leaf log with root ${c.secondRoot} extends the ${c.firstSize}-leaf log with root ${c.firstRoot}`])]);
+  return result([
+    run('consistency.path', () =>
+      tlogConsistency(
+        c.firstSize,
+        c.secondSize,
+        fromHex(c.firstRoot),
+        fromHex(c.secondRoot),
+        c.path.map((h) => fromHex(h)),
+      )
+        ? [true, `the ${c.secondSize}-leaf log extends the ${c.firstSize}-leaf log (${c.path.length} proof hashes)`]
+        : [
+            false,
+            `consistency path does not show the ${c.secondSize}-leaf log with root ${c.secondRoot} extends the ${c.firstSize}-leaf log with root ${c.firstRoot}`,
+          ],
+    ),
+  ]);
 }
 
 /**
@@ -186,36 +223,52 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   const { proof, trail, inclusion, issuerKeys } = bundle;
   const signer = proof.signature.signer;
   const checks: Check[] = [verifyProof(proof).checks[0]];
-  checks.push(run('proof.issuer', () => {
-    const era = issuerKeys.find((k) => k.publicKey === signer);
-    return era
-      ? [true, `signer is issuer key ${era.keyId} (valid from ${era.validFrom}${era.validUntil ? ` until ${era.validUntil}` : ''})`]
-      : [false, `signer ${signer} is not among the bundle's ${issuerKeys.length} issuer keys`];
-  }));
+  checks.push(
+    run('proof.issuer', () => {
+      const era = issuerKeys.find((k) => k.publicKey === signer);
+      return era
+        ? [true, `signer is issuer key ${era.keyId} (valid from ${era.validFrom}${era.validUntil ? ` until ${era.validUntil}` : ''})`]
+        : [false, `signer ${signer} is not among the bundle's ${issuerKeys.length} issuer keys`];
+    }),
+  );
   if (trusted) checks.push(trustCheck('proof.issuer.trusted', 'proof', signer, trusted));
   const trust = issuerTrust(trusted, opts);
   if (trust) checks.push(trust);
-  checks.push(run('trail.chain', () => {
-    const broken = trailBreak(trail);
-    return broken ? [false, `trail entry ${broken.index}: ${broken.reason}`] : [true, `${trail.length} entries chain from genesis and every hash recomputes`];
-  }));
-  checks.push(run('trail.length', () => trail.length === proof.trailLength
-    ? [true, `trail has ${trail.length} entries, as proof.trailLength says`]
-    : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`]));
-  checks.push(run('trail.head', () => {
-    const last = trail.length ? trail[trail.length - 1].hash : GENESIS_HASH;
-    return last === proof.trailHead
-      ? [true, 'the last trail hash equals proof.trailHead']
-      : [false, `the last trail hash ${last} does not equal proof.trailHead ${proof.trailHead}`];
-  }));
+  checks.push(
+    run('trail.chain', () => {
+      const broken = trailBreak(trail);
+      return broken
+        ? [false, `trail entry ${broken.index}: ${broken.reason}`]
+        : [true, `${trail.length} entries chain from genesis and every hash recomputes`];
+    }),
+  );
+  checks.push(
+    run('trail.length', () =>
+      trail.length === proof.trailLength
+        ? [true, `trail has ${trail.length} entries, as proof.trailLength says`]
+        : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`],
+    ),
+  );
+  checks.push(
+    run('trail.head', () => {
+      const last = trail.length ? trail[trail.length - 1].hash : GENESIS_HASH;
+      return last === proof.trailHead
+        ? [true, 'the last trail hash equals proof.trailHead']
+        : [false, `the last trail hash ${last} does not equal proof.trailHead ${proof.trailHead}`];
+    }),
+  );
   checks.push(...verifyInclusion(proof, inclusion).checks);
   checks.push(...verifyHead(inclusion.head, issuerKeys, opts).checks);
-  checks.push(run('head.match', () => {
-    const { head } = inclusion;
-    if (head.logSize !== inclusion.logSize) return [false, `head.logSize ${head.logSize} does not equal inclusion.logSize ${inclusion.logSize}`];
-    if (head.rootHash !== inclusion.rootHash) return [false, `head.rootHash ${head.rootHash} does not equal inclusion.rootHash ${inclusion.rootHash}`];
-    return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
-  }));
+  checks.push(
+    run('head.match', () => {
+      const { head } = inclusion;
+      if (head.logSize !== inclusion.logSize)
+        return [false, `head.logSize ${head.logSize} does not equal inclusion.logSize ${inclusion.logSize}`];
+      if (head.rootHash !== inclusion.rootHash)
+        return [false, `head.rootHash ${head.rootHash} does not equal inclusion.rootHash ${inclusion.rootHash}`];
+      return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
+    }),
+  );
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle));
   // The witnessed checkpoint: required with pinned witnesses, checked whenever present.

@@ -14,7 +14,12 @@ import { sha256Hex } from './crypto/hash.ts';
  * binds the body, the attempt and the receiver, so a delivery captured at one endpoint does not
  * verify at another that pins the same deployment key.
  */
-export function destinationContent(d: { body: string | Uint8Array; destination: string; webhookId: string; webhookTimestamp: number }): Uint8Array {
+export function destinationContent(d: {
+  body: string | Uint8Array;
+  destination: string;
+  webhookId: string;
+  webhookTimestamp: number;
+}): Uint8Array {
   const bodySha256 = sha256Hex(typeof d.body === 'string' ? utf8(d.body) : d.body);
   return utf8(canonicalize({ bodySha256, destination: d.destination, webhookId: d.webhookId, webhookTimestamp: d.webhookTimestamp }));
 }
@@ -68,14 +73,21 @@ function parseEvent(bytes: Uint8Array): EngineEvent | null {
     const v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as Record<string, unknown>;
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
     if (typeof v.event !== 'string' || typeof v.escrowId !== 'string' || typeof v.at !== 'string' || !('data' in v)) return null;
-    const meta = v.metadata !== null && typeof v.metadata === 'object' && !Array.isArray(v.metadata) ? { metadata: v.metadata as Record<string, string> } : {};
+    const meta =
+      v.metadata !== null && typeof v.metadata === 'object' && !Array.isArray(v.metadata)
+        ? { metadata: v.metadata as Record<string, string> }
+        : {};
     return { event: v.event, escrowId: v.escrowId, at: v.at, data: v.data, ...meta };
   } catch {
     return null;
   }
 }
 
-const fail = (reason: string, style?: WebhookVerifyResult['style']): WebhookVerifyResult => ({ ok: false, ...(style ? { style } : {}), reason });
+const fail = (reason: string, style?: WebhookVerifyResult['style']): WebhookVerifyResult => ({
+  ok: false,
+  ...(style ? { style } : {}),
+  reason,
+});
 
 /** x-proof style: hex Ed25519 over the raw body; the announced key id must be the pinned key. */
 function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): WebhookVerifyResult {
@@ -90,7 +102,8 @@ function verifyXProof(body: Uint8Array, headers: HeaderBag, pinnedKey: string): 
 
 /** The HMAC key of a `whsec_` secret (the base64 after the prefix); a malformed secret is a caller error. */
 function secretBytes(secret: string): Uint8Array {
-  if (typeof secret !== 'string' || !secret.startsWith('whsec_')) throw new TypeError('secret must be the whsec_… string from registration');
+  if (typeof secret !== 'string' || !secret.startsWith('whsec_'))
+    throw new TypeError('secret must be the whsec_… string from registration');
   return fromBase64(secret.slice('whsec_'.length), 'secret');
 }
 
@@ -107,7 +120,8 @@ function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string,
   if (!ts || !/^\d{1,12}$/.test(ts)) return fail('webhook-timestamp is missing or not unix seconds', 'standard');
   const now = Math.floor((opts.now ?? Date.now()) / 1000);
   const tolerance = opts.toleranceSeconds ?? 300;
-  if (Math.abs(now - Number(ts)) > tolerance) return fail(`webhook-timestamp is more than ${tolerance} s from now (replay or clock skew)`, 'standard');
+  if (Math.abs(now - Number(ts)) > tolerance)
+    return fail(`webhook-timestamp is more than ${tolerance} s from now (replay or clock skew)`, 'standard');
   const message = concatBytes(utf8(`${id}.${ts}.`), body);
   const key = fromHex(pinnedKey, 'pinnedKey');
   const mac = opts.secret === undefined ? null : hmac(sha256, secretBytes(opts.secret), message);
@@ -123,7 +137,8 @@ function verifyStandard(body: Uint8Array, headers: HeaderBag, pinnedKey: string,
     } catch {
       continue;
     }
-    if (version === 'v1a' ? sig.length === 64 && verify(sig, message, key) : timingSafeEqual(sig, mac!)) return { ok: true, style: 'standard' };
+    if (version === 'v1a' ? sig.length === 64 && verify(sig, message, key) : timingSafeEqual(sig, mac!))
+      return { ok: true, style: 'standard' };
   }
   if (mac) return fail('no v1a signature verifies with the pinned key, and no v1 signature with the secret', 'standard');
   return fail(sawV1a ? 'no v1a signature verifies with the pinned key' : 'webhook-signature has no v1a entry', 'standard');
@@ -161,7 +176,8 @@ export function verifyWebhook(
     if (raw.length !== 32) throw new TypeError('pinnedKey whpk_… must hold a 32-byte Ed25519 key');
     pinnedKey = toHex(raw);
   }
-  if (!isHex64(pinnedKey)) throw new TypeError('pinnedKey must be 64 lowercase hex characters (the signingKey from registration) or its whpk_… form');
+  if (!isHex64(pinnedKey))
+    throw new TypeError('pinnedKey must be 64 lowercase hex characters (the signingKey from registration) or its whpk_… form');
   const body = typeof rawBody === 'string' ? utf8(rawBody) : rawBody;
   if (!(body instanceof Uint8Array)) throw new TypeError('rawBody must be a string or a Uint8Array');
   let r: WebhookVerifyResult;

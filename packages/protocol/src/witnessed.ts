@@ -60,7 +60,8 @@ export function witnessQuorum(opts: WitnessOptions): number {
     if (opts.quorum !== undefined) throw new TypeError('quorum needs witnesses');
     return 0;
   }
-  if (!Array.isArray(opts.witnesses) || opts.witnesses.length === 0) throw new TypeError('witnesses must be a non-empty array of witness verifier keys');
+  if (!Array.isArray(opts.witnesses) || opts.witnesses.length === 0)
+    throw new TypeError('witnesses must be a non-empty array of witness verifier keys');
   opts.witnesses.forEach((v, i) => {
     try {
       parseWitnessKey(v);
@@ -70,7 +71,8 @@ export function witnessQuorum(opts: WitnessOptions): number {
   });
   const distinct = new Set(opts.witnesses).size;
   const q = opts.quorum ?? distinct;
-  if (!Number.isInteger(q) || q < 1 || q > distinct) throw new TypeError(`quorum must be a whole number from 1 to the ${distinct} witnesses given`);
+  if (!Number.isInteger(q) || q < 1 || q > distinct)
+    throw new TypeError(`quorum must be a whole number from 1 to the ${distinct} witnesses given`);
   return q;
 }
 
@@ -91,7 +93,15 @@ const run = (name: string, fn: () => [boolean, string]): Check => {
 export function witnessChecks(bundle: Bundle, leafHash: () => string, issuerKeys: ReadonlyArray<string>, opts: WitnessOptions): Check[] {
   const quorum = witnessQuorum(opts);
   if (bundle.logProof === undefined) {
-    return quorum === 0 ? [] : [{ name: 'checkpoint.witnessed', ok: false, detail: 'the bundle carries no witnessed checkpoint (logProof): fetch it again from a service that has witnesses' }];
+    return quorum === 0
+      ? []
+      : [
+          {
+            name: 'checkpoint.witnessed',
+            ok: false,
+            detail: 'the bundle carries no witnessed checkpoint (logProof): fetch it again from a service that has witnesses',
+          },
+        ];
   }
   let p: LogProof;
   let cp: ReturnType<typeof parseCheckpoint>;
@@ -102,30 +112,41 @@ export function witnessChecks(bundle: Bundle, leafHash: () => string, issuerKeys
     return [{ name: 'checkpoint.format', ok: false, detail: `logProof is malformed: ${(e as Error).message}` }];
   }
   const checks: Check[] = [];
-  checks.push(run('checkpoint.signature', () => {
-    const { signatures } = splitNote(p.checkpoint);
-    for (const hex of issuerKeys) {
-      const pub = fromHex(hex);
-      const id = noteKeyHash(cp.origin, pub);
-      if (!signatures.some((s) => s.name === cp.origin && bytesEqual(s.keyId, id))) continue;
-      if (verifyNote(p.checkpoint, { name: cp.origin, publicKey: pub, verify }).verified) return [true, `the ${cp.size}-leaf checkpoint of ${cp.origin} is signed by issuer key ${hex}`];
-    }
-    return [false, `the checkpoint of ${cp.origin} carries no valid signature by a trusted issuer key`];
-  }));
-  checks.push(run('checkpoint.inclusion', () => {
-    if (p.index !== bundle.inclusion.leafIndex) return [false, `logProof index ${p.index} is not the proof's leaf ${bundle.inclusion.leafIndex}`];
-    return verifyInclusion(fromHex(leafHash()), p.index, cp.size, p.path, cp.rootHash)
-      ? [true, `the proof is leaf ${p.index} of the ${cp.size}-leaf checkpoint (${p.path.length} path hashes)`]
-      : [false, `the logProof path does not lead from the proof at leaf ${p.index} to the checkpoint's root`];
-  }));
+  checks.push(
+    run('checkpoint.signature', () => {
+      const { signatures } = splitNote(p.checkpoint);
+      for (const hex of issuerKeys) {
+        const pub = fromHex(hex);
+        const id = noteKeyHash(cp.origin, pub);
+        if (!signatures.some((s) => s.name === cp.origin && bytesEqual(s.keyId, id))) continue;
+        if (verifyNote(p.checkpoint, { name: cp.origin, publicKey: pub, verify }).verified)
+          return [true, `the ${cp.size}-leaf checkpoint of ${cp.origin} is signed by issuer key ${hex}`];
+      }
+      return [false, `the checkpoint of ${cp.origin} carries no valid signature by a trusted issuer key`];
+    }),
+  );
+  checks.push(
+    run('checkpoint.inclusion', () => {
+      if (p.index !== bundle.inclusion.leafIndex)
+        return [false, `logProof index ${p.index} is not the proof's leaf ${bundle.inclusion.leafIndex}`];
+      return verifyInclusion(fromHex(leafHash()), p.index, cp.size, p.path, cp.rootHash)
+        ? [true, `the proof is leaf ${p.index} of the ${cp.size}-leaf checkpoint (${p.path.length} path hashes)`]
+        : [false, `the logProof path does not lead from the proof at leaf ${p.index} to the checkpoint's root`];
+    }),
+  );
   if (quorum > 0) {
-    checks.push(run('checkpoint.cosignatures', () => {
-      const { valid, missing } = countCosignatures(p.checkpoint, opts.witnesses!);
-      const listed = [...valid.map((v) => `${v.name} cosigned at ${new Date(v.timestamp * 1000).toISOString()}`), ...missing.map((m) => `${m.name}: ${m.reason}`)].join('; ');
-      return valid.length >= quorum
-        ? [true, `${valid.length} of the ${quorum} required witness cosignatures verify (${listed})`]
-        : [false, `only ${valid.length} of the ${quorum} required witness cosignatures verify (${listed})`];
-    }));
+    checks.push(
+      run('checkpoint.cosignatures', () => {
+        const { valid, missing } = countCosignatures(p.checkpoint, opts.witnesses!);
+        const listed = [
+          ...valid.map((v) => `${v.name} cosigned at ${new Date(v.timestamp * 1000).toISOString()}`),
+          ...missing.map((m) => `${m.name}: ${m.reason}`),
+        ].join('; ');
+        return valid.length >= quorum
+          ? [true, `${valid.length} of the ${quorum} required witness cosignatures verify (${listed})`]
+          : [false, `only ${valid.length} of the ${quorum} required witness cosignatures verify (${listed})`];
+      }),
+    );
   }
   return checks;
 }

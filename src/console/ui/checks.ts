@@ -29,8 +29,12 @@ const LABELS: Record<string, string> = {
 
 /** What a party signed, by the `kind` of its signature in the bundle. */
 const SIGNED: Record<string, string> = {
-  mandate: 'mandate', x402: 'x402 payment', delivery: 'delivery', 'dispute.open': 'dispute opening',
-  'dispute.evidence': 'dispute evidence', ruling: 'ruling',
+  mandate: 'mandate',
+  x402: 'x402 payment',
+  delivery: 'delivery',
+  'dispute.open': 'dispute opening',
+  'dispute.evidence': 'dispute evidence',
+  ruling: 'ruling',
 };
 
 /** A check's name in words: `parties[0].delivery` reads "Party signature 1: the delivery". */
@@ -65,11 +69,34 @@ export function renderChecks(result: VerifyResult, pinned: number): HTMLElement 
     : onlyUnpinned
       ? `Not valid yet: no issuer key is pinned. The other ${plural(total - 1, 'check')} pass.`
       : `Not valid: ${failed.length} of ${plural(total, 'check')} ${failed.length === 1 ? 'fails' : 'fail'} (${failed.map((c) => checkLabel(c.name)).join('; ')}).`;
-  return h('div', { class: 'checks', role: 'status', 'aria-live': 'polite' },
+  return h(
+    'div',
+    { class: 'checks', role: 'status', 'aria-live': 'polite' },
     h('p', { class: result.ok ? 'verdict ok' : 'verdict bad', 'data-testid': 'verdict' }, verdict),
-    pinned === 0 ? h('p', { class: 'warn', 'data-testid': 'how-to-pin' }, `No issuer key is pinned, so nothing here says who issued this proof: anyone can make a bundle that is consistent with a key of their own. ${HOW_TO_PIN}`) : null,
-    h('ul', { class: 'checklist' }, result.checks.map((c) =>
-      h('li', { class: c.ok ? 'ok' : 'bad', 'data-check': c.name },
-        badge(c.ok), ' ', h('strong', null, checkLabel(c.name)),
-        h('span', { class: 'detail' }, c.name === 'issuer.trust' && !c.ok && pinned === 0 ? `No issuer key is pinned in this browser. ${HOW_TO_PIN}` : c.detail)))));
+    pinned === 0
+      ? h(
+          'p',
+          { class: 'warn', 'data-testid': 'how-to-pin' },
+          `No issuer key is pinned, so nothing here says who issued this proof: anyone can make a bundle that is consistent with a key of their own. ${HOW_TO_PIN}`,
+        )
+      : null,
+    h(
+      'ul',
+      { class: 'checklist' },
+      result.checks.map((c) =>
+        h(
+          'li',
+          { class: c.ok ? 'ok' : 'bad', 'data-check': c.name },
+          badge(c.ok),
+          ' ',
+          h('strong', null, checkLabel(c.name)),
+          h(
+            'span',
+            { class: 'detail' },
+            c.name === 'issuer.trust' && !c.ok && pinned === 0 ? `No issuer key is pinned in this browser. ${HOW_TO_PIN}` : c.detail,
+          ),
+        ),
+      ),
+    ),
+  );
 }

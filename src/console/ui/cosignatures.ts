@@ -11,7 +11,8 @@ export interface PublishedWitness {
   vkey: string;
 }
 
-const timeOf = (sig: Uint8Array) => (sig.length === 72 ? new Date(Number(new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0)) * 1000).toISOString() : '—');
+const timeOf = (sig: Uint8Array) =>
+  sig.length === 72 ? new Date(Number(new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0)) * 1000).toISOString() : '—';
 
 /** `bundle` is any parsed JSON (a pasted bundle): without a logProof string there is nothing to list. */
 export function cosignatureList(bundle: unknown, published: PublishedWitness[]): HTMLElement | null {
@@ -26,20 +27,31 @@ export function cosignatureList(bundle: unknown, published: PublishedWitness[]):
   }
   const { text, signatures } = splitNote(note);
   const cosigs = signatures.filter((s) => s.name !== origin);
-  if (cosigs.length === 0) return section('Witness cosignatures', h('p', { 'data-testid': 'cosignatures' }, 'The checkpoint carries no witness cosignature.'));
+  if (cosigs.length === 0)
+    return section('Witness cosignatures', h('p', { 'data-testid': 'cosignatures' }, 'The checkpoint carries no witness cosignature.'));
   const rows = cosigs.map((s) => {
     const w = published.find((p) => p.name === s.name);
     let status: Node | string = 'not a witness this service lists';
     if (w) {
       try {
-        status = badge(cosignatureTime(text, s, parseWitnessKey(w.vkey)) !== null, 'verifies under its published key', 'does not verify under its published key');
+        status = badge(
+          cosignatureTime(text, s, parseWitnessKey(w.vkey)) !== null,
+          'verifies under its published key',
+          'does not verify under its published key',
+        );
       } catch {
         status = 'the published key cannot be read';
       }
     }
     return [h('span', { 'data-cosigner': s.name }, s.name), timeOf(s.signature), status];
   });
-  return section('Witness cosignatures',
-    h('p', null, 'Each witness cosigned this checkpoint after checking it extends every checkpoint it cosigned before. Pin the witnesses you rely on with the CLI (--witness, --quorum) for a check that does not trust this page\'s list.'),
-    h('div', { 'data-testid': 'cosignatures' }, table(['witness', 'cosigned at', 'cosignature/v1'], rows)));
+  return section(
+    'Witness cosignatures',
+    h(
+      'p',
+      null,
+      "Each witness cosigned this checkpoint after checking it extends every checkpoint it cosigned before. Pin the witnesses you rely on with the CLI (--witness, --quorum) for a check that does not trust this page's list.",
+    ),
+    h('div', { 'data-testid': 'cosignatures' }, table(['witness', 'cosigned at', 'cosignature/v1'], rows)),
+  );
 }

@@ -3,7 +3,11 @@
 type Child = Node | string | number | null | undefined | false | Child[];
 type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | null = null, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs | null = null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   setAttrs(el, attrs);
   append(el, children);
@@ -44,7 +48,8 @@ export function mount(el: Element, ...children: Child[]) {
 /** A hex string shortened for display, full value in the title (and to screen readers). */
 export const short = (hex: string, n = 10) => h('code', { title: hex, class: 'hex' }, hex.length > n + 2 ? `${hex.slice(0, n)}…` : hex);
 
-export const badge = (ok: boolean, yes = 'pass', no = 'fail') => h('span', { class: ok ? 'badge ok' : 'badge bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
+export const badge = (ok: boolean, yes = 'pass', no = 'fail') =>
+  h('span', { class: ok ? 'badge ok' : 'badge bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
 
 /** "1 check", "12 checks": a count with its noun agreeing. */
 export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
@@ -59,10 +64,31 @@ export function section(title: string, ...children: Child[]): HTMLElement {
 }
 
 export function table(head: string[], rows: Child[][], caption?: string): HTMLTableElement {
-  return h('table', null,
+  return h(
+    'table',
+    null,
     caption ? h('caption', null, caption) : null,
-    h('thead', null, h('tr', null, head.map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', null, rows.map((r) => h('tr', null, r.map((c) => h('td', null, c))))));
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        head.map((t) => h('th', { scope: 'col' }, t)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      rows.map((r) =>
+        h(
+          'tr',
+          null,
+          r.map((c) => h('td', null, c)),
+        ),
+      ),
+    ),
+  );
 }
 
 export const pre = (v: unknown) => h('pre', { tabindex: 0 }, typeof v === 'string' ? v : JSON.stringify(v, null, 2));

@@ -11,7 +11,14 @@ import { sandboxView } from './views/sandbox.ts';
 
 export type View = (main: HTMLElement, params: Record<string, string>, query: URLSearchParams) => Promise<(() => void) | void>;
 
-interface Route { pattern: RegExp; view: View; title: string; nav?: string; open?: boolean; sandbox?: boolean }
+interface Route {
+  pattern: RegExp;
+  view: View;
+  title: string;
+  nav?: string;
+  open?: boolean;
+  sandbox?: boolean;
+}
 const ROUTES: Route[] = [
   { pattern: /^\/(?:escrows)?$/, view: escrowListView, title: 'Escrows', nav: '/escrows' },
   { pattern: /^\/escrows\/(?<id>[^/]+)$/, view: escrowView, title: 'Escrow' },
@@ -26,13 +33,38 @@ let cleanup: (() => void) | void;
 
 function layout(): HTMLElement {
   const app = document.getElementById('app')!;
-  const nav = h('nav', { 'aria-label': 'Console' }, h('ul', null, ROUTES.filter((r) => r.nav && !(r.sandbox && hosted())).map((r) =>
-    h('li', null, h('a', { href: `#${r.nav}`, 'data-nav': r.nav }, r.title)))));
+  const nav = h(
+    'nav',
+    { 'aria-label': 'Console' },
+    h(
+      'ul',
+      null,
+      ROUTES.filter((r) => r.nav && !(r.sandbox && hosted())).map((r) =>
+        h('li', null, h('a', { href: `#${r.nav}`, 'data-nav': r.nav }, r.title)),
+      ),
+    ),
+  );
   const main = h('main', { id: 'main', tabindex: -1 });
-  const right = h('div', { class: 'mode' },
+  const right = h(
+    'div',
+    { class: 'mode' },
     h('span', { class: hosted() ? 'pill key' : 'pill' }, hosted() ? 'hosted' : 'sandbox'),
-    hosted() && getKey() ? h('button', { type: 'button', class: 'link', onclick: () => { forgetKey(); location.reload(); } }, 'Forget key') : null,
-    h('a', { href: '/docs' }, 'API reference'));
+    hosted() && getKey()
+      ? h(
+          'button',
+          {
+            type: 'button',
+            class: 'link',
+            onclick: () => {
+              forgetKey();
+              location.reload();
+            },
+          },
+          'Forget key',
+        )
+      : null,
+    h('a', { href: '/docs' }, 'API reference'),
+  );
   mount(app, h('header', { class: 'top' }, h('a', { class: 'brand', href: '#/escrows' }, 'Escrow settlement'), nav, right), main);
   return main;
 }
@@ -41,10 +73,15 @@ function layout(): HTMLElement {
 function keyGate(main: HTMLElement) {
   const input = h('input', { id: 'api-key', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
   const msg = h('p', { role: 'alert', class: 'error', 'data-testid': 'key-error' });
-  const form = h('form', { class: 'card', 'data-testid': 'key-gate' },
-    h('label', { for: 'api-key' }, 'API key'), input,
+  const form = h(
+    'form',
+    { class: 'card', 'data-testid': 'key-gate' },
+    h('label', { for: 'api-key' }, 'API key'),
+    input,
     h('p', { class: 'hint' }, 'Kept in this tab only (sessionStorage); closing the tab forgets it.'),
-    h('button', { type: 'submit' }, 'Use this key'), msg);
+    h('button', { type: 'submit' }, 'Use this key'),
+    msg,
+  );
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     setKey(input.value.trim());
@@ -53,11 +90,24 @@ function keyGate(main: HTMLElement) {
       void render();
     } catch (err) {
       forgetKey();
-      msg.textContent = err instanceof ApiError && err.status === 401 ? 'That key was refused (401 unauthorized).' : `Could not check the key: ${(err as Error).message}`;
+      msg.textContent =
+        err instanceof ApiError && err.status === 401
+          ? 'That key was refused (401 unauthorized).'
+          : `Could not check the key: ${(err as Error).message}`;
     }
   });
-  mount(main, h('h1', null, 'This console needs an API key'),
-    h('p', null, 'This deployment is hosted: every API call needs a bearer key. Nothing is shown without one. ', h('a', { href: '#/verify' }, 'Offline verification'), ' works without a key.'), form);
+  mount(
+    main,
+    h('h1', null, 'This console needs an API key'),
+    h(
+      'p',
+      null,
+      'This deployment is hosted: every API call needs a bearer key. Nothing is shown without one. ',
+      h('a', { href: '#/verify' }, 'Offline verification'),
+      ' works without a key.',
+    ),
+    form,
+  );
   input.focus();
 }
 
@@ -72,7 +122,11 @@ async function render() {
     if (route && path.startsWith(a.dataset.nav!)) a.setAttribute('aria-current', 'page');
   }
   if (!route || (route.sandbox && hosted())) {
-    mount(main, h('h1', null, 'Not found'), h('p', null, 'No console page at ', h('code', null, path), '. ', h('a', { href: '#/escrows' }, 'Escrows')));
+    mount(
+      main,
+      h('h1', null, 'Not found'),
+      h('p', null, 'No console page at ', h('code', null, path), '. ', h('a', { href: '#/escrows' }, 'Escrows')),
+    );
     return;
   }
   document.title = `${route.title} · Escrow settlement console`;

@@ -20,11 +20,20 @@ import type { Authorization, Capture, Void } from './wire.ts';
 export const voidSigningBody = (escrowId: string, signedAt: string) => ({ escrowId, action: 'void', signedAt });
 
 /** The payment named by paymentId, checked to be the one these requirements (and authorization) collected. */
-async function ownPayment(svc: Services, caller: Caller, c: Checked, paymentId: string, authorization?: Authorization, signature?: string): Promise<Payment> {
+async function ownPayment(
+  svc: Services,
+  caller: Caller,
+  c: Checked,
+  paymentId: string,
+  authorization?: Authorization,
+  signature?: string,
+): Promise<Payment> {
   const p = await findPayment(svc, caller, paymentId);
-  if (p.payTo !== c.requirements.payTo) throw refuse('wrong_payee', `payment ${paymentId} pays another payee than paymentRequirements.payTo`);
+  if (p.payTo !== c.requirements.payTo)
+    throw refuse('wrong_payee', `payment ${paymentId} pays another payee than paymentRequirements.payTo`);
   if (authorization !== undefined) {
-    const same = authorization.nonce === p.nonce && signature !== undefined && collectHash(c, { authorization, signature }) === p.payloadHash;
+    const same =
+      authorization.nonce === p.nonce && signature !== undefined && collectHash(c, { authorization, signature }) === p.payloadHash;
     if (!same) throw refuse('payment_invalid', `the authorization riding along is not the one that collected payment ${paymentId}`);
   }
   return p;
@@ -33,7 +42,7 @@ async function ownPayment(svc: Services, caller: Caller, c: Checked, paymentId: 
 export async function settleCapture(svc: Services, caller: Caller, c: Checked, body: Capture): Promise<SettleAnswer> {
   const p = await ownPayment(svc, caller, c, body.paymentId, body.authorization, body.signature);
   const d = body.delivery;
-  if (d.signature.signer !== p.payTo) throw refuse('wrong_payee', 'delivery.signature.signer is not the payment\'s payee (payTo)');
+  if (d.signature.signer !== p.payTo) throw refuse('wrong_payee', "delivery.signature.signer is not the payment's payee (payTo)");
   const contentHash = sha256Hex(await refusing(async () => canonicalPayload(d.payload)));
   if (!verifyHex(d.signature.signature, utf8(canonicalize(deliverySigningBody(p.escrowId, contentHash, d.submittedAt))), p.payTo)) {
     throw refuse('bad_signature', 'delivery.signature does not verify with payTo over JCS {escrowId, contentHash, submittedAt}');
@@ -53,17 +62,19 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
 
 export async function settleVoid(svc: Services, caller: Caller, c: Checked, body: Void): Promise<SettleAnswer> {
   const riding = body.authorization !== undefined;
-  if (riding && body.payeeSignature === undefined) throw refuse('malformed_header', 'paymentPayload.payload.payeeSignature is required when the collect\'s authorization rides along');
+  if (riding && body.payeeSignature === undefined)
+    throw refuse('malformed_header', "paymentPayload.payload.payeeSignature is required when the collect's authorization rides along");
   const p = await ownPayment(svc, caller, c, body.paymentId, body.authorization, riding ? (body.signature as string) : undefined);
   const sig = body.payeeSignature ?? body.signature;
   const { signer, signature } = typeof sig === 'string' ? { signer: p.payTo, signature: sig } : sig;
-  if (signer !== p.payTo) throw refuse('wrong_payee', 'the void\'s signer is not the payment\'s payee (payTo)');
+  if (signer !== p.payTo) throw refuse('wrong_payee', "the void's signer is not the payment's payee (payTo)");
   if (!verifyHex(signature, utf8(canonicalize(voidSigningBody(p.escrowId, body.signedAt))), p.payTo)) {
     throw refuse('bad_signature', 'the void\'s signature does not verify with payTo over JCS {escrowId, action: "void", signedAt}');
   }
   const [{ now }] = await svc.db.query<{ now: Date }>('SELECT svc_now() AS now');
   const skew = Math.abs(Date.parse(body.signedAt) - now.getTime());
-  if (skew > MAX_SKEW_MS) throw refuse('payment_invalid', `signedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
+  if (skew > MAX_SKEW_MS)
+    throw refuse('payment_invalid', `signedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
   if (p.state === 'refunded' && p.proofId) return voidAnswer(p);
   const voidable = p.state === 'funded' || (p.state === 'delivered' && p.verdict?.passed === false);
   if (!voidable) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${p.state}`);
@@ -74,6 +85,7 @@ export async function settleVoid(svc: Services, caller: Caller, c: Checked, body
     if (!(err instanceof AppError && err.code === 'invalid_state')) await refusing(() => Promise.reject(err));
   }
   const after = await findPayment(svc, caller, p.escrowId);
-  if (after.state !== 'refunded' || !after.proofId) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${after.state}`);
+  if (after.state !== 'refunded' || !after.proofId)
+    throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${after.state}`);
   return voidAnswer(after);
 }

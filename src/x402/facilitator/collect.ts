@@ -32,10 +32,14 @@ export interface CollectAnswer {
 type PaymentRow = { payload_hash: string; escrow_id: string; payer: string; network: string; amount: string };
 
 /** The fingerprint of one collect: a used nonce with another fingerprint is another payment. */
-export const collectHash = (c: Checked, body: Collect) => sha256Hex(canonicalize({ authorization: body.authorization, signature: body.signature, requirements: c.requirements }));
+export const collectHash = (c: Checked, body: Collect) =>
+  sha256Hex(canonicalize({ authorization: body.authorization, signature: body.signature, requirements: c.requirements }));
 
 async function recorded(svc: Services, payTo: string, nonce: string): Promise<PaymentRow | undefined> {
-  const [row] = await svc.db.query<PaymentRow>('SELECT payload_hash, escrow_id, payer, network, amount FROM x402_payments WHERE pay_to = $1 AND nonce = $2', [payTo, nonce]);
+  const [row] = await svc.db.query<PaymentRow>(
+    'SELECT payload_hash, escrow_id, payer, network, amount FROM x402_payments WHERE pay_to = $1 AND nonce = $2',
+    [payTo, nonce],
+  );
   return row;
 }
 
@@ -48,11 +52,21 @@ export async function checkCollect(svc: Services, c: Checked, body: Collect): Pr
   const r = c.requirements;
   if (a.to !== r.payTo) throw refuse('wrong_payee', 'authorization.to is not paymentRequirements.payTo');
   if (a.asset !== r.asset) throw refuse('wrong_asset', 'authorization.asset is not paymentRequirements.asset');
-  if (a.value !== r.amount) throw refuse('payment_invalid', `authorization.value must be paymentRequirements.amount (${r.amount} atomic units), got ${JSON.stringify(a.value).slice(0, 40)}`);
-  if (c.resourceUrl === undefined) throw refuse('malformed_header', 'paymentPayload.resource.url is required: the authorization binds the resource');
+  if (a.value !== r.amount)
+    throw refuse(
+      'payment_invalid',
+      `authorization.value must be paymentRequirements.amount (${r.amount} atomic units), got ${JSON.stringify(a.value).slice(0, 40)}`,
+    );
+  if (c.resourceUrl === undefined)
+    throw refuse('malformed_header', 'paymentPayload.resource.url is required: the authorization binds the resource');
   if (a.resource !== c.resourceUrl) throw refuse('wrong_resource', 'authorization.resource is not paymentPayload.resource.url');
-  if (a.termsHash !== c.termsHash) throw refuse('terms_mismatch', 'authorization.termsHash is not sha256 of JCS(paymentRequirements.extra.terms): the payer agreed to other terms');
-  if (!verifyHex(body.signature, utf8(canonicalize(a)), a.from)) throw refuse('bad_signature', 'signature does not verify with authorization.from over JCS(authorization)');
+  if (a.termsHash !== c.termsHash)
+    throw refuse(
+      'terms_mismatch',
+      'authorization.termsHash is not sha256 of JCS(paymentRequirements.extra.terms): the payer agreed to other terms',
+    );
+  if (!verifyHex(body.signature, utf8(canonicalize(a)), a.from))
+    throw refuse('bad_signature', 'signature does not verify with authorization.from over JCS(authorization)');
   if (a.from === r.payTo || (r.extra.arbiter !== undefined && (r.extra.arbiter === a.from || r.extra.arbiter === r.payTo))) {
     throw refuse('payment_invalid', 'payer, payee and arbiter must be three different keys');
   }
@@ -72,11 +86,20 @@ export async function checkCollect(svc: Services, c: Checked, body: Collect): Pr
  */
 async function mandateFor(svc: Services, c: Checked, payer: string, payee: string, now: Date): Promise<{ mandateId?: string }> {
   const rows = await svc.db.query<{ id: string; caps: string; spent: string }>(
-    `SELECT id, caps, spent::text AS spent FROM mandates WHERE (caps::json ->> 'agent') = $1 ORDER BY created_at, id`, [payer]);
+    `SELECT id, caps, spent::text AS spent FROM mandates WHERE (caps::json ->> 'agent') = $1 ORDER BY created_at, id`,
+    [payer],
+  );
   let first: AppError | undefined;
   for (const m of rows) {
     try {
-      checkMandateCaps(JSON.parse(m.caps) as MandateCaps, { payer, payee, amount: c.amount, asset: c.requirements.asset, now, spent: BigInt(m.spent) });
+      checkMandateCaps(JSON.parse(m.caps) as MandateCaps, {
+        payer,
+        payee,
+        amount: c.amount,
+        asset: c.requirements.asset,
+        now,
+        spent: BigInt(m.spent),
+      });
       return { mandateId: m.id };
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
@@ -90,7 +113,8 @@ async function mandateFor(svc: Services, c: Checked, payer: string, payee: strin
 /** /verify for a collect: the checks and the nonce, nothing written. */
 export async function verifyCollect(svc: Services, c: Checked, body: Collect): Promise<void> {
   await checkCollect(svc, c, body);
-  if (await recorded(svc, c.requirements.payTo, body.authorization.nonce)) throw refuse('payment_invalid', 'authorization.nonce was already used: a payment settles once');
+  if (await recorded(svc, c.requirements.payTo, body.authorization.nonce))
+    throw refuse('payment_invalid', 'authorization.nonce was already used: a payment settles once');
 }
 
 /**
@@ -116,10 +140,12 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         mandateId,
         timeouts: c.timeouts,
         scope: scopeOf(caller),
-        alsoWrite: (escrowId, now) => [{
-          text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-          params: [payTo, a.nonce, hash, escrowId, a.from, c.requirements.network, c.requirements.amount, now],
-        }],
+        alsoWrite: (escrowId, now) => [
+          {
+            text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+            params: [payTo, a.nonce, hash, escrowId, a.from, c.requirements.network, c.requirements.amount, now],
+          },
+        ],
       });
     } catch (err) {
       // A concurrent collect of the same (payTo, nonce) committed first: answer as it does.
@@ -128,14 +154,25 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
     row = await recorded(svc, payTo, a.nonce);
     if (!row) throw new Error('x402 collect: the payment record is missing after its escrow committed');
   }
-  if (row.payload_hash !== hash) throw refuse('payment_invalid', 'authorization.nonce was already used by another payment: a payment settles once');
+  if (row.payload_hash !== hash)
+    throw refuse('payment_invalid', 'authorization.nonce was already used by another payment: a payment settles once');
   // Hosted: a key that cannot see the escrow learns nothing of it, not even its id.
   const scope = scopeOf(caller);
-  if (scope !== null && (await svc.db.query('SELECT 1 FROM escrow_tenants WHERE escrow_id = $1 AND key_id = $2', [row.escrow_id, scope])).length === 0) {
+  if (
+    scope !== null &&
+    (await svc.db.query('SELECT 1 FROM escrow_tenants WHERE escrow_id = $1 AND key_id = $2', [row.escrow_id, scope])).length === 0
+  ) {
     throw refuse('payment_invalid', 'authorization.nonce was already used: a payment settles once');
   }
   await ensureFunded(svc, row.escrow_id);
-  return { success: true, transaction: row.escrow_id, network: row.network, payer: row.payer, amount: row.amount, extra: { escrowId: row.escrow_id } };
+  return {
+    success: true,
+    transaction: row.escrow_id,
+    network: row.network,
+    payer: row.payer,
+    amount: row.amount,
+    extra: { escrowId: row.escrow_id },
+  };
 }
 
 /** Funds a collect's escrow still in `created` (its first collect died between the two commands). */

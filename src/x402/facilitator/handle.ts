@@ -16,7 +16,14 @@ type Body = { x402Version: number; paymentPayload: Record<string, unknown>; paym
 export async function supported(svc: Services) {
   const issuer = await activeKey(svc.db, 'issuer');
   return {
-    kinds: [{ x402Version: 2, scheme: SCHEME, network: svc.config.x402Network, extra: { paymentFlow: PAYMENT_FLOW, decimals: DECIMALS, assets: [...ASSETS] } }],
+    kinds: [
+      {
+        x402Version: 2,
+        scheme: SCHEME,
+        network: svc.config.x402Network,
+        extra: { paymentFlow: PAYMENT_FLOW, decimals: DECIMALS, assets: [...ASSETS] },
+      },
+    ],
     extensions: [],
     signers: { 'escrow:*': [issuer.publicKey] },
   };
@@ -24,7 +31,8 @@ export async function supported(svc: Services) {
 
 /** Who pays, as far as the payload says: the collect's `from`, riding along or not. */
 function payerOf(body: Body): string | undefined {
-  const from = ((body.paymentPayload.payload as Record<string, any> | undefined)?.authorization as Record<string, unknown> | undefined)?.from;
+  const from = ((body.paymentPayload.payload as Record<string, unknown> | undefined)?.authorization as Record<string, unknown> | undefined)
+    ?.from;
   return isHex64(from) ? from : undefined;
 }
 
@@ -33,7 +41,11 @@ export async function verify(svc: Services, body: Body) {
   try {
     const c = checkRequest(body, svc.config.x402Network);
     const kind = settleKind(c.payload);
-    if (kind.kind !== 'collect') throw refuse('malformed_header', `paymentPayload.payload.type ${kind.kind}: verify checks a collect authorization; capture and void are settled directly`);
+    if (kind.kind !== 'collect')
+      throw refuse(
+        'malformed_header',
+        `paymentPayload.payload.type ${kind.kind}: verify checks a collect authorization; capture and void are settled directly`,
+      );
     await verifyCollect(svc, c, kind.body);
     return { isValid: true, payer: kind.body.authorization.from };
   } catch (err) {

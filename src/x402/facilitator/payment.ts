@@ -44,8 +44,25 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
   );
   if (!r) throw refuse('payment_invalid', `paymentPayload.payload.paymentId: no x402 payment ${escrowId}`);
   return {
-    escrowId: r.escrow_id, payTo: r.pay_to, nonce: r.nonce, payloadHash: r.payload_hash, payer: r.payer, network: r.network, state: r.state,
-    ...(r.verdict_id ? { verdict: { id: r.verdict_id, escrowId: r.escrow_id, deliveryId: r.delivery_id, passed: r.passed, results: JSON.parse(r.results), decidedAt: r.decided_at } } : {}),
+    escrowId: r.escrow_id,
+    payTo: r.pay_to,
+    nonce: r.nonce,
+    payloadHash: r.payload_hash,
+    payer: r.payer,
+    network: r.network,
+    state: r.state,
+    ...(r.verdict_id
+      ? {
+          verdict: {
+            id: r.verdict_id,
+            escrowId: r.escrow_id,
+            deliveryId: r.delivery_id,
+            passed: r.passed,
+            results: JSON.parse(r.results),
+            decidedAt: r.decided_at,
+          },
+        }
+      : {}),
     ...(r.proof_id ? { proofId: r.proof_id } : {}),
   };
 }
@@ -55,13 +72,34 @@ export function captureAnswer(p: Payment): SettleAnswer {
   const base = { network: p.network, payer: p.payer };
   const v = p.verdict!;
   if (!v.passed) {
-    return { success: false, errorReason: 'verdict_failed', errorMessage: 'the delivery fails the payment\'s terms: the escrow stays delivered (dispute, refund or timeout)', transaction: p.escrowId, ...base, extra: { escrowId: p.escrowId, verdict: v } };
+    return {
+      success: false,
+      errorReason: 'verdict_failed',
+      errorMessage: "the delivery fails the payment's terms: the escrow stays delivered (dispute, refund or timeout)",
+      transaction: p.escrowId,
+      ...base,
+      extra: { escrowId: p.escrowId, verdict: v },
+    };
   }
   if (!p.proofId) {
-    return { success: false, errorReason: 'custody_failed', errorMessage: 'the delivery passed but custody could not settle; the settlement is journaled: retry with POST /v1/escrows/{id}/custody/retry', transaction: p.escrowId, ...base, extra: { escrowId: p.escrowId, verdict: v } };
+    return {
+      success: false,
+      errorReason: 'custody_failed',
+      errorMessage:
+        'the delivery passed but custody could not settle; the settlement is journaled: retry with POST /v1/escrows/{id}/custody/retry',
+      transaction: p.escrowId,
+      ...base,
+      extra: { escrowId: p.escrowId, verdict: v },
+    };
   }
   return { success: true, transaction: p.proofId, ...base, extra: { escrowId: p.escrowId, state: 'settled' } };
 }
 
 /** The answer to a void that refunded the escrow. */
-export const voidAnswer = (p: Payment): SettleAnswer => ({ success: true, transaction: p.proofId!, network: p.network, payer: p.payer, extra: { escrowId: p.escrowId, state: 'refunded' } });
+export const voidAnswer = (p: Payment): SettleAnswer => ({
+  success: true,
+  transaction: p.proofId!,
+  network: p.network,
+  payer: p.payer,
+  extra: { escrowId: p.escrowId, state: 'refunded' },
+});

@@ -6,11 +6,24 @@ import { AppError } from '../../errors.ts';
 
 /** The x402 demo's refusal codes plus terms_mismatch and verdict_failed (docs/x402.md). */
 export type RefusalCode =
-  | 'malformed_header' | 'version_mismatch' | 'scheme_mismatch' | 'wrong_resource' | 'wrong_payee' | 'wrong_asset'
-  | 'bad_signature' | 'payment_invalid' | 'terms_mismatch' | 'verdict_failed' | 'custody_failed';
+  | 'malformed_header'
+  | 'version_mismatch'
+  | 'scheme_mismatch'
+  | 'wrong_resource'
+  | 'wrong_payee'
+  | 'wrong_asset'
+  | 'bad_signature'
+  | 'payment_invalid'
+  | 'terms_mismatch'
+  | 'verdict_failed'
+  | 'custody_failed';
 
 export class Refusal extends Error {
-  constructor(readonly code: RefusalCode, message: string, readonly extra?: Record<string, unknown>) {
+  constructor(
+    readonly code: RefusalCode,
+    message: string,
+    readonly extra?: Record<string, unknown>,
+  ) {
     super(message);
     this.name = 'Refusal';
   }

@@ -27,16 +27,34 @@ const ATOMIC = /^[1-9]\d{0,23}$/;
 /** The service's amounts have at most 18 integer digits (CONTRACT §2): 24 atomic digits at 6 decimals. */
 const MAX_ATOMIC = 10n ** 24n - 1n;
 
-export function checkRequest(body: { x402Version: number; paymentPayload: Record<string, unknown>; paymentRequirements: Record<string, unknown> }, network: string): Checked {
-  if (body.x402Version !== 2) throw refuse('version_mismatch', `x402Version must be 2 (this facilitator speaks x402 v2), got ${body.x402Version}`);
+export function checkRequest(
+  body: { x402Version: number; paymentPayload: Record<string, unknown>; paymentRequirements: Record<string, unknown> },
+  network: string,
+): Checked {
+  if (body.x402Version !== 2)
+    throw refuse('version_mismatch', `x402Version must be 2 (this facilitator speaks x402 v2), got ${body.x402Version}`);
   const payment = shape(body.paymentPayload, PaymentPayloadS, 'paymentPayload');
   if (payment.x402Version !== 2) throw refuse('version_mismatch', `paymentPayload.x402Version must be 2, got ${payment.x402Version}`);
   const r = shape(body.paymentRequirements, RequirementsS, 'paymentRequirements');
-  if (r.scheme !== SCHEME) throw refuse('scheme_mismatch', `paymentRequirements.scheme must be ${SCHEME}, got ${JSON.stringify(r.scheme).slice(0, 80)}`);
-  if (r.network !== network) throw refuse('scheme_mismatch', `paymentRequirements.network must be ${network}, got ${JSON.stringify(r.network).slice(0, 80)}`);
-  if (r.extra.paymentFlow !== PAYMENT_FLOW) throw refuse('scheme_mismatch', `paymentRequirements.extra.paymentFlow must be ${PAYMENT_FLOW}, got ${JSON.stringify(r.extra.paymentFlow).slice(0, 80)}`);
-  if (!(ASSETS as readonly string[]).includes(r.asset)) throw refuse('wrong_asset', `paymentRequirements.asset must be one of ${ASSETS.join(', ')}, got ${JSON.stringify(r.asset).slice(0, 80)}`);
-  if (!ATOMIC.test(r.amount) || BigInt(r.amount) > MAX_ATOMIC) throw refuse('malformed_header', 'paymentRequirements.amount must be a whole number of atomic units (6 decimals) greater than 0, at most 24 digits');
+  if (r.scheme !== SCHEME)
+    throw refuse('scheme_mismatch', `paymentRequirements.scheme must be ${SCHEME}, got ${JSON.stringify(r.scheme).slice(0, 80)}`);
+  if (r.network !== network)
+    throw refuse('scheme_mismatch', `paymentRequirements.network must be ${network}, got ${JSON.stringify(r.network).slice(0, 80)}`);
+  if (r.extra.paymentFlow !== PAYMENT_FLOW)
+    throw refuse(
+      'scheme_mismatch',
+      `paymentRequirements.extra.paymentFlow must be ${PAYMENT_FLOW}, got ${JSON.stringify(r.extra.paymentFlow).slice(0, 80)}`,
+    );
+  if (!(ASSETS as readonly string[]).includes(r.asset))
+    throw refuse(
+      'wrong_asset',
+      `paymentRequirements.asset must be one of ${ASSETS.join(', ')}, got ${JSON.stringify(r.asset).slice(0, 80)}`,
+    );
+  if (!ATOMIC.test(r.amount) || BigInt(r.amount) > MAX_ATOMIC)
+    throw refuse(
+      'malformed_header',
+      'paymentRequirements.amount must be a whole number of atomic units (6 decimals) greater than 0, at most 24 digits',
+    );
   if (!Number.isInteger(r.maxTimeoutSeconds) || r.maxTimeoutSeconds < 1 || r.maxTimeoutSeconds > MAX_STAGE_SECONDS) {
     throw refuse('malformed_header', `paymentRequirements.maxTimeoutSeconds must be a whole number from 1 to ${MAX_STAGE_SECONDS}`);
   }
@@ -49,10 +67,12 @@ export function checkRequest(body: { x402Version: number; paymentPayload: Record
   }
   // The payer signed `accepted`; settling other requirements would settle something it never saw.
   const accepted = payment.accepted;
-  if (accepted.scheme !== r.scheme || accepted.network !== r.network) throw refuse('scheme_mismatch', 'paymentPayload.accepted names another scheme or network than paymentRequirements');
+  if (accepted.scheme !== r.scheme || accepted.network !== r.network)
+    throw refuse('scheme_mismatch', 'paymentPayload.accepted names another scheme or network than paymentRequirements');
   if (accepted.payTo !== r.payTo) throw refuse('wrong_payee', 'paymentPayload.accepted.payTo differs from paymentRequirements.payTo');
   if (accepted.asset !== r.asset) throw refuse('wrong_asset', 'paymentPayload.accepted.asset differs from paymentRequirements.asset');
-  if (!sameJson(accepted, body.paymentRequirements)) throw refuse('payment_invalid', 'paymentPayload.accepted differs from paymentRequirements (amount, maxTimeoutSeconds or extra)');
+  if (!sameJson(accepted, body.paymentRequirements))
+    throw refuse('payment_invalid', 'paymentPayload.accepted differs from paymentRequirements (amount, maxTimeoutSeconds or extra)');
   // Without given timeouts the resource server has maxTimeoutSeconds to capture, as x402's authorization window.
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, deliverWithinSeconds: r.maxTimeoutSeconds, ...(r.extra.timeouts ?? {}) };
   return {

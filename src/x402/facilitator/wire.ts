@@ -15,9 +15,11 @@ export const DECIMALS = 6;
 export const ASSETS = ['USDC'] as const;
 
 /** POST /verify and /settle: x402's VerifyRequest / SettleRequest. Anything else is a 400. */
-const jsonObject = (schema: string) => annotate(
-  define<Record<string, unknown>>(schema, (v) => (typeof v === 'object' && v !== null && !Array.isArray(v)) || 'must be a JSON object'),
-  { $ref: `#/components/schemas/${schema}` });
+const jsonObject = (schema: string) =>
+  annotate(
+    define<Record<string, unknown>>(schema, (v) => (typeof v === 'object' && v !== null && !Array.isArray(v)) || 'must be a JSON object'),
+    { $ref: `#/components/schemas/${schema}` },
+  );
 export const FacilitatorBody = object({
   x402Version: number(),
   paymentPayload: jsonObject('X402PaymentPayload'),
@@ -104,6 +106,10 @@ export function settleKind(payload: Record<string, unknown>): Settle {
   const root = 'paymentPayload.payload';
   if (payload.type === 'capture') return { kind: 'capture', body: shape(payload, CaptureS, root) };
   if (payload.type === 'void') return { kind: 'void', body: shape(payload, VoidS, root) };
-  if (payload.type !== undefined) throw refuse('malformed_header', `${root}.type must be capture or void (or absent for a collect), got ${JSON.stringify(payload.type).slice(0, 40)}`);
+  if (payload.type !== undefined)
+    throw refuse(
+      'malformed_header',
+      `${root}.type must be capture or void (or absent for a collect), got ${JSON.stringify(payload.type).slice(0, 40)}`,
+    );
   return { kind: 'collect', body: shape(payload, CollectS, root) };
 }

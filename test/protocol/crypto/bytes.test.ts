@@ -23,17 +23,29 @@ test('hex encoding round-trips random bytes and matches Buffer', () => {
 });
 
 test('fromHex names the argument when the length is odd', () => {
-  assert.throws(() => fromHex('abc', 'publicKey'), (e: unknown) => e instanceof TypeError && /publicKey/.test(e.message));
+  assert.throws(
+    () => fromHex('abc', 'publicKey'),
+    (e: unknown) => e instanceof TypeError && /publicKey/.test(e.message),
+  );
 });
 
 test('fromHex names the argument when a character is not hex', () => {
-  assert.throws(() => fromHex('zz', 'signature'), (e: unknown) => e instanceof TypeError && /signature/.test(e.message));
-  assert.throws(() => fromHex('0x00', 'root'), (e: unknown) => e instanceof TypeError && /root/.test(e.message));
+  assert.throws(
+    () => fromHex('zz', 'signature'),
+    (e: unknown) => e instanceof TypeError && /signature/.test(e.message),
+  );
+  assert.throws(
+    () => fromHex('0x00', 'root'),
+    (e: unknown) => e instanceof TypeError && /root/.test(e.message),
+  );
   assert.throws(() => fromHex(' 00', 'root'), TypeError);
 });
 
 test('fromHex rejects a non-string with a TypeError naming the argument', () => {
-  assert.throws(() => fromHex(42 as unknown as string, 'hash'), (e: unknown) => e instanceof TypeError && /hash/.test(e.message));
+  assert.throws(
+    () => fromHex(42 as unknown as string, 'hash'),
+    (e: unknown) => e instanceof TypeError && /hash/.test(e.message),
+  );
 });
 
 test('utf8 encodes strings as UTF-8 like Buffer does', () => {
@@ -61,7 +73,11 @@ test('base64 round-trips random bytes and matches Buffer in both directions', ()
 
 test('fromBase64 refuses anything but standard padded base64, naming the argument', () => {
   for (const bad of ['a', 'ab', 'abc', 'ab=c', 'ab c', 'a-_b', '====', 'abcd=', 'YQ']) {
-    assert.throws(() => fromBase64(bad, 'root'), (e: unknown) => e instanceof TypeError && /root/.test(e.message), bad);
+    assert.throws(
+      () => fromBase64(bad, 'root'),
+      (e: unknown) => e instanceof TypeError && /root/.test(e.message),
+      bad,
+    );
   }
 });
 

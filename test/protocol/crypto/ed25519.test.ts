@@ -204,9 +204,15 @@ test('verifyHex returns false for a malformed signature hex and throws for a mal
     assert.equal(verifyHex(bad as string, msg, pkHex), false);
   }
   for (const bad of [pkHex.toUpperCase(), pkHex.slice(2), '', undefined]) {
-    assert.throws(() => verifyHex(sigHex, msg, bad as string), (e: unknown) => e instanceof TypeError && /publicKeyHex/.test(e.message));
+    assert.throws(
+      () => verifyHex(sigHex, msg, bad as string),
+      (e: unknown) => e instanceof TypeError && /publicKeyHex/.test(e.message),
+    );
   }
-  assert.throws(() => signHex(msg, 'abc'), (e: unknown) => e instanceof TypeError && /secretKeyHex/.test(e.message));
+  assert.throws(
+    () => signHex(msg, 'abc'),
+    (e: unknown) => e instanceof TypeError && /secretKeyHex/.test(e.message),
+  );
 });
 
 test('signJson signs the canonical bytes, so verifyJson accepts any key order and rejects a changed value', () => {

@@ -22,7 +22,9 @@ test('the published vectors are vendored inside the repository (test/vectors), n
 });
 
 test('every cyberphone input canonicalizes to the exact output bytes and outhex', () => {
-  const names = readdirSync(new URL('input/', CYBERPHONE)).filter((n) => n.endsWith('.json')).sort();
+  const names = readdirSync(new URL('input/', CYBERPHONE))
+    .filter((n) => n.endsWith('.json'))
+    .sort();
   assert.deepEqual(names, ['arrays.json', 'french.json', 'structures.json', 'unicode.json', 'values.json', 'weird.json']);
   for (const name of names) {
     const input = JSON.parse(readFileSync(new URL(`input/${name}`, CYBERPHONE), 'utf8'));
@@ -31,7 +33,12 @@ test('every cyberphone input canonicalizes to the exact output bytes and outhex'
     assert.deepEqual(actual, expected, name);
     assert.equal(canonicalize(input), new TextDecoder().decode(expected), name);
     const outhex = readFileSync(new URL(`outhex/${name.replace(/\.json$/, '.txt')}`, CYBERPHONE), 'utf8');
-    const hexBytes = new Uint8Array(outhex.trim().split(/\s+/).map((h) => parseInt(h, 16)));
+    const hexBytes = new Uint8Array(
+      outhex
+        .trim()
+        .split(/\s+/)
+        .map((h) => parseInt(h, 16)),
+    );
     assert.deepEqual(actual, hexBytes, `${name} outhex`);
   }
 });
@@ -39,10 +46,7 @@ test('every cyberphone input canonicalizes to the exact output bytes and outhex'
 test('the es6 numbers file matches its published SHA-256 and every line canonicalizes as expected', () => {
   const raw = readFileSync(new URL('cyberphone-json-canonicalization/es6numbers/es6testfile10k.txt', VECTORS));
   assert.equal(raw.length, 399_022);
-  assert.equal(
-    createHash('sha256').update(raw).digest('hex'),
-    'b9f7a8e75ef22a835685a52ccba7f7d6bdc99e34b010992cbc5864cd12be6892',
-  );
+  assert.equal(createHash('sha256').update(raw).digest('hex'), 'b9f7a8e75ef22a835685a52ccba7f7d6bdc99e34b010992cbc5864cd12be6892');
   const lines = raw.toString('utf8').split('\n');
   assert.equal(lines.pop(), '');
   assert.equal(lines.length, 10_000);
@@ -105,7 +109,21 @@ test('undefined object properties are omitted and undefined array elements becom
 });
 
 test('values JSON cannot represent throw a TypeError', () => {
-  for (const bad of [undefined, NaN, Infinity, -Infinity, 1n, () => 1, Symbol('x'), { a: 1n }, [NaN], { f() {} }, new Map(), new Set(), new Uint8Array(1)]) {
+  for (const bad of [
+    undefined,
+    NaN,
+    Infinity,
+    -Infinity,
+    1n,
+    () => 1,
+    Symbol('x'),
+    { a: 1n },
+    [NaN],
+    { f() {} },
+    new Map(),
+    new Set(),
+    new Uint8Array(1),
+  ]) {
     assert.throws(() => canonicalize(bad), TypeError, String(typeof bad));
   }
 });

@@ -21,8 +21,10 @@ test('createSigner signs byte for byte as ed.sign, for random keys and messages 
 test('RFC 8032 §7.1 TEST 2 vector', () => {
   const seed = Uint8Array.from(Buffer.from('4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb', 'hex'));
   const sig = createSigner(seed).sign(Uint8Array.of(0x72));
-  assert.equal(Buffer.from(sig).toString('hex'),
-    '92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00');
+  assert.equal(
+    Buffer.from(sig).toString('hex'),
+    '92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00',
+  );
 });
 
 test('createSigner refuses a seed that is not 32 bytes', () => {

@@ -186,7 +186,10 @@ describe('checkpoints', () => {
     const cosig = splitNote(`${text}\n${f.cosignatureLine}\n`).signatures[0];
     assert.equal(4 + cosig.signature.length, f.cosignatureParsed.totalBytes);
     assert.equal(hex(cosig.keyId), f.cosignatureParsed.keyIdHex);
-    assert.equal(new DataView(cosig.signature.buffer, cosig.signature.byteOffset).getBigUint64(0).toString(), f.cosignatureParsed.timestampBigEndianU64);
+    assert.equal(
+      new DataView(cosig.signature.buffer, cosig.signature.byteOffset).getBigUint64(0).toString(),
+      f.cosignatureParsed.timestampBigEndianU64,
+    );
   });
 
   it('round-trips extension lines and sizes beyond 2^32', () => {

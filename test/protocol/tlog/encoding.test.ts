@@ -31,10 +31,31 @@ describe('encodings', () => {
 describe('public surface', () => {
   it('re-exports the hashing, planning, proof, verification, memory-tree and note functions from index.ts', () => {
     const names = [
-      'leafHash', 'nodeHash', 'EMPTY_ROOT', 'rangeNodes', 'nodesCompletedByAppend', 'childrenOf', 'inclusionPlan',
-      'consistencyPlan', 'rootPlan', 'foldPlan', 'treeRoot', 'inclusionProof', 'consistencyProof', 'verifyInclusion',
-      'rootFromInclusionProof', 'verifyConsistency', 'createMemoryTree', 'formatCheckpoint', 'parseCheckpoint',
-      'noteKeyHash', 'signNote', 'verifyNote', 'splitNote', 'formatVerifierKey', 'parseVerifierKey',
+      'leafHash',
+      'nodeHash',
+      'EMPTY_ROOT',
+      'rangeNodes',
+      'nodesCompletedByAppend',
+      'childrenOf',
+      'inclusionPlan',
+      'consistencyPlan',
+      'rootPlan',
+      'foldPlan',
+      'treeRoot',
+      'inclusionProof',
+      'consistencyProof',
+      'verifyInclusion',
+      'rootFromInclusionProof',
+      'verifyConsistency',
+      'createMemoryTree',
+      'formatCheckpoint',
+      'parseCheckpoint',
+      'noteKeyHash',
+      'signNote',
+      'verifyNote',
+      'splitNote',
+      'formatVerifierKey',
+      'parseVerifierKey',
     ];
     for (const n of names) assert.ok(n in tlog, `index.ts exports ${n}`);
   });

@@ -68,9 +68,7 @@ export function naiveMth(d: Uint8Array[]): Uint8Array {
 export function naivePath(m: number, d: Uint8Array[]): Uint8Array[] {
   if (d.length <= 1) return [];
   const k = largestPow2Below(d.length);
-  return m < k
-    ? [...naivePath(m, d.slice(0, k)), naiveMth(d.slice(k))]
-    : [...naivePath(m - k, d.slice(k)), naiveMth(d.slice(0, k))];
+  return m < k ? [...naivePath(m, d.slice(0, k)), naiveMth(d.slice(k))] : [...naivePath(m - k, d.slice(k)), naiveMth(d.slice(0, k))];
 }
 
 function subproof(m: number, d: Uint8Array[], b: boolean): Uint8Array[] {

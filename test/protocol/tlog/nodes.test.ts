@@ -87,8 +87,14 @@ const MAX = Number.MAX_SAFE_INTEGER;
 describe('rangeNodes', () => {
   it('decomposes [0, n) into one node per set bit of n, highest level first, for n = 2^40 + 12345', () => {
     const nodes = rangeNodes(0, BIG);
-    const bits = [...BigInt(BIG).toString(2)].reverse().flatMap((b, i) => (b === '1' ? [i] : [])).reverse();
-    assert.deepEqual(nodes.map((n) => n.level), bits);
+    const bits = [...BigInt(BIG).toString(2)]
+      .reverse()
+      .flatMap((b, i) => (b === '1' ? [i] : []))
+      .reverse();
+    assert.deepEqual(
+      nodes.map((n) => n.level),
+      bits,
+    );
     let end = 0;
     for (const n of nodes) {
       assert.equal(n.index * 2 ** n.level, end, 'nodes are contiguous and exactly indexed');
@@ -154,7 +160,12 @@ describe('nodesCompletedByAppend and childrenOf', () => {
   });
 
   it('handles sizes beyond 2^32 exactly', () => {
-    assert.deepEqual(nodesCompletedByAppend(2 ** 40 + 2 ** 20).map((n) => n.level).at(-1), 20);
+    assert.deepEqual(
+      nodesCompletedByAppend(2 ** 40 + 2 ** 20)
+        .map((n) => n.level)
+        .at(-1),
+      20,
+    );
     assert.deepEqual(nodesCompletedByAppend(2 ** 40 + 2 ** 20).at(-1), { level: 20, index: 2 ** 20 });
     assert.deepEqual(childrenOf({ level: 1, index: 2 ** 45 }), [
       { level: 0, index: 2 ** 46 },
@@ -174,7 +185,13 @@ describe('proof plans', () => {
       }
       for (let m = 1; m < n; m++) {
         const [fr, sr] = symbolicConsistency(m, n, fold(consistencyPlan(m, n), n));
-        assert.deepEqual([fr, sr], [{ lo: 0, hi: m }, { lo: 0, hi: n }]);
+        assert.deepEqual(
+          [fr, sr],
+          [
+            { lo: 0, hi: m },
+            { lo: 0, hi: n },
+          ],
+        );
       }
       assert.deepEqual(consistencyPlan(n, n), { ids: [], groups: [] });
     }
@@ -195,7 +212,10 @@ describe('proof plans', () => {
     for (const m of olds) {
       const plan = consistencyPlan(m, BIG);
       assert.ok(plan.ids.length <= 2 * Math.log2(BIG) + 2);
-      assert.deepEqual(symbolicConsistency(m, BIG, fold(plan, BIG)), [{ lo: 0, hi: m }, { lo: 0, hi: BIG }]);
+      assert.deepEqual(symbolicConsistency(m, BIG, fold(plan, BIG)), [
+        { lo: 0, hi: m },
+        { lo: 0, hi: BIG },
+      ]);
     }
   });
 

@@ -68,7 +68,10 @@ describe('storage reads per proof', () => {
   });
 
   it('rejects a reader that returns the wrong number of hashes or non-32-byte hashes', async () => {
-    await assert.rejects(inclusionProof(3, 10, async () => []), /returned 0 hashes/);
+    await assert.rejects(
+      inclusionProof(3, 10, async () => []),
+      /returned 0 hashes/,
+    );
     await assert.rejects(
       treeRoot(10, async (ids) => ids.map(() => new Uint8Array(31))),
       TypeError,

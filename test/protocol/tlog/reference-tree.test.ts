@@ -34,7 +34,10 @@ async function checkReferenceFile(file: string): Promise<void> {
   const data = (v.leafDataUtf8OrHex ?? v.leafInputsHex ?? []).map(unhex);
   const trees = treesFromData(data);
   const n = data.length;
-  assert.deepEqual(data.map((d) => hex(leafHash(d))), v.leafHashes);
+  assert.deepEqual(
+    data.map((d) => hex(leafHash(d))),
+    v.leafHashes,
+  );
   for (const [size, root] of Object.entries(v.rootsBySize)) {
     assert.equal(hex(await treeRoot(Number(size), trees[n].read)), root, `root of size ${size}`);
     assert.equal(hex(await treeRoot(Number(size), trees[Number(size)].read)), root);

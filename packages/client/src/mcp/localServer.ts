@@ -5,7 +5,16 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, RequestSchema, type CallToolRequest, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  RequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { createClient } from '../api.ts';
 import { ApiError, type FetchLike } from '../http.ts';
@@ -37,15 +46,20 @@ const envelope = (code: string, message: string, url: string): CallToolResult =>
 const LENIENT_TOOLS_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 
 /** Connects to the service's /mcp, then serves its tools on `transport` (a StdioServerTransport for the CLI). */
-export async function startLocalServer(opts: LocalServerOptions, transport: Transport): Promise<{ server: Server; close: () => Promise<void> }> {
+export async function startLocalServer(
+  opts: LocalServerOptions,
+  transport: Transport,
+): Promise<{ server: Server; close: () => Promise<void> }> {
   const base = opts.url.endsWith('/') ? opts.url : `${opts.url}/`;
   const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
   const fetchFn = opts.fetch;
   const upstream = new Client({ name: 'escrow-settlement-local', version: opts.version ?? '0' });
-  await upstream.connect(new StreamableHTTPClientTransport(new URL('mcp', base), {
-    requestInit: { headers },
-    ...(fetchFn ? { fetch: (u: string | URL, init?: RequestInit) => fetchFn(new Request(u, init)) } : {}),
-  }));
+  await upstream.connect(
+    new StreamableHTTPClientTransport(new URL('mcp', base), {
+      requestInit: { headers },
+      ...(fetchFn ? { fetch: (u: string | URL, init?: RequestInit) => fetchFn(new Request(u, init)) } : {}),
+    }),
+  );
   const rest = createClient({ baseUrl: opts.url, apiKey: opts.apiKey, ...(fetchFn ? { fetch: fetchFn } : {}) });
   const remote = upstream.getServerVersion();
   const server = new Server(
@@ -59,11 +73,15 @@ export async function startLocalServer(opts: LocalServerOptions, transport: Tran
   server.setRequestHandler(LENIENT_TOOLS_CALL, async (req): Promise<CallToolResult> => {
     const { name, arguments: given } = (req as CallToolRequest).params;
     const args = given ?? {};
-    if (!(await listTools()).some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+    if (!(await listTools()).some((t) => t.name === name))
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
     if (name === 'verify_bundle') {
       try {
         const answer = runVerifyBundle(args);
-        return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer as unknown as Record<string, unknown> };
+        return {
+          content: [{ type: 'text', text: JSON.stringify(answer) }],
+          structuredContent: answer as unknown as Record<string, unknown>,
+        };
       } catch (err) {
         if (err instanceof ToolArgumentError || err instanceof TypeError) return envelope('bad_request', err.message, opts.url);
         throw err;

@@ -33,9 +33,11 @@ export function readKeyFile(path: string): LocalKey {
       throw new Error(`--key-file ${path}: not valid JSON: ${(e as Error).message}`);
     }
   }
-  if (typeof secretKey !== 'string' || !isHex64(secretKey)) throw new Error(`--key-file ${path}: secretKey must be 64 lowercase hex characters (an Ed25519 secret seed)`);
+  if (typeof secretKey !== 'string' || !isHex64(secretKey))
+    throw new Error(`--key-file ${path}: secretKey must be 64 lowercase hex characters (an Ed25519 secret seed)`);
   const derived = publicKeyFromSecret(secretKey);
-  if (publicKey !== undefined && publicKey !== derived) throw new Error(`--key-file ${path}: publicKey is not the public key of secretKey (${derived})`);
+  if (publicKey !== undefined && publicKey !== derived)
+    throw new Error(`--key-file ${path}: publicKey is not the public key of secretKey (${derived})`);
   return { secretKey, publicKey: derived };
 }
 
@@ -44,7 +46,7 @@ export const SIGNING_TOOLS: Record<string, string> = {
   submit_delivery: 'leave out agentId, submittedAt and signature',
   open_dispute: 'leave out agentId, party, signedAt and signature',
   submit_evidence: 'leave out agentId, party, signedAt and signature',
-  resolve_dispute: 'the local key\'s signature is added to signatures',
+  resolve_dispute: "the local key's signature is added to signatures",
 };
 
 type Args = Record<string, unknown>;
@@ -57,7 +59,12 @@ const formChosen = (a: Args) => a.agentId !== undefined || a.signature !== undef
  * a sandbox agent, a body the model signed itself, or arguments the route will refuse anyway, which
  * it then names). `disputeIdOf` reads the escrow's dispute id, which a ruling's signed body includes.
  */
-export async function signArguments(tool: string, args: Args, key: LocalKey, disputeIdOf: (escrowId: string) => Promise<string>): Promise<Args> {
+export async function signArguments(
+  tool: string,
+  args: Args,
+  key: LocalKey,
+  disputeIdOf: (escrowId: string) => Promise<string>,
+): Promise<Args> {
   const escrowId = args.escrowId;
   if (typeof escrowId !== 'string' || !(tool in SIGNING_TOOLS)) return args;
   switch (tool) {
@@ -67,12 +74,25 @@ export async function signArguments(tool: string, args: Args, key: LocalKey, dis
     case 'open_dispute': {
       if (formChosen(args) || (args.reason !== undefined && typeof args.reason !== 'string')) return args;
       const { escrowId: _e, ...rest } = args;
-      return { escrowId, ...rest, ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.open', reason: args.reason as string | undefined }) };
+      return {
+        escrowId,
+        ...rest,
+        ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.open', reason: args.reason as string | undefined }),
+      };
     }
     case 'submit_evidence': {
       if (formChosen(args) || (args.note !== undefined && typeof args.note !== 'string')) return args;
       const { escrowId: _e, ...rest } = args;
-      return { escrowId, ...rest, ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.evidence', note: args.note as string | undefined, ...('payload' in args ? { payload: args.payload } : {}) }) };
+      return {
+        escrowId,
+        ...rest,
+        ...signDisputeAction(key.secretKey, {
+          escrowId,
+          action: 'dispute.evidence',
+          note: args.note as string | undefined,
+          ...('payload' in args ? { payload: args.payload } : {}),
+        }),
+      };
     }
     default: {
       const given = args.signatures;
@@ -80,7 +100,9 @@ export async function signArguments(tool: string, args: Args, key: LocalKey, dis
       const signatures = (given ?? []) as Signature[];
       if (signatures.some((s) => s?.signer === key.publicKey)) return args;
       const signature = signRuling(key.secretKey, {
-        escrowId, disputeId: await disputeIdOf(escrowId), outcome: args.outcome as RulingOutcome,
+        escrowId,
+        disputeId: await disputeIdOf(escrowId),
+        outcome: args.outcome as RulingOutcome,
         ...(args.rationale !== undefined ? { rationale: args.rationale as string } : {}),
         ...(args.shares !== undefined ? { shares: args.shares as Shares } : {}),
       });

@@ -11,7 +11,14 @@ export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
   type: 'object',
   properties: {
     bundle: { type: 'object', description: 'the bundle as get_bundle returns it: {proof, trail, inclusion, issuerKeys, parties}' },
-    trustedKeys: { type: 'array', items: hex64, minItems: 1, maxItems: 100, description: 'issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them the bundle\'s own keys are trusted, with a warning in the issuer.trust check' },
+    trustedKeys: {
+      type: 'array',
+      items: hex64,
+      minItems: 1,
+      maxItems: 100,
+      description:
+        "issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them the bundle's own keys are trusted, with a warning in the issuer.trust check",
+    },
   },
   required: ['bundle'],
   additionalProperties: false,
@@ -22,7 +29,14 @@ export const VERIFY_BUNDLE_OUTPUT: Record<string, unknown> = {
   type: 'object',
   properties: {
     valid: { type: 'boolean' },
-    checks: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, ok: { type: 'boolean' }, detail: { type: 'string' } }, required: ['name', 'ok', 'detail'] } },
+    checks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' }, ok: { type: 'boolean' }, detail: { type: 'string' } },
+        required: ['name', 'ok', 'detail'],
+      },
+    },
   },
   required: ['valid', 'checks'],
 };
@@ -47,13 +61,17 @@ export class ToolArgumentError extends Error {
  */
 export function runVerifyBundle(args: Record<string, unknown> | undefined): VerifyBundleAnswer {
   const a = args ?? {};
-  for (const k of Object.keys(a)) if (k !== 'bundle' && k !== 'trustedKeys') throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle and trustedKeys`);
+  for (const k of Object.keys(a))
+    if (k !== 'bundle' && k !== 'trustedKeys')
+      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle and trustedKeys`);
   if (!('bundle' in a)) throw new ToolArgumentError('bundle: required (the bundle as get_bundle returns it)');
   const keys = a.trustedKeys;
   if (keys !== undefined) {
-    if (!Array.isArray(keys) || keys.length === 0 || keys.length > 100) throw new ToolArgumentError('trustedKeys: must be an array of 1 to 100 hex public keys');
+    if (!Array.isArray(keys) || keys.length === 0 || keys.length > 100)
+      throw new ToolArgumentError('trustedKeys: must be an array of 1 to 100 hex public keys');
     keys.forEach((k, i) => {
-      if (typeof k !== 'string' || !/^[0-9a-f]{64}$/.test(k)) throw new ToolArgumentError(`trustedKeys/${i}: must be 64 lowercase hex characters (an Ed25519 public key)`);
+      if (typeof k !== 'string' || !/^[0-9a-f]{64}$/.test(k))
+        throw new ToolArgumentError(`trustedKeys/${i}: must be 64 lowercase hex characters (an Ed25519 public key)`);
     });
   }
   const r = verifyBundle(a.bundle as Bundle, keys ? { trustedKeys: keys as string[] } : { trustBundleKeys: true });

@@ -58,7 +58,14 @@ export function revertReason(data: string | undefined, customErrors: ReadonlyArr
     try {
       const w = words(`0x${data.slice(10)}`);
       const len = Number(wordToUint(w[1]));
-      return new TextDecoder().decode(fromHex(w.slice(2).join('').slice(0, len * 2)));
+      return new TextDecoder().decode(
+        fromHex(
+          w
+            .slice(2)
+            .join('')
+            .slice(0, len * 2),
+        ),
+      );
     } catch {
       return 'Error(string)';
     }

@@ -32,8 +32,13 @@ export async function readHold(rpc: Rpc, contract: string, escrowRef: string): P
   const state = STATES[Number(wordToUint(w[0]))];
   if (!state) throw new TypeError(`holdOf returned an unknown state ${wordToUint(w[0])}`);
   return {
-    state, payer: wordToAddress(w[1]), payee: wordToAddress(w[2]), amount: wordToUint(w[3]),
-    payerPaid: wordToUint(w[4]), payeePaid: wordToUint(w[5]), settledBlock: wordToUint(w[6]),
+    state,
+    payer: wordToAddress(w[1]),
+    payee: wordToAddress(w[2]),
+    amount: wordToUint(w[3]),
+    payerPaid: wordToUint(w[4]),
+    payeePaid: wordToUint(w[5]),
+    settledBlock: wordToUint(w[6]),
   };
 }
 

@@ -38,8 +38,11 @@ function micro(amount: string): bigint {
 /** What a proof says each party received, in wei. */
 export function proofPayoutWei(proof: Pick<Proof, 'amount' | 'outcome' | 'shares'>): { payer: bigint; payee: bigint } {
   const total = micro(proof.amount);
-  const m = proof.outcome === 'released' ? { payer: 0n, payee: total }
-    : proof.outcome === 'refunded' ? { payer: total, payee: 0n }
-    : splitAmount(total, proof.shares?.payeeBps ?? NaN);
+  const m =
+    proof.outcome === 'released'
+      ? { payer: 0n, payee: total }
+      : proof.outcome === 'refunded'
+        ? { payer: total, payee: 0n }
+        : splitAmount(total, proof.shares?.payeeBps ?? NaN);
   return { payer: toWei(m.payer), payee: toWei(m.payee) };
 }

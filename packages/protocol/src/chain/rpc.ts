@@ -11,7 +11,12 @@ export interface RpcOptions {
 
 /** A JSON-RPC error answer from the node (or a transport failure, code null). */
 export class RpcError extends Error {
-  constructor(readonly method: string, message: string, readonly code: number | null = null, readonly data?: unknown) {
+  constructor(
+    readonly method: string,
+    message: string,
+    readonly code: number | null = null,
+    readonly data?: unknown,
+  ) {
     super(`${method}: ${message}`);
     this.name = 'RpcError';
   }

@@ -16,9 +16,7 @@ interface Path {
 // Work items for the explicit stack: emit a value (after `prefix`, which carries the comma
 // and member name), or close a container. Iterative so that any depth JSON.parse accepts
 // canonicalizes without exhausting the call stack.
-type Frame =
-  | { kind: 'value'; value: unknown; prefix: string; path: Path | null }
-  | { kind: 'close'; text: string; container: object };
+type Frame = { kind: 'value'; value: unknown; prefix: string; path: Path | null } | { kind: 'close'; text: string; container: object };
 
 function pointer(path: Path | null): string {
   const keys: string[] = [];

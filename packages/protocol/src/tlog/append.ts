@@ -29,7 +29,9 @@ export interface Appended {
 export function appendBatch(size: number, frontier: NodeRow[], leafHashes: string[]): Appended {
   const want = frontierIds(size);
   if (frontier.length !== want.length || want.some((id, i) => id.level !== frontier[i].level || id.index !== frontier[i].idx)) {
-    throw new Error(`log is inconsistent: a ${size}-leaf tree needs frontier ${JSON.stringify(want)}, found ${JSON.stringify(frontier.map((f) => ({ level: f.level, index: f.idx })))}`);
+    throw new Error(
+      `log is inconsistent: a ${size}-leaf tree needs frontier ${JSON.stringify(want)}, found ${JSON.stringify(frontier.map((f) => ({ level: f.level, index: f.idx })))}`,
+    );
   }
   // The frontier as a stack of complete subtrees; appending a leaf pushes it and merges equal levels.
   const stack = frontier.map((f) => ({ level: f.level, idx: f.idx, bytes: fromHex(f.hash) }));

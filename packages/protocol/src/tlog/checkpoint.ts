@@ -117,8 +117,7 @@ export function verifyNote(note: string, verifier: NoteVerifier): { text: string
   const known = signatures.filter((s) => s.name === verifier.name && bytesEqual(s.keyId, keyId));
   const msg = utf8.encode(text);
   const verified =
-    known.length > 0 &&
-    known.every((s) => s.signature.length === 64 && verifier.verify(s.signature, msg, verifier.publicKey) === true);
+    known.length > 0 && known.every((s) => s.signature.length === 64 && verifier.verify(s.signature, msg, verifier.publicKey) === true);
   return { text, verified };
 }
 

@@ -2,7 +2,15 @@
 // "cosignature/v1\ntime <T>\n" followed by the checkpoint text, carried as a signed-note line whose
 // blob is keyID (4) || timestamp (8, big-endian seconds) || signature (64), key type 0x04.
 import { sign as edSign, verify as edVerify } from '../crypto/ed25519.ts';
-import { COSIGNATURE_ALG, formatSignatureLine, noteKeyHash, parseVerifierKey, splitNote, type NoteSignature, type VerifierKey } from './checkpoint.ts';
+import {
+  COSIGNATURE_ALG,
+  formatSignatureLine,
+  noteKeyHash,
+  parseVerifierKey,
+  splitNote,
+  type NoteSignature,
+  type VerifierKey,
+} from './checkpoint.ts';
 import { bytesEqual } from './hash.ts';
 
 const utf8 = new TextEncoder();
@@ -21,7 +29,11 @@ export function parseWitnessKey(vkey: string): VerifierKey {
 }
 
 /** A cosignature line for `checkpointText` (the witness side; tests and tools). */
-export function cosign(checkpointText: string, witness: { name: string; publicKey: Uint8Array; secretKey: Uint8Array }, timestamp: number): string {
+export function cosign(
+  checkpointText: string,
+  witness: { name: string; publicKey: Uint8Array; secretKey: Uint8Array },
+  timestamp: number,
+): string {
   const sig = edSign(cosignedMessage(checkpointText, timestamp), witness.secretKey);
   const blob = new Uint8Array(72);
   new DataView(blob.buffer).setBigUint64(0, BigInt(timestamp));

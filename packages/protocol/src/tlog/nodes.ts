@@ -39,7 +39,10 @@ export function childrenOf(id: NodeId): [NodeId, NodeId] {
   }
   checkCount('index', id.index);
   const level = id.level - 1;
-  return [{ level, index: id.index * 2 }, { level, index: id.index * 2 + 1 }];
+  return [
+    { level, index: id.index * 2 },
+    { level, index: id.index * 2 + 1 },
+  ];
 }
 
 /**

@@ -1,13 +1,6 @@
 // Builds RFC 6962 roots, inclusion and consistency proofs from stored complete-subtree hashes with one batched read.
 import { EMPTY_ROOT, isHash, nodeHash } from './hash.ts';
-import {
-  consistencyPlan,
-  foldPlan,
-  inclusionPlan,
-  rootPlan,
-  type NodeId,
-  type ProofPlan,
-} from './nodes.ts';
+import { consistencyPlan, foldPlan, inclusionPlan, rootPlan, type NodeId, type ProofPlan } from './nodes.ts';
 
 /** Returns the stored hash of every id, in the same order; called at most once per proof. */
 export type HashReader = (ids: NodeId[]) => Promise<Uint8Array[]>;

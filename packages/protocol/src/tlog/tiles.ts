@@ -30,7 +30,8 @@ export function formatTileIndex(n: number): string {
 /** The path of a tile under the log prefix: `tile/<L>/<N>[.p/<W>]` or `tile/entries/<N>[.p/<W>]`. */
 export function tilePath(t: TileRef): string {
   if (!Number.isInteger(t.width) || t.width < 1 || t.width > TILE_WIDTH) throw new RangeError('tile width must be 1..256');
-  if (t.level !== 'entries' && (!Number.isInteger(t.level) || t.level < 0 || t.level > MAX_TILE_LEVEL)) throw new RangeError('tile level must be 0..63');
+  if (t.level !== 'entries' && (!Number.isInteger(t.level) || t.level < 0 || t.level > MAX_TILE_LEVEL))
+    throw new RangeError('tile level must be 0..63');
   return `tile/${t.level}/${formatTileIndex(t.index)}${t.width < TILE_WIDTH ? `.p/${t.width}` : ''}`;
 }
 
@@ -45,11 +46,15 @@ export function parseTilePath(rest: string): TileRef {
   let level: number | 'entries';
   if (levelText === 'entries') level = 'entries';
   else if (/^(0|[1-9][0-9]?)$/.test(levelText) && Number(levelText) <= MAX_TILE_LEVEL) level = Number(levelText);
-  else throw new TypeError(`tile level must be "entries" or a decimal 0-63 without leading zeros, got ${JSON.stringify(levelText.slice(0, 20))}`);
+  else
+    throw new TypeError(
+      `tile level must be "entries" or a decimal 0-63 without leading zeros, got ${JSON.stringify(levelText.slice(0, 20))}`,
+    );
   let width = TILE_WIDTH;
   const last = parts[parts.length - 1];
   if (parts.length >= 2 && parts[parts.length - 2].endsWith('.p')) {
-    if (!/^[1-9][0-9]{0,2}$/.test(last) || Number(last) > 255) throw new TypeError(`partial tile width must be a decimal 1-255 without leading zeros, got ${JSON.stringify(last.slice(0, 20))}`);
+    if (!/^[1-9][0-9]{0,2}$/.test(last) || Number(last) > 255)
+      throw new TypeError(`partial tile width must be a decimal 1-255 without leading zeros, got ${JSON.stringify(last.slice(0, 20))}`);
     width = Number(last);
     parts.pop();
     parts[parts.length - 1] = parts[parts.length - 1].slice(0, -2);
@@ -58,7 +63,10 @@ export function parseTilePath(rest: string): TileRef {
   let index = 0;
   parts.forEach((p, i) => {
     const want = i < parts.length - 1 ? /^x[0-9]{3}$/ : /^[0-9]{3}$/;
-    if (!want.test(p)) throw new TypeError(`tile index element ${JSON.stringify(p.slice(0, 20))} must be ${i < parts.length - 1 ? '"x" and 3 digits' : '3 digits'}`);
+    if (!want.test(p))
+      throw new TypeError(
+        `tile index element ${JSON.stringify(p.slice(0, 20))} must be ${i < parts.length - 1 ? '"x" and 3 digits' : '3 digits'}`,
+      );
     index = index * 1000 + Number(p.replace('x', ''));
   });
   if (parts.length > 1 && parts[0] === 'x000') throw new TypeError('tile index must not start with x000 (use the shortest form)');
@@ -83,7 +91,8 @@ export type TileFetcher = (tile: TileRef) => Promise<Uint8Array>;
 
 /** Splits a hash tile into its hashes; throws when its length is not width * 32. */
 export function tileHashes(bytes: Uint8Array, width: number): Uint8Array[] {
-  if (!(bytes instanceof Uint8Array) || bytes.length !== width * 32) throw new TypeError(`a hash tile of width ${width} must be ${width * 32} bytes, got ${bytes?.length}`);
+  if (!(bytes instanceof Uint8Array) || bytes.length !== width * 32)
+    throw new TypeError(`a hash tile of width ${width} must be ${width * 32} bytes, got ${bytes?.length}`);
   return Array.from({ length: width }, (_, i) => bytes.slice(i * 32, i * 32 + 32));
 }
 
@@ -141,7 +150,8 @@ export function tileHashReader(size: number, fetchTile: TileFetcher): (ids: Node
     return h;
   };
   const node = async (id: NodeId): Promise<Uint8Array> => {
-    if (id.index >= nodesAtLevel(size, id.level)) throw new RangeError(`node ${id.level}/${id.index} is not complete in a ${size}-leaf tree`);
+    if (id.index >= nodesAtLevel(size, id.level))
+      throw new RangeError(`node ${id.level}/${id.index} is not complete in a ${size}-leaf tree`);
     const base = id.level - (id.level % TILE_HEIGHT);
     const span = 2 ** (id.level - base);
     let row = await Promise.all(Array.from({ length: span }, (_, i) => stored(base, id.index * span + i)));

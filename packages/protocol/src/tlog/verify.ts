@@ -35,12 +35,7 @@ function isPowerOfTwo(n: number): boolean {
  * Recomputes the root implied by an audit path (RFC 9162 §2.1.3.2 steps 1-5, without the final
  * comparison). Returns null when the path cannot belong to leaf `index` of a `size`-leaf tree.
  */
-export function rootFromInclusionProof(
-  leafHash: Uint8Array,
-  index: number,
-  size: number,
-  path: Uint8Array[],
-): Uint8Array | null {
+export function rootFromInclusionProof(leafHash: Uint8Array, index: number, size: number, path: Uint8Array[]): Uint8Array | null {
   checkHash('leafHash', leafHash);
   checkSize('index', index);
   checkSize('size', size);
@@ -67,13 +62,7 @@ export function rootFromInclusionProof(
 }
 
 /** True iff `path` proves leaf `leafHash` is at `index` in the tree of `size` leaves with `root`. */
-export function verifyInclusion(
-  leafHash: Uint8Array,
-  index: number,
-  size: number,
-  path: Uint8Array[],
-  root: Uint8Array,
-): boolean {
+export function verifyInclusion(leafHash: Uint8Array, index: number, size: number, path: Uint8Array[], root: Uint8Array): boolean {
   checkHash('root', root);
   const computed = rootFromInclusionProof(leafHash, index, size, path);
   return computed !== null && bytesEqual(computed, root);
@@ -85,13 +74,7 @@ export function verifyInclusion(
  * meaningless (RFC 9162 §2.1.4.1 defines proofs for 0 < m). size1 == size2 needs an empty proof
  * and equal roots.
  */
-export function verifyConsistency(
-  size1: number,
-  size2: number,
-  root1: Uint8Array,
-  root2: Uint8Array,
-  proof: Uint8Array[],
-): boolean {
+export function verifyConsistency(size1: number, size2: number, root1: Uint8Array, root2: Uint8Array, proof: Uint8Array[]): boolean {
   checkSize('size1', size1);
   checkSize('size2', size2);
   checkHash('root1', root1);

@@ -11,7 +11,11 @@ import { proofSection } from './proof.ts';
 
 const POLL_MS = 2000;
 const TERMINAL = new Set(['settled', 'resolved', 'refunded']);
-const orNull = async <T>(p: Promise<T>): Promise<T | null> => p.catch((e) => { if (e instanceof ApiError && e.status === 404) return null; throw e; });
+const orNull = async <T>(p: Promise<T>): Promise<T | null> =>
+  p.catch((e) => {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  });
 
 export async function escrowView(main: HTMLElement, params: Record<string, string>) {
   const id = params.id;
@@ -20,7 +24,10 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
 
   async function load() {
     const [escrow, trail, events, attempts] = await Promise.all([
-      api.escrows.get(id), api.escrows.trail(id), api.escrows.events(id), api.webhooks.attempts({ escrowId: id }),
+      api.escrows.get(id),
+      api.escrows.trail(id),
+      api.escrows.events(id),
+      api.webhooks.attempts({ escrowId: id }),
     ]);
     // Ask only for what the trail says exists, so an open matter does not answer with 404s.
     const seen = new Set<string>(trail.entries.map((t) => t.event));
@@ -35,34 +42,103 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
   }
   const version = (e: Escrow, a: WebhookAttempt[]) => `${e.updatedAt}|${e.state}|${e.custody?.status}|${a[0]?.id ?? ''}`;
 
-  function render(e: Escrow, trail: { entries: TrailEntry[]; intactUpTo: number | null }, events: EngineEvent[], attempts: WebhookAttempt[],
-    custody: CustodyEntry | null, dispute: Dispute | null, proof: Proof | null) {
-    const path = pathTaken(trail.entries.map((t) => t.event), e.state);
-    const role = (k: string) => (k === e.payer.publicKey ? 'payer' : k === e.payee.publicKey ? 'payee' : k === e.arbiter?.publicKey ? 'arbiter' : 'key');
-    mount(main,
+  function render(
+    e: Escrow,
+    trail: { entries: TrailEntry[]; intactUpTo: number | null },
+    events: EngineEvent[],
+    attempts: WebhookAttempt[],
+    custody: CustodyEntry | null,
+    dispute: Dispute | null,
+    proof: Proof | null,
+  ) {
+    const path = pathTaken(
+      trail.entries.map((t) => t.event),
+      e.state,
+    );
+    const role = (k: string) =>
+      k === e.payer.publicKey ? 'payer' : k === e.payee.publicKey ? 'payee' : k === e.arbiter?.publicKey ? 'arbiter' : 'key';
+    mount(
+      main,
       h('p', { class: 'crumbs' }, h('a', { href: '#/escrows' }, 'Escrows'), ' / ', id),
-      h('h1', null, 'Escrow ', h('code', null, id), ' ', h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state)),
-      h('dl', { class: 'facts' },
-        h('dt', null, 'Amount'), h('dd', null, `${e.amount} ${e.asset}`),
-        h('dt', null, 'Payer'), h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
-        h('dt', null, 'Payee'), h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
+      h(
+        'h1',
+        null,
+        'Escrow ',
+        h('code', null, id),
+        ' ',
+        h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state),
+      ),
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', null, 'Amount'),
+        h('dd', null, `${e.amount} ${e.asset}`),
+        h('dt', null, 'Payer'),
+        h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
+        h('dt', null, 'Payee'),
+        h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
         e.arbiter ? [h('dt', null, 'Arbiter'), h('dd', null, short(e.arbiter.publicKey, 16))] : null,
-        h('dt', null, 'Terms'), h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`),
-        h('dt', null, 'Deadline'), h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
-        h('dt', null, 'Custody'), h('dd', null, e.custody?.status ?? '—'),
-        h('dt', null, 'Created'), h('dd', null, when(e.createdAt))),
+        h('dt', null, 'Terms'),
+        h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`),
+        h('dt', null, 'Deadline'),
+        h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
+        h('dt', null, 'Custody'),
+        h('dd', null, e.custody?.status ?? '—'),
+        h('dt', null, 'Created'),
+        h('dd', null, when(e.createdAt)),
+      ),
       e.custody?.status === 'settle-failed' ? retryCustody() : null,
       section('State machine', stateMachine(path, e.state)),
       section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
-      section('Events', events.length === 0 ? h('p', null, 'No events.') : table(['#', 'event', 'at', 'data'], events.map((ev, i) => [
-        String(i), h('code', null, ev.event), when(ev.at), h('details', null, h('summary', null, 'data'), pre(ev.data))]), 'Events exactly as webhooks receive them')),
-      section('Webhook attempts', attempts.length === 0 ? h('p', null, 'No webhook attempts (no URL registered, or none sent yet).') : table(['event', 'url', 'attempt', 'result', 'duration', 'at'], attempts.map((a) => [
-        h('code', null, `${a.index} ${a.event}`), a.url, String(a.attempt),
-        h('span', { class: a.outcome === 'delivered' ? 'badge ok' : 'badge bad' }, a.status ? `HTTP ${a.status}` : a.error ?? '', ` (${a.outcome})`),
-        `${a.durationMs} ms`, when(a.at)]), 'Every POST to every registered URL, oldest first')),
-      section('Custody journal', custody ? h('dl', { class: 'facts' },
-        Object.entries(custody).filter(([k]) => k !== 'escrowId').map(([k, v]) => [h('dt', null, k), h('dd', null, typeof v === 'object' ? pre(v) : String(v))]))
-        : h('p', null, 'No settlement attempted yet.')),
+      section(
+        'Events',
+        events.length === 0
+          ? h('p', null, 'No events.')
+          : table(
+              ['#', 'event', 'at', 'data'],
+              events.map((ev, i) => [
+                String(i),
+                h('code', null, ev.event),
+                when(ev.at),
+                h('details', null, h('summary', null, 'data'), pre(ev.data)),
+              ]),
+              'Events exactly as webhooks receive them',
+            ),
+      ),
+      section(
+        'Webhook attempts',
+        attempts.length === 0
+          ? h('p', null, 'No webhook attempts (no URL registered, or none sent yet).')
+          : table(
+              ['event', 'url', 'attempt', 'result', 'duration', 'at'],
+              attempts.map((a) => [
+                h('code', null, `${a.index} ${a.event}`),
+                a.url,
+                String(a.attempt),
+                h(
+                  'span',
+                  { class: a.outcome === 'delivered' ? 'badge ok' : 'badge bad' },
+                  a.status ? `HTTP ${a.status}` : (a.error ?? ''),
+                  ` (${a.outcome})`,
+                ),
+                `${a.durationMs} ms`,
+                when(a.at),
+              ]),
+              'Every POST to every registered URL, oldest first',
+            ),
+      ),
+      section(
+        'Custody journal',
+        custody
+          ? h(
+              'dl',
+              { class: 'facts' },
+              Object.entries(custody)
+                .filter(([k]) => k !== 'escrowId')
+                .map(([k, v]) => [h('dt', null, k), h('dd', null, typeof v === 'object' ? pre(v) : String(v))]),
+            )
+          : h('p', null, 'No settlement attempted yet.'),
+      ),
       section('Dispute', dispute ? disputeBlock(dispute, e, role) : h('p', null, 'No dispute.')),
       section('Proof', proof ? proofSection(proof) : h('p', null, 'The matter has not closed: no proof yet.')),
     );
@@ -70,14 +146,29 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
 
   function retryCustody() {
     const out = h('span', { role: 'status' });
-    return h('div', { class: 'card warn' }, h('p', null, 'The last settlement attempt failed; custody keeps the journal entry for a retry.'),
-      h('button', { type: 'button', onclick: async () => {
-        try {
-          await api.escrows.retryCustody(id);
-          out.textContent = 'Custody confirmed.';
-          await load();
-        } catch (err) { out.replaceChildren(errorBox(err)); }
-      } }, 'Retry custody settlement'), ' ', out);
+    return h(
+      'div',
+      { class: 'card warn' },
+      h('p', null, 'The last settlement attempt failed; custody keeps the journal entry for a retry.'),
+      h(
+        'button',
+        {
+          type: 'button',
+          onclick: async () => {
+            try {
+              await api.escrows.retryCustody(id);
+              out.textContent = 'Custody confirmed.';
+              await load();
+            } catch (err) {
+              out.replaceChildren(errorBox(err));
+            }
+          },
+        },
+        'Retry custody settlement',
+      ),
+      ' ',
+      out,
+    );
   }
 
   await load();
@@ -86,29 +177,71 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
     try {
       const [e, a] = await Promise.all([api.escrows.get(id), api.webhooks.attempts({ escrowId: id, limit: 1 })]);
       if (version(e, a.attempts) !== shown && !stopped) await load();
-    } catch { /* keep showing the last good page */ }
+    } catch {
+      /* keep showing the last good page */
+    }
   }, POLL_MS);
-  return () => { stopped = true; clearInterval(timer); };
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
   const r = d.ruling;
-  const signers = !r ? [] : r.decidedBy === 'co-signature' ? [`payer ${e.payer.publicKey}`, `payee ${e.payee.publicKey}`]
-    : r.decidedBy === 'arbiter' ? [`arbiter ${e.arbiter?.publicKey}`] : [];
-  return h('div', null,
-    h('dl', { class: 'facts' },
-      h('dt', null, 'Dispute'), h('dd', null, h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)),
-      h('dt', null, 'Opened by'), h('dd', null, role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)),
-      h('dt', null, 'Reason'), h('dd', null, d.reason || '—')),
+  const signers = !r
+    ? []
+    : r.decidedBy === 'co-signature'
+      ? [`payer ${e.payer.publicKey}`, `payee ${e.payee.publicKey}`]
+      : r.decidedBy === 'arbiter'
+        ? [`arbiter ${e.arbiter?.publicKey}`]
+        : [];
+  return h(
+    'div',
+    null,
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', null, 'Dispute'),
+      h('dd', null, h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)),
+      h('dt', null, 'Opened by'),
+      h('dd', null, role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)),
+      h('dt', null, 'Reason'),
+      h('dd', null, d.reason || '—'),
+    ),
     h('h3', null, 'Evidence'),
-    d.evidence.length === 0 ? h('p', null, 'None.') : table(['party', 'content hash', 'note', 'at'], d.evidence.map((ev) => [
-      `${role(ev.party)} `, short(ev.contentHash), ev.note || '—', when(ev.submittedAt)])),
+    d.evidence.length === 0
+      ? h('p', null, 'None.')
+      : table(
+          ['party', 'content hash', 'note', 'at'],
+          d.evidence.map((ev) => [`${role(ev.party)} `, short(ev.contentHash), ev.note || '—', when(ev.submittedAt)]),
+        ),
     h('h3', null, 'Ruling'),
-    !r ? h('p', null, 'Not ruled yet. It closes by a co-signed or arbiter-signed ruling, or by timeout at the deadline.')
-      : h('dl', { class: 'facts', 'data-testid': 'ruling' },
-        h('dt', null, 'Outcome'), h('dd', null, r.outcome, r.shares ? ` (payer ${r.shares.payerBps / 100}%, payee ${r.shares.payeeBps / 100}%)` : ''),
-        h('dt', null, 'Decided by'), h('dd', null, r.decidedBy),
-        h('dt', null, 'Signed by'), h('dd', null, signers.length ? h('ul', null, signers.map((x) => h('li', null, h('code', null, x)))) : 'nobody: the deadline passed in silence (timeoutRuling)'),
-        h('dt', null, 'Rationale'), h('dd', null, r.rationale || '—'),
-        h('dt', null, 'Decided at'), h('dd', null, when(r.decidedAt))));
+    !r
+      ? h('p', null, 'Not ruled yet. It closes by a co-signed or arbiter-signed ruling, or by timeout at the deadline.')
+      : h(
+          'dl',
+          { class: 'facts', 'data-testid': 'ruling' },
+          h('dt', null, 'Outcome'),
+          h('dd', null, r.outcome, r.shares ? ` (payer ${r.shares.payerBps / 100}%, payee ${r.shares.payeeBps / 100}%)` : ''),
+          h('dt', null, 'Decided by'),
+          h('dd', null, r.decidedBy),
+          h('dt', null, 'Signed by'),
+          h(
+            'dd',
+            null,
+            signers.length
+              ? h(
+                  'ul',
+                  null,
+                  signers.map((x) => h('li', null, h('code', null, x))),
+                )
+              : 'nobody: the deadline passed in silence (timeoutRuling)',
+          ),
+          h('dt', null, 'Rationale'),
+          h('dd', null, r.rationale || '—'),
+          h('dt', null, 'Decided at'),
+          h('dd', null, when(r.decidedAt)),
+        ),
+  );
 }

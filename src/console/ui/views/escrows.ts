@@ -18,23 +18,43 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
     if (over.cursor) p.set('cursor', over.cursor);
     return `#/escrows${p.size ? `?${p}` : ''}`;
   };
-  const select = h('select', { id: 'state-filter', onchange: (e: Event) => { location.hash = link({ state: (e.target as HTMLSelectElement).value }); } },
-    h('option', { value: '' }, 'any state'), STATES.map((s) => h('option', { value: s, selected: s === state }, s)));
-  mount(main,
+  const select = h(
+    'select',
+    {
+      id: 'state-filter',
+      onchange: (e: Event) => {
+        location.hash = link({ state: (e.target as HTMLSelectElement).value });
+      },
+    },
+    h('option', { value: '' }, 'any state'),
+    STATES.map((s) => h('option', { value: s, selected: s === state }, s)),
+  );
+  mount(
+    main,
     h('h1', null, 'Escrows'),
     h('div', { class: 'toolbar' }, h('label', { for: 'state-filter' }, 'State'), select),
     page.escrows.length === 0
       ? h('p', { class: 'empty' }, state ? `No escrow is ${state}.` : 'No escrows yet. ', state ? null : emptyHint())
-      : table(['escrow', 'state', 'amount', 'payer', 'payee', 'created', 'deadline'], page.escrows.map((e) => [
-        h('a', { href: `#/escrows/${e.id}` }, e.id),
-        h('span', { class: `state st-${e.state}` }, e.state),
-        `${e.amount} ${e.asset}`,
-        short(e.payer.publicKey), short(e.payee.publicKey),
-        when(e.createdAt), when(e.deadlineAt),
-      ]), `Escrows${state ? ` in state ${state}` : ''}, oldest first, ${PAGE} per page`),
-    h('nav', { class: 'pager', 'aria-label': 'Pages' },
+      : table(
+          ['escrow', 'state', 'amount', 'payer', 'payee', 'created', 'deadline'],
+          page.escrows.map((e) => [
+            h('a', { href: `#/escrows/${e.id}` }, e.id),
+            h('span', { class: `state st-${e.state}` }, e.state),
+            `${e.amount} ${e.asset}`,
+            short(e.payer.publicKey),
+            short(e.payee.publicKey),
+            when(e.createdAt),
+            when(e.deadlineAt),
+          ]),
+          `Escrows${state ? ` in state ${state}` : ''}, oldest first, ${PAGE} per page`,
+        ),
+    h(
+      'nav',
+      { class: 'pager', 'aria-label': 'Pages' },
       cursor ? h('a', { href: link({}) }, '« First page') : null,
-      page.nextCursor ? h('a', { href: link({ cursor: page.nextCursor }), rel: 'next' }, 'Next page »') : null));
+      page.nextCursor ? h('a', { href: link({ cursor: page.nextCursor }), rel: 'next' }, 'Next page »') : null,
+    ),
+  );
 }
 
 /**

@@ -4,7 +4,11 @@ import { nodeHash } from '@escrow-settlement/protocol/tlog/hash';
 import { fromHex, toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { badge, h, s } from '../dom.ts';
 
-interface Step { sibling: string; siblingLeft: boolean; parent: string }
+interface Step {
+  sibling: string;
+  siblingLeft: boolean;
+  parent: string;
+}
 
 /** The same walk as rootFromInclusionProof, keeping each level so it can be drawn. */
 export function inclusionSteps(leafHash: string, index: number, size: number, path: string[]): { steps: Step[]; root: string | null } {
@@ -19,7 +23,11 @@ export function inclusionSteps(leafHash: string, index: number, size: number, pa
     const sib = fromHex(p);
     const left = odd(fn) || fn === sn;
     r = left ? nodeHash(sib, r) : nodeHash(r, sib);
-    if (left) while (!odd(fn) && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    if (left)
+      while (!odd(fn) && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
+      }
     steps.push({ sibling: p, siblingLeft: left, parent: toHex(r) });
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
@@ -29,26 +37,67 @@ export function inclusionSteps(leafHash: string, index: number, size: number, pa
 
 const cut = (x: string) => `${x.slice(0, 12)}…`;
 
-export function inclusionDrawing(p: { proofId: string; leafIndex: number; leafHash: string; logSize: number; rootHash: string; auditPath: string[] }): HTMLElement {
+export function inclusionDrawing(p: {
+  proofId: string;
+  leafIndex: number;
+  leafHash: string;
+  logSize: number;
+  rootHash: string;
+  auditPath: string[];
+}): HTMLElement {
   const { steps, root } = inclusionSteps(p.leafHash, p.leafIndex, p.logSize, p.auditPath);
   const ok = root === p.rootHash;
   const rowH = 64;
   const height = (steps.length + 1) * rowH + 20;
   const y = (level: number) => height - 30 - level * rowH;
-  const box = (x: number, yy: number, label: string, cls: string, title: string) => s('g', { class: `tnode ${cls}` },
-    s('title', null, title), s('rect', { x: x - 100, y: yy - 14, width: 200, height: 28, rx: 6 }), s('text', { x, y: yy + 5, 'text-anchor': 'middle' }, label));
+  const box = (x: number, yy: number, label: string, cls: string, title: string) =>
+    s(
+      'g',
+      { class: `tnode ${cls}` },
+      s('title', null, title),
+      s('rect', { x: x - 100, y: yy - 14, width: 200, height: 28, rx: 6 }),
+      s('text', { x, y: yy + 5, 'text-anchor': 'middle' }, label),
+    );
   const parts: SVGElement[] = [box(360, y(0), `leaf ${p.leafIndex}: ${cut(p.leafHash)}`, 'path', `leaf hash ${p.leafHash}`)];
   steps.forEach((st, i) => {
     const sx = st.siblingLeft ? 110 : 610;
     parts.push(s('line', { x1: 360, y1: y(i) - 14, x2: 360, y2: y(i + 1) + 14, class: 'tedge path' }));
     parts.push(s('line', { x1: sx, y1: y(i) - 14, x2: 360, y2: y(i + 1) + 14, class: 'tedge' }));
-    parts.push(box(sx, y(i), `sibling ${cut(st.sibling)}`, 'sibling', `audit path[${i}] ${st.sibling} (${st.siblingLeft ? 'left' : 'right'})`));
+    parts.push(
+      box(sx, y(i), `sibling ${cut(st.sibling)}`, 'sibling', `audit path[${i}] ${st.sibling} (${st.siblingLeft ? 'left' : 'right'})`),
+    );
     const last = i === steps.length - 1;
-    parts.push(box(360, y(i + 1), `${last ? 'root' : 'node'} ${cut(st.parent)}`, last ? (ok ? 'path root ok' : 'path root bad') : 'path', `${last ? 'recomputed root' : 'node'} ${st.parent}`));
+    parts.push(
+      box(
+        360,
+        y(i + 1),
+        `${last ? 'root' : 'node'} ${cut(st.parent)}`,
+        last ? (ok ? 'path root ok' : 'path root bad') : 'path',
+        `${last ? 'recomputed root' : 'node'} ${st.parent}`,
+      ),
+    );
   });
-  const svg = s('svg', { viewBox: `0 0 720 ${height}`, class: 'tree', role: 'img', 'aria-label': `Inclusion path of leaf ${p.leafIndex} in a ${p.logSize}-leaf log: ${steps.length} sibling hashes up to the root` }, parts);
-  return h('figure', { class: 'inclusion', 'data-testid': 'inclusion' },
+  const svg = s(
+    'svg',
+    {
+      viewBox: `0 0 720 ${height}`,
+      class: 'tree',
+      role: 'img',
+      'aria-label': `Inclusion path of leaf ${p.leafIndex} in a ${p.logSize}-leaf log: ${steps.length} sibling hashes up to the root`,
+    },
+    parts,
+  );
+  return h(
+    'figure',
+    { class: 'inclusion', 'data-testid': 'inclusion' },
     svg as unknown as HTMLElement,
-    h('figcaption', null, badge(ok, 'root recomputed here equals rootHash', 'recomputed root differs from rootHash'),
-      ` Leaf ${p.leafIndex} of ${p.logSize} (proof ${p.proofId}); root `, h('code', { title: p.rootHash }, cut(p.rootHash)), '.'));
+    h(
+      'figcaption',
+      null,
+      badge(ok, 'root recomputed here equals rootHash', 'recomputed root differs from rootHash'),
+      ` Leaf ${p.leafIndex} of ${p.logSize} (proof ${p.proofId}); root `,
+      h('code', { title: p.rootHash }, cut(p.rootHash)),
+      '.',
+    ),
+  );
 }

@@ -9,19 +9,52 @@ export function pinControls(onChange?: () => void): HTMLElement {
   const box = h('div', { class: 'pins', 'data-testid': 'pins' });
   const draw = () => {
     const pins = pinnedKeys();
-    box.replaceChildren(pins.length
-      ? h('p', null, `Pinned issuer key${pins.length > 1 ? 's' : ''} (kept in this browser): `,
-        pins.map((k) => h('span', { class: 'pin' }, h('code', null, k.keyId ?? ''), ' ', short(k.publicKey, 16))), ' ',
-        h('button', { type: 'button', class: 'link', onclick: () => { forgetPins(); draw(); onChange?.(); } }, 'Forget pinned keys'))
-      : h('p', null, 'No issuer key is pinned. ',
-        h('button', { type: 'button', 'data-testid': 'pin-keys', onclick: async () => {
-          try {
-            pinKeys(await fetchIssuerKeys());
-            draw();
-            onChange?.();
-          } catch (err) { box.append(errorBox(err)); }
-        } }, PIN_BUTTON),
-        ' (asked once; later verifications use the pin, not the server).'));
+    box.replaceChildren(
+      pins.length
+        ? h(
+            'p',
+            null,
+            `Pinned issuer key${pins.length > 1 ? 's' : ''} (kept in this browser): `,
+            pins.map((k) => h('span', { class: 'pin' }, h('code', null, k.keyId ?? ''), ' ', short(k.publicKey, 16))),
+            ' ',
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'link',
+                onclick: () => {
+                  forgetPins();
+                  draw();
+                  onChange?.();
+                },
+              },
+              'Forget pinned keys',
+            ),
+          )
+        : h(
+            'p',
+            null,
+            'No issuer key is pinned. ',
+            h(
+              'button',
+              {
+                type: 'button',
+                'data-testid': 'pin-keys',
+                onclick: async () => {
+                  try {
+                    pinKeys(await fetchIssuerKeys());
+                    draw();
+                    onChange?.();
+                  } catch (err) {
+                    box.append(errorBox(err));
+                  }
+                },
+              },
+              PIN_BUTTON,
+            ),
+            ' (asked once; later verifications use the pin, not the server).',
+          ),
+    );
   };
   draw();
   return box;

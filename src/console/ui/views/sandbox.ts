@@ -25,13 +25,23 @@ async function clockNow(): Promise<string | null> {
 export async function demoMatter(kind: 'settled' | 'disputed'): Promise<string> {
   const [payer, payee] = await Promise.all([api.agents.create({ label: 'demo payer' }), api.agents.create({ label: 'demo payee' })]);
   const escrow = await api.escrows.create({
-    amount: '25', asset: 'USDC', payerAgentId: payer.id, payeeAgentId: payee.id,
-    terms: { description: 'Demo: a JSON report with a title and a score from 0 to 100', checks: [
-      { kind: 'shape', requiredFields: ['title', 'score'] },
-      { kind: 'predicate', name: 'number-range', params: { pointer: '/score', min: 0, max: 100 } }] },
+    amount: '25',
+    asset: 'USDC',
+    payerAgentId: payer.id,
+    payeeAgentId: payee.id,
+    terms: {
+      description: 'Demo: a JSON report with a title and a score from 0 to 100',
+      checks: [
+        { kind: 'shape', requiredFields: ['title', 'score'] },
+        { kind: 'predicate', name: 'number-range', params: { pointer: '/score', min: 0, max: 100 } },
+      ],
+    },
   });
   await api.escrows.fund(escrow.id);
-  await api.escrows.deliver(escrow.id, { agentId: payee.id, payload: kind === 'settled' ? { title: 'Quarterly report', score: 87 } : { title: 'Quarterly report' } });
+  await api.escrows.deliver(escrow.id, {
+    agentId: payee.id,
+    payload: kind === 'settled' ? { title: 'Quarterly report', score: 87 } : { title: 'Quarterly report' },
+  });
   if (kind === 'disputed') await api.disputes.open(escrow.id, { agentId: payer.id, reason: 'the report has no score' });
   return escrow.id;
 }
@@ -41,10 +51,18 @@ const POLL_MS = 2000;
 
 /** The open escrows with the soonest deadlines, redrawn as they close. */
 function deadlinesTable(tracked: Escrow[], now: string | null): HTMLElement {
-  if (tracked.length === 0) return h('p', null, 'No open escrow has a deadline. Create a disputed demo matter, then advance the clock by 3 days.');
-  return table(['escrow', 'state', 'deadline', 'status'], tracked.map((e) => [
-    h('a', { href: `#/escrows/${e.id}` }, e.id), h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state), when(e.deadlineAt),
-    !e.deadlineAt ? 'closed' : now && e.deadlineAt <= now ? 'due: closes in the next sweep' : 'not due']), `Open escrows with the soonest deadlines (up to ${TRACKED}), refreshed every 2 s`);
+  if (tracked.length === 0)
+    return h('p', null, 'No open escrow has a deadline. Create a disputed demo matter, then advance the clock by 3 days.');
+  return table(
+    ['escrow', 'state', 'deadline', 'status'],
+    tracked.map((e) => [
+      h('a', { href: `#/escrows/${e.id}` }, e.id),
+      h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state),
+      when(e.deadlineAt),
+      !e.deadlineAt ? 'closed' : now && e.deadlineAt <= now ? 'due: closes in the next sweep' : 'not due',
+    ]),
+    `Open escrows with the soonest deadlines (up to ${TRACKED}), refreshed every 2 s`,
+  );
 }
 
 export async function sandboxView(main: HTMLElement) {
@@ -65,39 +83,126 @@ export async function sandboxView(main: HTMLElement) {
     try {
       const msg = await fn();
       if (msg) status.replaceChildren(h('p', null, msg));
-    } catch (err) { status.replaceChildren(errorBox(err)); }
+    } catch (err) {
+      status.replaceChildren(errorBox(err));
+    }
   };
   const amount = h('input', { id: 'advance-amount', type: 'number', min: 1, value: 3, required: true });
-  const unit = h('select', { id: 'advance-unit' }, Object.keys(UNITS).map((u) => h('option', { value: u, selected: u === 'days' }, u)));
+  const unit = h(
+    'select',
+    { id: 'advance-unit' },
+    Object.keys(UNITS).map((u) => h('option', { value: u, selected: u === 'days' }, u)),
+  );
   const clockShown = h('span', { 'data-testid': 'clock-now' }, now ? when(now) : 'not reported by this service');
   const failCount = h('input', { id: 'fail-count', type: 'number', min: 0, max: 1000, value: 1, required: true });
-  mount(main,
+  mount(
+    main,
     h('h1', null, 'Sandbox controls'),
     h('p', null, 'These routes exist only in the open sandbox; a hosted deployment refuses them (403).'),
-    section('Demo matter',
-      h('p', null, 'Creates two agents, an escrow, funds it and delivers, in a few seconds. Settled: the delivery passes its checks and the proof is issued. Disputed: the delivery fails a check and the payer opens a dispute, which closes by timeout when you advance the clock past its deadline (3 days).'),
-      h('div', { class: 'buttons' },
-        h('button', { type: 'button', 'data-testid': 'demo-settled', onclick: act(async () => { location.hash = `#/escrows/${await demoMatter('settled')}`; }) }, 'Create a settled demo matter'),
-        h('button', { type: 'button', 'data-testid': 'demo-disputed', onclick: act(async () => { location.hash = `#/escrows/${await demoMatter('disputed')}`; }) }, 'Create a disputed demo matter'))),
-    section('Clock',
-      h('p', null, 'Service time: ', clockShown, '. Moving it forward makes due deadlines close in the next sweep (about a second); open an escrow page to watch.'),
-      h('form', { class: 'inline', onsubmit: act(async () => {
-        const seconds = Number(amount.value) * UNITS[unit.value];
-        const r = await api.sandbox.advanceClock(seconds);
-        now = r.now;
-        clockShown.replaceChildren(when(r.now));
-        deadlines.replaceChildren(deadlinesTable(tracked, now));
-        return `Clock advanced by ${amount.value} ${unit.value}; service time is now ${r.now}.`;
-      }) }, h('label', { for: 'advance-amount' }, 'Advance by'), amount, h('label', { for: 'advance-unit', class: 'sr-only' }, 'Unit'), unit,
-      h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock')),
-      h('h3', null, 'Deadlines'), deadlines),
-    section('Custody faults',
-      h('form', { class: 'inline', onsubmit: act(async () => `The next ${(await api.sandbox.failNext(Number(failCount.value))).failNext} settlement attempts will fail.`) },
-        h('label', { for: 'fail-count' }, 'Make the next settlements fail'), failCount, h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set')),
-      waiting.length === 0 ? h('p', null, 'No escrow is waiting for a custody retry.') : table(['escrow', 'state', 'updated', 'action'], waiting.map((e) => [
-        h('a', { href: `#/escrows/${e.id}` }, e.id), e.state, when(e.updatedAt),
-        h('button', { type: 'button', onclick: act(async () => { await api.escrows.retryCustody(e.id); return `Custody confirmed for ${e.id}.`; }) }, 'Retry')]), 'Escrows whose settlement failed')),
-    status);
+    section(
+      'Demo matter',
+      h(
+        'p',
+        null,
+        'Creates two agents, an escrow, funds it and delivers, in a few seconds. Settled: the delivery passes its checks and the proof is issued. Disputed: the delivery fails a check and the payer opens a dispute, which closes by timeout when you advance the clock past its deadline (3 days).',
+      ),
+      h(
+        'div',
+        { class: 'buttons' },
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-testid': 'demo-settled',
+            onclick: act(async () => {
+              location.hash = `#/escrows/${await demoMatter('settled')}`;
+            }),
+          },
+          'Create a settled demo matter',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-testid': 'demo-disputed',
+            onclick: act(async () => {
+              location.hash = `#/escrows/${await demoMatter('disputed')}`;
+            }),
+          },
+          'Create a disputed demo matter',
+        ),
+      ),
+    ),
+    section(
+      'Clock',
+      h(
+        'p',
+        null,
+        'Service time: ',
+        clockShown,
+        '. Moving it forward makes due deadlines close in the next sweep (about a second); open an escrow page to watch.',
+      ),
+      h(
+        'form',
+        {
+          class: 'inline',
+          onsubmit: act(async () => {
+            const seconds = Number(amount.value) * UNITS[unit.value];
+            const r = await api.sandbox.advanceClock(seconds);
+            now = r.now;
+            clockShown.replaceChildren(when(r.now));
+            deadlines.replaceChildren(deadlinesTable(tracked, now));
+            return `Clock advanced by ${amount.value} ${unit.value}; service time is now ${r.now}.`;
+          }),
+        },
+        h('label', { for: 'advance-amount' }, 'Advance by'),
+        amount,
+        h('label', { for: 'advance-unit', class: 'sr-only' }, 'Unit'),
+        unit,
+        h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock'),
+      ),
+      h('h3', null, 'Deadlines'),
+      deadlines,
+    ),
+    section(
+      'Custody faults',
+      h(
+        'form',
+        {
+          class: 'inline',
+          onsubmit: act(
+            async () => `The next ${(await api.sandbox.failNext(Number(failCount.value))).failNext} settlement attempts will fail.`,
+          ),
+        },
+        h('label', { for: 'fail-count' }, 'Make the next settlements fail'),
+        failCount,
+        h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set'),
+      ),
+      waiting.length === 0
+        ? h('p', null, 'No escrow is waiting for a custody retry.')
+        : table(
+            ['escrow', 'state', 'updated', 'action'],
+            waiting.map((e) => [
+              h('a', { href: `#/escrows/${e.id}` }, e.id),
+              e.state,
+              when(e.updatedAt),
+              h(
+                'button',
+                {
+                  type: 'button',
+                  onclick: act(async () => {
+                    await api.escrows.retryCustody(e.id);
+                    return `Custody confirmed for ${e.id}.`;
+                  }),
+                },
+                'Retry',
+              ),
+            ]),
+            'Escrows whose settlement failed',
+          ),
+    ),
+    status,
+  );
   // Watch them close: each tracked escrow is re-read until the user leaves the page.
   let stopped = false;
   const timer = setInterval(async () => {
@@ -108,7 +213,12 @@ export async function sandboxView(main: HTMLElement) {
       now = clock ?? now;
       if (clock) clockShown.replaceChildren(when(clock));
       deadlines.replaceChildren(deadlinesTable(tracked, now));
-    } catch { /* keep the last good table */ }
+    } catch {
+      /* keep the last good table */
+    }
   }, POLL_MS);
-  return () => { stopped = true; clearInterval(timer); };
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }

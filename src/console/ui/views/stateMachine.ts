@@ -16,14 +16,23 @@ interface Layout {
 const WIDE: Layout = {
   id: 'w',
   pos: {
-    created: [60, 40], funded: [250, 40], delivered: [440, 40], settled: [670, 40],
-    refunded: [250, 165], disputed: [670, 165], resolved: [850, 165],
+    created: [60, 40],
+    funded: [250, 40],
+    delivered: [440, 40],
+    settled: [670, 40],
+    refunded: [250, 165],
+    disputed: [670, 165],
+    resolved: [850, 165],
   },
   size: [920, 200],
   edges: [
-    ['created', 'funded', 'fund', 0, -7, 'middle'], ['funded', 'delivered', 'deliver', 0, -7, 'middle'], ['delivered', 'settled', 'verdict passed', 0, -7, 'middle'],
-    ['funded', 'refunded', 'refund / timeout', -8, 4, 'end'], ['delivered', 'refunded', 'failed: refund / timeout', 6, 4, 'start'],
-    ['delivered', 'disputed', 'failed: dispute', 14, 4, 'start'], ['disputed', 'resolved', 'ruling /\ntimeout', 0, -19, 'middle'],
+    ['created', 'funded', 'fund', 0, -7, 'middle'],
+    ['funded', 'delivered', 'deliver', 0, -7, 'middle'],
+    ['delivered', 'settled', 'verdict passed', 0, -7, 'middle'],
+    ['funded', 'refunded', 'refund / timeout', -8, 4, 'end'],
+    ['delivered', 'refunded', 'failed: refund / timeout', 6, 4, 'start'],
+    ['delivered', 'disputed', 'failed: dispute', 14, 4, 'start'],
+    ['disputed', 'resolved', 'ruling /\ntimeout', 0, -19, 'middle'],
   ],
 };
 
@@ -34,14 +43,23 @@ const WIDE: Layout = {
 const NARROW: Layout = {
   id: 'n',
   pos: {
-    created: [80, 30], funded: [80, 120], delivered: [80, 230], settled: [80, 340],
-    refunded: [270, 120], disputed: [270, 340], resolved: [270, 450],
+    created: [80, 30],
+    funded: [80, 120],
+    delivered: [80, 230],
+    settled: [80, 340],
+    refunded: [270, 120],
+    disputed: [270, 340],
+    resolved: [270, 450],
   },
   size: [360, 480],
   edges: [
-    ['created', 'funded', 'fund', 8, 4, 'start'], ['funded', 'delivered', 'deliver', 8, 4, 'start'], ['delivered', 'settled', 'verdict passed', 8, 4, 'start'],
-    ['funded', 'refunded', 'refund /\ntimeout', 0, -19, 'middle'], ['delivered', 'refunded', 'failed: refund /\ntimeout', 20, 30, 'start'],
-    ['delivered', 'disputed', 'failed:\ndispute', 14, -24, 'start'], ['disputed', 'resolved', 'ruling /\ntimeout', 8, -2, 'start'],
+    ['created', 'funded', 'fund', 8, 4, 'start'],
+    ['funded', 'delivered', 'deliver', 8, 4, 'start'],
+    ['delivered', 'settled', 'verdict passed', 8, 4, 'start'],
+    ['funded', 'refunded', 'refund /\ntimeout', 0, -19, 'middle'],
+    ['delivered', 'refunded', 'failed: refund /\ntimeout', 20, 30, 'start'],
+    ['delivered', 'disputed', 'failed:\ndispute', 14, -24, 'start'],
+    ['disputed', 'resolved', 'ruling /\ntimeout', 8, -2, 'start'],
   ],
 };
 const W = 100;
@@ -51,7 +69,9 @@ const LINE = 12;
 /** The states this escrow passed through, read from its trail's events, ending in its current state. */
 export function pathTaken(events: string[], current: string): string[] {
   const path = ['created'];
-  const step = (st: string) => { if (path[path.length - 1] !== st) path.push(st); };
+  const step = (st: string) => {
+    if (path[path.length - 1] !== st) path.push(st);
+  };
   for (const e of events) {
     if (e === 'escrow.funded') step('funded');
     else if (e === 'delivery.submitted') step('delivered');
@@ -67,7 +87,8 @@ function edgeLine(pos: Pos, from: string, to: string): [number, number, number, 
   // Leave and enter at the box edges, along the line between centres.
   const dx = x2 - x1;
   const dy = y2 - y1;
-  const t = (w: number, h2: number) => Math.min(Math.abs(dx) > 0 ? w / 2 / Math.abs(dx) : Infinity, Math.abs(dy) > 0 ? h2 / 2 / Math.abs(dy) : Infinity);
+  const t = (w: number, h2: number) =>
+    Math.min(Math.abs(dx) > 0 ? w / 2 / Math.abs(dx) : Infinity, Math.abs(dy) > 0 ? h2 / 2 / Math.abs(dy) : Infinity);
   const k = t(W + 8, H + 8);
   return [x1 + dx * k, y1 + dy * k, x2 - dx * k, y2 - dy * k];
 }
@@ -75,33 +96,65 @@ function edgeLine(pos: Pos, from: string, to: string): [number, number, number, 
 function drawing(layout: Layout, path: string[], current: string, taken: Set<string>, visited: Set<string>): SVGElement {
   const { id, pos, size } = layout;
   const arrow = `arrow-${id}`;
-  return s('svg', { viewBox: `0 0 ${size[0]} ${size[1]}`, class: `machine machine-${id === 'w' ? 'wide' : 'narrow'}`, role: 'img', 'aria-labelledby': `sm-title-${id}` },
+  return s(
+    'svg',
+    {
+      viewBox: `0 0 ${size[0]} ${size[1]}`,
+      class: `machine machine-${id === 'w' ? 'wide' : 'narrow'}`,
+      role: 'img',
+      'aria-labelledby': `sm-title-${id}`,
+    },
     s('title', { id: `sm-title-${id}` }, `State machine. Path taken: ${path.join(' → ')}. Current state: ${current}.`),
-    s('defs', null,
-      s('marker', { id: arrow, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' })),
-      s('marker', { id: `${arrow}-taken`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead taken' }))),
+    s(
+      'defs',
+      null,
+      s(
+        'marker',
+        { id: arrow, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+        s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' }),
+      ),
+      s(
+        'marker',
+        { id: `${arrow}-taken`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+        s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead taken' }),
+      ),
+    ),
     layout.edges.map(([a, b, label, dx, dy, anchor]) => {
       const [x1, y1, x2, y2] = edgeLine(pos, a, b);
       const on = taken.has(`${a}>${b}`);
       const x = (x1 + x2) / 2 + dx;
       const lines = label.split('\n');
-      return s('g', { class: on ? 'edge taken' : 'edge', 'data-edge': `${a}>${b}` },
+      return s(
+        'g',
+        { class: on ? 'edge taken' : 'edge', 'data-edge': `${a}>${b}` },
         s('line', { x1, y1, x2, y2, 'marker-end': on ? `url(#${arrow}-taken)` : `url(#${arrow})` }),
-        s('text', { x, y: (y1 + y2) / 2 + dy, 'text-anchor': anchor },
-          lines.map((text, i) => s('tspan', { x, dy: i === 0 ? 0 : LINE }, text))));
+        s(
+          'text',
+          { x, y: (y1 + y2) / 2 + dy, 'text-anchor': anchor },
+          lines.map((text, i) => s('tspan', { x, dy: i === 0 ? 0 : LINE }, text)),
+        ),
+      );
     }),
     Object.entries(pos).map(([st, [x, y]]) =>
-      s('g', { class: `node${visited.has(st) ? ' visited' : ''}${st === current ? ' current' : ''}`, 'data-state': st },
+      s(
+        'g',
+        { class: `node${visited.has(st) ? ' visited' : ''}${st === current ? ' current' : ''}`, 'data-state': st },
         s('rect', { x: x - W / 2, y: y - H / 2, width: W, height: H, rx: 8 }),
-        s('text', { x, y: y + 5, 'text-anchor': 'middle' }, st === current ? `● ${st}` : st))));
+        s('text', { x, y: y + 5, 'text-anchor': 'middle' }, st === current ? `● ${st}` : st),
+      ),
+    ),
+  );
 }
 
 /** Both drawings; the stylesheet shows the one that fits the screen (the other is display: none, so hidden from assistive technology too). */
 export function stateMachine(path: string[], current: string): HTMLElement {
   const taken = new Set(path.slice(1).map((st, i) => `${path[i]}>${st}`));
   const visited = new Set(path);
-  return h('figure', { class: 'machine-wrap' },
+  return h(
+    'figure',
+    { class: 'machine-wrap' },
     drawing(WIDE, path, current, taken, visited) as unknown as HTMLElement,
     drawing(NARROW, path, current, taken, visited) as unknown as HTMLElement,
-    h('figcaption', null, 'Path taken: ', h('strong', { 'data-testid': 'path-taken' }, path.join(' → ')), `; now ${current}.`));
+    h('figcaption', null, 'Path taken: ', h('strong', { 'data-testid': 'path-taken' }, path.join(' → ')), `; now ${current}.`),
+  );
 }

@@ -19,7 +19,9 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
       await api.webhooks.register(url.value);
       location.hash = '#/webhooks';
       await webhooksView(main, {}, new URLSearchParams());
-    } catch (err) { regOut.replaceChildren(errorBox(err)); }
+    } catch (err) {
+      regOut.replaceChildren(errorBox(err));
+    }
   };
   // Deliveries: attempts grouped by (event, url), newest first as the API pages them.
   const groups = new Map<string, WebhookAttempt[]>();
@@ -28,31 +30,109 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
     (groups.get(k) ?? groups.set(k, []).get(k)!).push(a);
   }
   const deadOut = h('div', { role: 'status', 'data-testid': 'redeliver-status' });
-  mount(main,
+  mount(
+    main,
     h('h1', null, 'Webhooks'),
-    section('Endpoints',
+    section(
+      'Endpoints',
       h('p', null, 'Signing key (pin it to verify deliveries): ', short(hooks.signingKey, 24)),
-      hooks.webhooks.length ? h('ul', null, hooks.webhooks.map((u) => h('li', null, h('code', null, u)))) : h('p', null, 'No endpoint registered.'),
-      h('form', { class: 'inline', onsubmit: register }, h('label', { for: 'hook-url' }, 'Register a URL'), url, h('button', { type: 'submit' }, 'Register'), regOut)),
-    section('Deliveries',
-      groups.size === 0 ? h('p', null, 'No attempts yet.') : table(['event', 'url', 'attempts'], [...groups.values()].map((as) => [
-        h('span', null, h('a', { href: `#/escrows/${as[0].escrowId}` }, as[0].escrowId), ` #${as[0].index} `, h('code', null, as[0].event)),
-        as[0].url,
-        h('ol', { class: 'attempts' }, as.slice().reverse().map((a) => h('li', { 'data-outcome': a.outcome },
-          h('span', { class: a.outcome === 'delivered' ? 'badge ok' : 'badge bad' }, a.status ? `HTTP ${a.status}` : a.error ?? '?'),
-          ` ${a.outcome}, ${a.durationMs} ms, `, when(a.at))))]), 'Recent deliveries (50 attempts per page), each with its attempts in order'),
-      attempts.nextCursor ? h('nav', { class: 'pager', 'aria-label': 'Delivery pages' }, h('a', { href: `#/webhooks?cursor=${attempts.nextCursor}` }, 'Older »')) : null),
-    section('Dead letters',
-      dead.deadLetters.length === 0 ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.') : table(['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'], dead.deadLetters.map((d) => [
-        h('code', null, d.id), h('span', null, h('a', { href: `#/escrows/${d.event.escrowId}` }, d.event.escrowId), ' ', h('code', null, d.event.event)),
-        d.url, String(d.attempts), d.lastError, when(d.deadAt),
-        h('button', { type: 'button', 'data-testid': 'redeliver', 'aria-label': `Redeliver ${d.event.event} of ${d.event.escrowId} to ${d.url}`, onclick: async (e: Event) => {
-          (e.target as HTMLButtonElement).disabled = true;
-          try {
-            await api.webhooks.redeliver(d.id);
-            deadOut.textContent = `Queued ${d.id} for redelivery to ${d.url}; its attempts appear under Deliveries.`;
-          } catch (err) { deadOut.replaceChildren(errorBox(err)); }
-        } }, 'Redeliver')])),
+      hooks.webhooks.length
+        ? h(
+            'ul',
+            null,
+            hooks.webhooks.map((u) => h('li', null, h('code', null, u))),
+          )
+        : h('p', null, 'No endpoint registered.'),
+      h(
+        'form',
+        { class: 'inline', onsubmit: register },
+        h('label', { for: 'hook-url' }, 'Register a URL'),
+        url,
+        h('button', { type: 'submit' }, 'Register'),
+        regOut,
+      ),
+    ),
+    section(
+      'Deliveries',
+      groups.size === 0
+        ? h('p', null, 'No attempts yet.')
+        : table(
+            ['event', 'url', 'attempts'],
+            [...groups.values()].map((as) => [
+              h(
+                'span',
+                null,
+                h('a', { href: `#/escrows/${as[0].escrowId}` }, as[0].escrowId),
+                ` #${as[0].index} `,
+                h('code', null, as[0].event),
+              ),
+              as[0].url,
+              h(
+                'ol',
+                { class: 'attempts' },
+                as
+                  .slice()
+                  .reverse()
+                  .map((a) =>
+                    h(
+                      'li',
+                      { 'data-outcome': a.outcome },
+                      h(
+                        'span',
+                        { class: a.outcome === 'delivered' ? 'badge ok' : 'badge bad' },
+                        a.status ? `HTTP ${a.status}` : (a.error ?? '?'),
+                      ),
+                      ` ${a.outcome}, ${a.durationMs} ms, `,
+                      when(a.at),
+                    ),
+                  ),
+              ),
+            ]),
+            'Recent deliveries (50 attempts per page), each with its attempts in order',
+          ),
+      attempts.nextCursor
+        ? h(
+            'nav',
+            { class: 'pager', 'aria-label': 'Delivery pages' },
+            h('a', { href: `#/webhooks?cursor=${attempts.nextCursor}` }, 'Older »'),
+          )
+        : null,
+    ),
+    section(
+      'Dead letters',
+      dead.deadLetters.length === 0
+        ? h('p', { 'data-testid': 'no-dead-letters' }, 'No dead letters.')
+        : table(
+            ['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'],
+            dead.deadLetters.map((d) => [
+              h('code', null, d.id),
+              h('span', null, h('a', { href: `#/escrows/${d.event.escrowId}` }, d.event.escrowId), ' ', h('code', null, d.event.event)),
+              d.url,
+              String(d.attempts),
+              d.lastError,
+              when(d.deadAt),
+              h(
+                'button',
+                {
+                  type: 'button',
+                  'data-testid': 'redeliver',
+                  'aria-label': `Redeliver ${d.event.event} of ${d.event.escrowId} to ${d.url}`,
+                  onclick: async (e: Event) => {
+                    (e.target as HTMLButtonElement).disabled = true;
+                    try {
+                      await api.webhooks.redeliver(d.id);
+                      deadOut.textContent = `Queued ${d.id} for redelivery to ${d.url}; its attempts appear under Deliveries.`;
+                    } catch (err) {
+                      deadOut.replaceChildren(errorBox(err));
+                    }
+                  },
+                },
+                'Redeliver',
+              ),
+            ]),
+          ),
       deadOut,
-      dead.deadLetters.length ? h('details', null, h('summary', null, 'Dead-letter records'), pre(dead.deadLetters)) : null));
+      dead.deadLetters.length ? h('details', null, h('summary', null, 'Dead-letter records'), pre(dead.deadLetters)) : null,
+    ),
+  );
 }

@@ -1,7 +1,13 @@
 // The payer's side of auth-capture for @x402/core's x402Client (the service's x402 documentation):
 // `new x402Client().register('escrow:*', new AuthCaptureClient(secretKey))`. It signs the collect
 // authorization, binding the resource URL and the hash of the terms the resource server offered.
-import type { PaymentPayloadContext, PaymentPayloadResult, PaymentRequirements, SchemeClientHooks, SchemeNetworkClient } from '@x402/core/types';
+import type {
+  PaymentPayloadContext,
+  PaymentPayloadResult,
+  PaymentRequirements,
+  SchemeClientHooks,
+  SchemeNetworkClient,
+} from '@x402/core/types';
 import { publicKeyFromSecret } from '@escrow-settlement/protocol/keys';
 import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, signCollect } from './wire.ts';
 
@@ -23,7 +29,10 @@ export class AuthCaptureClient implements SchemeNetworkClient {
     },
   };
 
-  constructor(private readonly secretKey: string, private readonly opts: AuthCaptureClientOptions = {}) {
+  constructor(
+    private readonly secretKey: string,
+    private readonly opts: AuthCaptureClientOptions = {},
+  ) {
     publicKeyFromSecret(secretKey);
   }
 
@@ -31,18 +40,29 @@ export class AuthCaptureClient implements SchemeNetworkClient {
   readonly findDefaultAsset = (asset: string, network: string) =>
     asset === 'USDC' && network.startsWith('escrow:') ? { asset, decimals: ESCROW_DECIMALS, symbol: 'USDC' } : undefined;
 
-  async createPaymentPayload(x402Version: number, requirements: PaymentRequirements, context?: PaymentPayloadContext): Promise<PaymentPayloadResult> {
+  async createPaymentPayload(
+    x402Version: number,
+    requirements: PaymentRequirements,
+    context?: PaymentPayloadContext,
+  ): Promise<PaymentPayloadResult> {
     const extra = requirements.extra ?? {};
     if (extra.paymentFlow !== 'escrow') throw new TypeError('auth-capture requirements must carry extra.paymentFlow "escrow"');
-    if (extra.terms === undefined) throw new TypeError('auth-capture requirements must carry extra.terms: the terms the delivery is checked against');
-    if (this.opts.acceptTerms && !this.opts.acceptTerms(extra.terms)) throw new Error('the offer\'s terms were refused by acceptTerms');
+    if (extra.terms === undefined)
+      throw new TypeError('auth-capture requirements must carry extra.terms: the terms the delivery is checked against');
+    if (this.opts.acceptTerms && !this.opts.acceptTerms(extra.terms)) throw new Error("the offer's terms were refused by acceptTerms");
     if (context?.maxAmountPerPayment !== undefined && BigInt(requirements.amount) > BigInt(context.maxAmountPerPayment)) {
       throw new Error(`amount ${requirements.amount} is over the spend cap ${context.maxAmountPerPayment}`);
     }
     const resource = this.resources.get(requirements) ?? (typeof extra.resource === 'string' ? extra.resource : undefined);
-    if (resource === undefined) throw new TypeError('the resource URL is unknown: create the payment through x402Client (or put it in extra.resource)');
+    if (resource === undefined)
+      throw new TypeError('the resource URL is unknown: create the payment through x402Client (or put it in extra.resource)');
     const payload = signCollect(this.secretKey, {
-      to: requirements.payTo, value: requirements.amount, asset: requirements.asset, resource, terms: extra.terms, maxTimeoutSeconds: requirements.maxTimeoutSeconds,
+      to: requirements.payTo,
+      value: requirements.amount,
+      asset: requirements.asset,
+      resource,
+      terms: extra.terms,
+      maxTimeoutSeconds: requirements.maxTimeoutSeconds,
     });
     return { x402Version, payload: payload as unknown as Record<string, unknown> };
   }

@@ -3,7 +3,15 @@
 // before the handler, capture after it with the handler's response as the payee-signed delivery,
 // and void when the handler fails.
 import type {
-  AssetAmount, Network, PaymentRequirements, Price, SchemeNetworkServer, SchemeServerHooks, SettleContext, SupportedKind, VerifiedPaymentCanceledContext,
+  AssetAmount,
+  Network,
+  PaymentRequirements,
+  Price,
+  SchemeNetworkServer,
+  SchemeServerHooks,
+  SettleContext,
+  SupportedKind,
+  VerifiedPaymentCanceledContext,
 } from '@x402/core/types';
 import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
 import { toAtomicAmount } from '../../x402.ts';
@@ -84,10 +92,15 @@ export class AuthCaptureServer implements SchemeNetworkServer {
     return ESCROW_DECIMALS;
   }
 
-  async enhancePaymentRequirements(requirements: PaymentRequirements, _kind: SupportedKind, _extensions: string[]): Promise<PaymentRequirements> {
+  async enhancePaymentRequirements(
+    requirements: PaymentRequirements,
+    _kind: SupportedKind,
+    _extensions: string[],
+  ): Promise<PaymentRequirements> {
     const extra = { ...(requirements.extra ?? {}) };
     extra.terms ??= this.opts.terms;
-    if (extra.terms === undefined) throw new TypeError('auth-capture needs terms: give the payment option extra.terms, or the AuthCaptureServer terms');
+    if (extra.terms === undefined)
+      throw new TypeError('auth-capture needs terms: give the payment option extra.terms, or the AuthCaptureServer terms');
     if (extra.timeouts === undefined && this.opts.timeouts) extra.timeouts = this.opts.timeouts;
     if (this.opts.arbiter !== undefined) extra.arbiter ??= this.opts.arbiter;
     return { ...requirements, extra };
@@ -108,7 +121,12 @@ export class AuthCaptureServer implements SchemeNetworkServer {
       return { ...signCapture(this.opts.payeeSecretKey, { escrowId, payload: deliveryPayload(body) }) };
     }
     const signedAt = new Date().toISOString();
-    return { type: 'void', paymentId: escrowId, signedAt, payeeSignature: signBody(this.opts.payeeSecretKey, { escrowId, action: 'void', signedAt }, 'payeeSecretKey') };
+    return {
+      type: 'void',
+      paymentId: escrowId,
+      signedAt,
+      payeeSignature: signBody(this.opts.payeeSecretKey, { escrowId, action: 'void', signedAt }, 'payeeSecretKey'),
+    };
   };
 
   /** Void a collected payment whose handler failed: settle once more, on the same requirements. */

@@ -117,5 +117,10 @@ export function signCapture(payeeSecretKey: string, c: { escrowId: string; paylo
 /** The payee's void: JCS {escrowId, action: "void", signedAt} signed with the payee key. */
 export function signVoid(payeeSecretKey: string, v: { escrowId: string; signedAt?: string }): VoidPayload {
   const signedAt = v.signedAt ?? new Date().toISOString();
-  return { type: 'void', paymentId: v.escrowId, signedAt, signature: signBody(payeeSecretKey, { escrowId: v.escrowId, action: 'void', signedAt }, 'payeeSecretKey') };
+  return {
+    type: 'void',
+    paymentId: v.escrowId,
+    signedAt,
+    signature: signBody(payeeSecretKey, { escrowId: v.escrowId, action: 'void', signedAt }, 'payeeSecretKey'),
+  };
 }
