@@ -1,5 +1,8 @@
 // The one error class of the service and the one place it becomes a response (docs/protocol.md §19).
 
+import { ERROR_STATUS, type ErrorCode as ProtocolErrorCode } from '@escrow-settlement/protocol/errors';
+
+/** Each code's status (from the protocol package, the one list), cause and fix, for /docs/errors and OpenAPI. */
 export const ERROR_CODES = {
   bad_request: {
     status: 400,
@@ -149,7 +152,7 @@ export const ERROR_CODES = {
     cause: 'The service is starting, stopping, or cannot reach its database.',
     fix: 'Wait `Retry-After` seconds and retry; a write retried with the same Idempotency-Key is not applied twice.',
   },
-} as const;
+} as const satisfies { [C in ProtocolErrorCode]: { status: (typeof ERROR_STATUS)[C]; cause: string; fix: string } };
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
