@@ -1,6 +1,6 @@
 // The one error class of the service and the one place it becomes a response (docs/protocol.md §19).
 
-import { ERROR_STATUS, type ErrorCode as ProtocolErrorCode } from '@escrow-settlement/protocol/errors';
+import type { ERROR_STATUS, ErrorCode as ProtocolErrorCode } from '@escrow-settlement/protocol/errors';
 
 /** Each code's status (from the protocol package, the one list), cause and fix, for /docs/errors and OpenAPI. */
 export const ERROR_CODES = {
