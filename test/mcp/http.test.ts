@@ -6,6 +6,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeStores, type Harness } from '../harness.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
+import { COSIGNATURE_ALG, formatVerifierKey } from '@escrow-settlement/protocol/tlog/checkpoint';
+import { generateKeyPair } from '@escrow-settlement/protocol/crypto/ed25519';
 import { BASE, connectHttp, fails, ok } from './helpers.ts';
 
 const ACCEPT = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
@@ -111,6 +113,19 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     // Another issuer pinned: the bundle is not trusted.
     const other = await ok(client, 'verify_bundle', { bundle, trustedKeys: ['11'.repeat(32)] });
     assert.equal(other.valid, false);
+    // A pinned witness: this deployment has none, so the bundle's checkpoint carries no cosignature from it.
+    const witness = formatVerifierKey('witness.example/w1', generateKeyPair().publicKey, COSIGNATURE_ALG);
+    const unwitnessed = await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer, witnesses: [witness], quorum: 1 });
+    assert.equal(unwitnessed.valid, false);
+    assert.ok(
+      unwitnessed.checks.some((c: { name: string; ok: boolean }) => c.name.startsWith('checkpoint.') && !c.ok),
+      JSON.stringify(unwitnessed.checks),
+    );
+    assert.match(await fails(client, 'verify_bundle', { bundle, quorum: 1 }, 'bad_request'), /quorum: needs witnesses/);
+    assert.match(
+      await fails(client, 'verify_bundle', { bundle, witnesses: ['not a key'] }, 'bad_request'),
+      /witnesses\/0: not a witness verifier key/,
+    );
 
     const cp = await ok(client, 'get_log_checkpoint');
     assert.equal(cp.checkpoint, (await h().req('GET', '/v1/log/checkpoint')).text);

@@ -90,9 +90,7 @@ const caller =
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 
-for (const store of [...(process.env.FAIRNESS_STORES ?? '').split(',')].filter(
-  (s) => s === 'pglite' || (s === 'postgres' && PG_URL),
-)) {
+for (const store of [...(process.env.FAIRNESS_STORES ?? '').split(',')].filter((s) => s === 'pglite' || (s === 'postgres' && PG_URL))) {
   test(`webhook fairness [${store}]: 600 hanging URLs of one key beside one healthy URL of another; the healthy p99 stays under 1 s`, {
     timeout: 300_000,
   }, async () => {

@@ -1,6 +1,7 @@
 // The verify_bundle MCP tool's arguments, answer and work, shared by the service's /mcp endpoint and
 // the local stdio server: a bundle verified offline with verifyBundle, no network (the service's MCP documentation).
 // No MCP SDK import here: the service bundles it without the client's optional dependency.
+import { parseWitnessKey } from '@escrow-settlement/protocol/tlog/cosignature';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import type { Bundle, Check } from '@escrow-settlement/protocol/types';
 
@@ -18,6 +19,20 @@ export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
       maxItems: 100,
       description:
         "issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them the bundle's own keys are trusted, with a warning in the issuer.trust check",
+    },
+    witnesses: {
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: 1000 },
+      minItems: 1,
+      maxItems: 100,
+      description:
+        'witness verifier keys (cosignature/v1, name+hash+base64) pinned out of band, e.g. from /.well-known/tlog-policy; the bundle must then carry a checkpoint with quorum valid cosignatures from them',
+    },
+    quorum: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      description: 'cosignatures needed from distinct pinned witnesses (default: all of them)',
     },
   },
   required: ['bundle'],
@@ -62,8 +77,8 @@ export class ToolArgumentError extends Error {
 export function runVerifyBundle(args: Record<string, unknown> | undefined): VerifyBundleAnswer {
   const a = args ?? {};
   for (const k of Object.keys(a))
-    if (k !== 'bundle' && k !== 'trustedKeys')
-      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle and trustedKeys`);
+    if (k !== 'bundle' && k !== 'trustedKeys' && k !== 'witnesses' && k !== 'quorum')
+      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle, trustedKeys, witnesses and quorum`);
   if (!('bundle' in a)) throw new ToolArgumentError('bundle: required (the bundle as get_bundle returns it)');
   const keys = a.trustedKeys;
   if (keys !== undefined) {
@@ -74,6 +89,33 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
         throw new ToolArgumentError(`trustedKeys/${i}: must be 64 lowercase hex characters (an Ed25519 public key)`);
     });
   }
-  const r = verifyBundle(a.bundle as Bundle, keys ? { trustedKeys: keys as string[] } : { trustBundleKeys: true });
+  const witnesses = a.witnesses;
+  if (witnesses !== undefined) {
+    if (!Array.isArray(witnesses) || witnesses.length === 0 || witnesses.length > 100)
+      throw new ToolArgumentError('witnesses: must be an array of 1 to 100 witness verifier keys');
+    witnesses.forEach((w, i) => {
+      try {
+        parseWitnessKey(typeof w === 'string' ? w : '');
+      } catch (e) {
+        throw new ToolArgumentError(
+          `witnesses/${i}: not a witness verifier key (name+hash+base64 of a cosignature/v1 key): ${(e as Error).message}`,
+        );
+      }
+    });
+  }
+  const quorum = a.quorum;
+  if (quorum !== undefined) {
+    if (typeof quorum !== 'number' || !Number.isInteger(quorum) || quorum < 1)
+      throw new ToolArgumentError('quorum: must be a whole number of at least 1');
+    if (witnesses === undefined) throw new ToolArgumentError('quorum: needs witnesses');
+    if (quorum > new Set(witnesses as string[]).size)
+      throw new ToolArgumentError(`quorum: ${quorum} is more than the ${new Set(witnesses as string[]).size} witnesses given`);
+  }
+  const witnessed =
+    witnesses === undefined ? {} : { witnesses: witnesses as string[], ...(quorum === undefined ? {} : { quorum: quorum as number }) };
+  const r = verifyBundle(
+    a.bundle as Bundle,
+    keys ? { trustedKeys: keys as string[], ...witnessed } : { trustBundleKeys: true, ...witnessed },
+  );
   return { valid: r.ok, checks: r.checks };
 }
