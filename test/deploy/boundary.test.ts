@@ -37,5 +37,9 @@ test('the Node edge is gathered under src/node/', () => {
   for (const f of ['src/node/adapter.ts', 'src/node/requestLog.ts', 'src/node/start.ts', 'src/node/webhookTransport.ts'])
     assert.ok(nodeFiles.includes(f), f);
   const main = files.find((f) => f.path === 'src/main.ts')!;
-  assert.deepEqual(importsOf(main.text), ['./node/cli.ts', './node/start.ts'], 'src/main.ts is only the entry point: read the arguments, then start');
+  assert.deepEqual(
+    importsOf(main.text),
+    ['./node/cli.ts', './node/start.ts'],
+    'src/main.ts is only the entry point: read the arguments, then start',
+  );
 });
