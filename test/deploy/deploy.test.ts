@@ -13,7 +13,20 @@ const unit = readFileSync(join(ROOT, 'systemd/escrow-settlement.service'), 'utf8
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 /** What the bundle may contain: the runtime dependencies and what they depend on. */
-const RUNTIME_PACKAGES = new Set([...Object.keys(pkg.dependencies), 'hono']);
+/** The runtime dependencies and, transitively, theirs (the MCP SDK brings its JSON Schema validator). */
+function runtimeClosure(names: string[]): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...names];
+  while (todo.length) {
+    const name = todo.pop()!;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const file = join(ROOT, 'node_modules', name, 'package.json');
+    if (existsSync(file)) todo.push(...Object.keys(JSON.parse(readFileSync(file, 'utf8')).dependencies ?? {}));
+  }
+  return seen;
+}
+const RUNTIME_PACKAGES = runtimeClosure([...Object.keys(pkg.dependencies), 'hono']);
 
 test('the systemd unit passes systemd-analyze verify', () => {
   const r = spawnSync('systemd-analyze', ['verify', join(ROOT, 'systemd/escrow-settlement.service')], { encoding: 'utf8' });
