@@ -16,6 +16,7 @@ export const LAYERS: Array<[number, string[]]> = [
     [
       'src/errors.ts',
       'src/config.ts',
+      'src/configVariables.ts',
       'src/version.ts',
       'src/validate.ts',
       'src/paging.ts',
