@@ -24,6 +24,6 @@ if [ "${FRESH_CLONE_FULL:-0}" = 1 ]; then
   npm test
 else
   # shellcheck disable=SC2046
-  node --import tsx --test --test-concurrency=1 $(find test/tlog test/protocol test/client -name '*.test.ts' | sort)
+  node --import tsx --test --test-concurrency=1 $(find test/tlog test/protocol test/crypto test/client -name '*.test.ts' | sort)
 fi
 echo "fresh clone: ok"

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as cryptoModule from '../../../src/crypto/index.ts';
+import * as cryptoModule from '../../src/crypto/index.ts';
 
 test('the index re-exports every crypto function', () => {
   const expected = [

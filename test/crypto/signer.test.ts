@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ed from '@noble/ed25519';
-import { createSigner } from '../../../src/crypto/signer.ts';
+import { createSigner } from '../../src/crypto/signer.ts';
 import { generateKeyPair, sign, verify } from '@escrow-settlement/protocol/crypto/ed25519';
 
 test('createSigner signs byte for byte as ed.sign, for random keys and messages of every small length', () => {

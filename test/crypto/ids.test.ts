@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { issuerKeyId, isId, newId } from '../../../src/crypto/ids.ts';
+import { issuerKeyId, isId, newId } from '../../src/crypto/ids.ts';
 
 const ID_RE = /^esc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
