@@ -177,7 +177,8 @@ export function judge(
     body = undefined;
   }
   if (status >= 500 && !(status === 502 && body?.error?.code === 'custody_failed')) return `${what}: ${status} ${text.slice(0, 200)}`;
-  if (status >= 400 && envelope) {
+  // /mcp answers JSON-RPC errors, not the envelope (docs/mcp.md); it is held to "never a 5xx" above.
+  if (status >= 400 && envelope && !c.path.startsWith('/mcp')) {
     const e = body?.error;
     if (!e || typeof e.code !== 'string' || typeof e.message !== 'string' || e.docsUrl !== `/docs/errors#${e.code}`)
       return `${what}: ${status} without the envelope: ${text.slice(0, 200)}`;
