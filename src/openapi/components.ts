@@ -1,5 +1,6 @@
 // Named schemas of the OpenAPI document: resources as docs/protocol.md §3 and §22 describe them.
 import { annotationOf } from '../validate.ts';
+import { bool, hex64, hexSig, int, obj, ref, str, ts } from './schemaParts.ts';
 import { MetadataS } from '../escrow/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
 import { FACILITATOR_RESPONSES, FACILITATOR_SCHEMAS } from './facilitator.ts';
@@ -15,19 +16,7 @@ const EDGE_CODES: Record<string, { status: number; cause: string }> = {
 export const ALL_ERROR_CODES = [...new Set([...Object.keys(ERROR_CODES), ...Object.keys(EDGE_CODES)])];
 export const codeInfo = (c: string) => (ERROR_CODES as Record<string, { status: number; cause: string }>)[c] ?? EDGE_CODES[c];
 
-const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
-const hexSig = { type: 'string', pattern: '^[0-9a-f]{128}$' };
 const amount = { type: 'string', pattern: '^\\d+(\\.\\d{1,6})?$' };
-const ts = { type: 'string', format: 'date-time' };
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const bool = { type: 'boolean' };
-const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
-const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
-  type: 'object',
-  properties,
-  required,
-});
 const arr = (items: unknown) => ({ type: 'array', items });
 
 /** On a page (with `limit`): the next page's cursor, null on the last (docs/protocol.md §9.2). */

@@ -267,7 +267,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
         ...responsesOf(def),
         // The open sandbox leads / to the console (README.md "Console").
         ...(key === 'POST /mcp' ? MCP_TRANSPORT_RESPONSES : {}),
-        // The open sandbox leads / to the console (CONTRACT §8 "Console").
+        // The open sandbox leads / to the console (README.md "Console").
         ...(key === 'GET /'
           ? {
               303: {

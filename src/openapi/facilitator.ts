@@ -1,28 +1,9 @@
 // The x402 facilitator's part of the OpenAPI document (docs/x402.md): its request shapes and the
 // answers of /supported, /verify and /settle, merged into the named schemas and responses.
-const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
-const hexSig = { type: 'string', pattern: '^[0-9a-f]{128}$' };
-const ts = { type: 'string', format: 'date-time' };
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const bool = { type: 'boolean' };
-const ref = (n: string) => ({ $ref: `#/components/schemas/${n}` });
-const obj = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
-  type: 'object',
-  properties,
-  required,
-});
-const REFUSALS = [
-  'malformed_header',
-  'version_mismatch',
-  'scheme_mismatch',
-  'wrong_resource',
-  'wrong_payee',
-  'wrong_asset',
-  'bad_signature',
-  'payment_invalid',
-  'terms_mismatch',
-];
+import { bool, hex64, hexSig, int, obj, ref, str, ts } from './schemaParts.ts';
+import { X402_REFUSAL_CODES } from '../x402/facilitator/refusal.ts';
+/** What /verify's invalidReason may name: the x402 refusals (a settle may also answer verdict_failed or custody_failed). */
+const REFUSALS = [...X402_REFUSAL_CODES];
 
 export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
   AuthCaptureRequirements: {

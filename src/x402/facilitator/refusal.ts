@@ -4,19 +4,21 @@
 // facilitator requests at all).
 import { AppError } from '../../errors.ts';
 
-/** The x402 demo's refusal codes plus terms_mismatch and verdict_failed (docs/x402.md). */
-export type RefusalCode =
-  | 'malformed_header'
-  | 'version_mismatch'
-  | 'scheme_mismatch'
-  | 'wrong_resource'
-  | 'wrong_payee'
-  | 'wrong_asset'
-  | 'bad_signature'
-  | 'payment_invalid'
-  | 'terms_mismatch'
-  | 'verdict_failed'
-  | 'custody_failed';
+/** The x402 refusals a verify answers with: the x402 demo's codes plus terms_mismatch (docs/x402.md). */
+export const X402_REFUSAL_CODES = [
+  'malformed_header',
+  'version_mismatch',
+  'scheme_mismatch',
+  'wrong_resource',
+  'wrong_payee',
+  'wrong_asset',
+  'bad_signature',
+  'payment_invalid',
+  'terms_mismatch',
+] as const;
+
+/** Every refusal code: a settle may also answer verdict_failed (the delivery fails the terms) or custody_failed. */
+export type RefusalCode = (typeof X402_REFUSAL_CODES)[number] | 'verdict_failed' | 'custody_failed';
 
 export class Refusal extends Error {
   constructor(

@@ -24,7 +24,7 @@ export interface Checked {
 }
 
 const ATOMIC = /^[1-9]\d{0,23}$/;
-/** The service's amounts have at most 18 integer digits (CONTRACT §2): 24 atomic digits at 6 decimals. */
+/** The service's amounts have at most 18 integer digits (docs/protocol.md §2.3): 24 atomic digits at 6 decimals. */
 const MAX_ATOMIC = 10n ** 24n - 1n;
 
 export function checkRequest(
