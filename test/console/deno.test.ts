@@ -1,25 +1,14 @@
 // The console under Deno: src/deno.ts serves the same pages and embedded assets (no fs at run time).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT, startService } from '../process/proc.ts';
+import { NO_DENO, startDenoService } from '../process/proc.ts';
 import { ASSETS, CONSOLE_JS } from '../../src/console/assets.gen.ts';
 
-// Installed by .ci/run like test/deploy/deno.test.ts does; DENO_BIN overrides the location.
-const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
-
 test('under Deno /console, its script and /docs are served as under Node', {
-  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  skip: NO_DENO,
   timeout: 120_000,
 }, async () => {
-  const s = await startService(
-    ['run', '-A', '--quiet', 'src/deno.ts'],
-    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
-    90_000,
-    ROOT,
-    DENO,
-  );
+  const s = await startDenoService();
   try {
     const page = await fetch(`${s.url}/console`);
     assert.equal(page.status, 200);

@@ -1,28 +1,15 @@
 // The core under Deno: src/deno.ts serves app.fetch with Deno.serve; one escrow runs to a proof.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { ROOT, startService } from '../process/proc.ts';
+import { NO_DENO, startDenoService } from '../process/proc.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { nodeVerifyHex, PASSING_TERMS } from '../fixtures.ts';
 
-// deno comes from the npm registry into an isolated prefix (.ci/run installs it there): npm 11
-// writes a lockfile that `npm ci` rejects for deno's per-platform optional packages, so it is not
-// a devDependency. DENO_BIN overrides the location.
-const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
-
 test('under Deno the service answers /health and runs an escrow to a verified proof, then stops on SIGTERM', {
-  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  skip: NO_DENO,
   timeout: 120_000,
 }, async () => {
-  const s = await startService(
-    ['run', '-A', '--quiet', 'src/deno.ts'],
-    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
-    90_000,
-    ROOT,
-    DENO,
-  );
+  const s = await startDenoService();
   try {
     const call = async (method: string, path: string, body?: unknown) => {
       const r = await fetch(`${s.url}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) });

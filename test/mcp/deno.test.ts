@@ -2,28 +2,17 @@
 // there too; the SDK's Client, over real HTTP, creates and funds an escrow through the tools.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ROOT, startService } from '../process/proc.ts';
+import { NO_DENO, startDenoService } from '../process/proc.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
 import { ok } from './helpers.ts';
 
-// As in test/deploy/deno.test.ts: deno from the npm registry in .tmp/deno, or DENO_BIN.
-const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
-
 test('under Deno, /mcp serves the tools and a tool call runs its route', {
-  skip: !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2',
+  skip: NO_DENO,
   timeout: 120_000,
 }, async () => {
-  const s = await startService(
-    ['run', '-A', '--quiet', 'src/deno.ts'],
-    { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' },
-    90_000,
-    ROOT,
-    DENO,
-  );
+  const s = await startDenoService();
   const client = new Client({ name: 'escrow-settlement-tests', version: '0.0.0' });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`)));

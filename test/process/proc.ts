@@ -1,6 +1,8 @@
 // Starting the real service as a child process, as operators do, and talking to it over HTTP.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -124,3 +126,11 @@ export async function failsNaming(env: Record<string, string>, variable: string,
   process.stdout.write(`# ${variable}: ${ms} ms: ${lines[0]}\n`);
   return ms;
 }
+
+/** deno from the npm registry, installed by .ci/run in .tmp/deno (no devDependency); DENO_BIN overrides it. */
+export const DENO = process.env.DENO_BIN ?? join(ROOT, '.tmp/deno/node_modules/.bin/deno');
+/** A test's skip reason when deno is not installed. */
+export const NO_DENO = !existsSync(DENO) && 'deno not installed: npm install --prefix .tmp/deno deno@2';
+/** The service under Deno (src/deno.ts) on an in-memory store. */
+export const startDenoService = () =>
+  startService(['run', '-A', '--quiet', 'src/deno.ts'], { DATA_DIR: ':memory:', DENO_NO_UPDATE_CHECK: '1' }, 90_000, ROOT, DENO);
