@@ -64,6 +64,7 @@ const TIMED = [
   'test/webhooks/concurrency.test.ts',
   'test/webhooks/delivery.test.ts',
   'test/webhooks/transport.test.ts',
+  'test/webhooks/pump.test.ts', // the event loop's longest wait while a sender's ticks are slow
   'test/tlog/integrator.test.ts',
   'test/witness/submitter.test.ts', // backoffs of 100-300 ms between rounds
 ];

@@ -96,8 +96,10 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
     while (!stopped) {
       poked = false;
       const started = Date.now();
+      let tickMs = 0;
       try {
         await engine.tick(true);
+        tickMs = Date.now() - started;
         engine.pump();
       } catch (err) {
         if (!stopped) opts.log('webhook claim failed', { error: String(err) });
@@ -113,8 +115,13 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
           if (engine.wantsTick()) break;
         }
       }
-      const gap = MIN_TICK_GAP_MS - (Date.now() - started);
-      if (gap > 0 && !stopped) await nap(gap, false);
+      // Always a turn of the event loop between ticks, and the store left idle at least as long as
+      // the tick took: on PGlite (one connection, run in this thread) a statement's promise settles
+      // without the event loop turning, so back-to-back ticks would starve every request
+      // (docs/security.md "Webhook fairness").
+      const sinceStart = Date.now() - started;
+      const gap = Math.max(MIN_TICK_GAP_MS - sinceStart, tickMs - (sinceStart - tickMs));
+      if (!stopped) await nap(gap, false);
     }
   })();
   return {

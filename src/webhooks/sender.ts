@@ -34,6 +34,8 @@ const FAST_MS = 1_000;
 const PREFETCH_RUNS = 15;
 /** Rows one sender holds at most, over all URLs (queued or in flight). */
 export const MAX_HELD = 4096;
+/** Deliveries started in one turn of the event loop; the rest of a burst waits for the next turn. */
+const START_BATCH = 16;
 
 export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
 
@@ -91,6 +93,8 @@ export class SenderEngine {
   private readonly keyCache = new Map<string, Uint8Array>();
   private signerOf: { hex: string; sign: Signer } | null = null;
   private readonly inflight = new Set<Promise<void>>();
+  /** Set while the rest of a burst waits for the next turn of the event loop (pump). */
+  private pumpScheduled: Promise<void> | null = null;
   private readonly transport: WebhookTransport;
   private readonly leaseMs: number;
   /** Called when a request finishes: a lane has room again and results wait to be flushed. */
@@ -217,44 +221,81 @@ export class SenderEngine {
   }
 
   /**
-   * Whether a tick now would do more than write results: some lane's queue is down to fewer rows than
-   * it may have in flight (it may run dry before the next poll), or many results wait to be written.
+   * Whether a tick now would do more than write results: some fast lane's queue is down to fewer rows
+   * than it may have in flight (it may run dry before the next poll), or many results wait to be
+   * written. A slow lane never has a queue (it holds only what it has in flight), so it does not ask
+   * for a tick: its retries are claimed at the next poll, and a key's hundreds of dead URLs cannot
+   * turn every finished request into a claim (docs/security.md "Webhook fairness").
    */
   wantsTick(): boolean {
     if (this.delivered.length + this.failed.length >= 256) return true;
-    for (const lane of this.lanes.values()) if (lane.queue.length < this.opts.perUrl) return true;
+    for (const lane of this.lanes.values()) if (!lane.slow && lane.queue.length < this.opts.perUrl) return true;
     return false;
   }
 
-  /** Starts queued rows on every lane with room; a row whose lease ran too low is released instead. */
+  /**
+   * Starts queued rows on lanes with room, fast lanes first and each lane moved to the back once it
+   * started one (a rotation, so no URL's place in the map decides who goes first). At most START_BATCH
+   * start in one turn of the event loop: each start signs and opens a request synchronously, so a
+   * burst of hundreds (a dead key's timeouts all ending together) yields to other work between
+   * batches (docs/security.md "Webhook fairness"). A row whose lease ran too low is released instead.
+   */
   pump(): void {
-    const latest = Date.now() - (this.leaseMs - this.svc.config.webhookTimeoutMs - START_SAFETY_MS);
-    for (const [url, lane] of this.lanes) {
-      while (lane.inflight < this.opts.perUrl && lane.queue.length > 0) {
-        const h = lane.queue.shift()!;
-        if (h.claimedAt < latest) {
-          this.toRelease.push(h);
-          continue;
+    if (this.pumpScheduled) return;
+    let started = 0;
+    for (const slowPass of [false, true]) {
+      for (const [url, lane] of [...this.lanes]) {
+        if (lane.slow !== slowPass) continue;
+        while (lane.inflight < this.opts.perUrl && lane.queue.length > 0) {
+          if (started >= START_BATCH) {
+            this.pumpScheduled = new Promise<void>((resolve) =>
+              setImmediate(() => {
+                this.pumpScheduled = null;
+                resolve();
+                this.pump();
+              }),
+            );
+            return;
+          }
+          if (this.start(url, lane)) started++;
         }
-        lane.inflight++;
-        const run: Promise<void> = this.deliver(h, lane)
-          .then((o) => this.opts.onOutcome?.(o, url))
-          .finally(() => {
-            lane.inflight--;
-            this.unhold(h.row.id);
-            this.inflight.delete(run);
-            if (lane.inflight === 0 && lane.queue.length === 0 && !lane.slow) this.lanes.delete(url);
-            this.pump();
-            this.onSettled();
-          });
-        this.inflight.add(run);
+        if (started > 0 && this.lanes.get(url) === lane) {
+          // To the back of the rotation.
+          this.lanes.delete(url);
+          this.lanes.set(url, lane);
+        }
       }
     }
   }
 
+  /** Starts the lane's next queued row; false when it was released instead (its lease ran too low). */
+  private start(url: string, lane: Lane): boolean {
+    const latest = Date.now() - (this.leaseMs - this.svc.config.webhookTimeoutMs - START_SAFETY_MS);
+    const h = lane.queue.shift()!;
+    if (h.claimedAt < latest) {
+      this.toRelease.push(h);
+      return false;
+    }
+    lane.inflight++;
+    const run: Promise<void> = this.deliver(h, lane)
+      .then((o) => this.opts.onOutcome?.(o, url))
+      .finally(() => {
+        lane.inflight--;
+        this.unhold(h.row.id);
+        this.inflight.delete(run);
+        if (lane.inflight === 0 && lane.queue.length === 0 && !lane.slow && this.lanes.get(url) === lane) this.lanes.delete(url);
+        this.pump();
+        this.onSettled();
+      });
+    this.inflight.add(run);
+    return true;
+  }
+
   /** Waits for every request in flight (each bounded by the timeout), pumping queued rows as lanes free. */
   async settle(): Promise<void> {
-    while (this.inflight.size > 0) await Promise.race([...this.inflight]);
+    while (this.inflight.size > 0 || this.pumpScheduled) {
+      await (this.inflight.size > 0 ? Promise.race([...this.inflight]) : this.pumpScheduled);
+    }
   }
 
   /** Hands every queued (unsent) row back to the outbox; a stopping sender calls this before its last tick. */
