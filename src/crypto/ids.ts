@@ -17,7 +17,7 @@ let lastRandom = 0n;
 
 // Randomness for ids comes from a pool filled 1 KiB at a time, each byte used once: asking
 // getRandomValues for 10 bytes per id was about 1% of the service's CPU under load
-// (docs/performance.md §4.1). Ids are public; the bytes are the same CSPRNG's.
+// (docs/performance.md §4.3). Ids are public; the bytes are the same CSPRNG's.
 const pool = new Uint8Array(1024);
 let poolAt = pool.length;
 

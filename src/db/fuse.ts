@@ -106,7 +106,7 @@ export function fuse(stmts: Stmt[], opts: { select?: Stmt } = {}): Stmt {
   if (stmts.length === 1 && !opts.select) return stmts[0];
   // The text depends only on the parts' texts and parameter counts: built once per command shape.
   // Splitting, renaming and renumbering each part was 1.5–2% of the service's CPU under load
-  // (docs/performance.md §4.1).
+  // (docs/performance.md §4.3).
   let key = opts.select ? `${opts.select.text}\u0000${opts.select.params?.length ?? 0}` : '';
   for (const s of stmts) key += `\u0001${s.text}\u0000${s.params?.length ?? 0}`;
   let text = fusedTexts.get(key);

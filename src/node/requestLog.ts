@@ -42,7 +42,7 @@ const FLUSH_BYTES = 64 * 1024;
  * Lines are gathered for up to FLUSH_MS (or FLUSH_BYTES) and given to the stream as one write:
  * each stream write is a file write handed to libuv's thread pool and a wake-up back, which per
  * request (or per turn of the event loop) was 1.5–2% of the service's CPU under load
- * (docs/performance.md §4.1). Closing (the service's stop) and rotating write what is gathered
+ * (docs/performance.md §4.3). Closing (the service's stop) and rotating write what is gathered
  * first; a process killed outright loses at most the last FLUSH_MS of lines.
  */
 export function openRequestLog(path: string, maxLines: number, onError: (err: unknown) => void = () => {}): RequestLogWriter {
