@@ -15,11 +15,24 @@ const RANDOM_MAX = (1n << 80n) - 1n;
 let lastTime = -1;
 let lastRandom = 0n;
 
+// Randomness for ids comes from a pool filled 1 KiB at a time, each byte used once: asking
+// getRandomValues for 10 bytes per id was about 1% of the service's CPU under load
+// (docs/performance.md §4.3). Ids are public; the bytes are the same CSPRNG's.
+const pool = new Uint8Array(1024);
+let poolAt = pool.length;
+
 function randomBits80(): bigint {
-  const bytes = crypto.getRandomValues(new Uint8Array(10));
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return n;
+  if (poolAt + 10 > pool.length) {
+    crypto.getRandomValues(pool);
+    poolAt = 0;
+  }
+  // Two 40-bit halves, big-endian, as Numbers (exact below 2^53).
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < 5; i++) hi = hi * 256 + pool[poolAt + i];
+  for (let i = 5; i < 10; i++) lo = lo * 256 + pool[poolAt + i];
+  poolAt += 10;
+  return (BigInt(hi) << 40n) | BigInt(lo);
 }
 
 function encodeTime(ms: number): string {
@@ -32,13 +45,18 @@ function encodeTime(ms: number): string {
   return out;
 }
 
-function encodeRandom(r: bigint): string {
+/** 8 base32 characters of a 40-bit Number, most significant first. */
+function encode40(n: number): string {
   let out = '';
-  for (let i = 0; i < 16; i++) {
-    out = ALPHABET[Number(r & 31n)] + out;
-    r >>= 5n;
+  for (let i = 0; i < 8; i++) {
+    out = ALPHABET[n % 32] + out;
+    n = Math.floor(n / 32);
   }
   return out;
+}
+
+function encodeRandom(r: bigint): string {
+  return encode40(Number(r >> 40n)) + encode40(Number(r & 0xffffffffffn));
 }
 
 function requirePrefix(prefix: string): void {

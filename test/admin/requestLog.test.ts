@@ -47,6 +47,21 @@ test('the writer appends one JSON line per record and creates missing directorie
   assert.deepEqual(lines(path)[0], rec(1));
 });
 
+test('gathered lines reach the file without a close, soon after they are written', async () => {
+  using t = tempDir();
+  const path = join(t.dir, 'requests.log');
+  const log = openRequestLog(path, 100);
+  log.write(rec(1));
+  log.write(rec(2));
+  const deadline = Date.now() + 5_000;
+  while (lines(path).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(
+    lines(path).map((r) => r.requestId),
+    ['r1', 'r2'],
+  );
+  await log.close();
+});
+
 test('the writer rotates to <path>.1 once the file holds the maximum, keeping one old file', async () => {
   using t = tempDir();
   const path = join(t.dir, 'requests.log');
