@@ -6,16 +6,18 @@
 //  2. backlog: the receiver holds every request (answers nothing) while the escrows run again, so
 //     the outbox fills behind the WEBHOOK_CONCURRENCY requests it holds; then it answers, and the
 //     drain rate is the backlog delivered / (last receipt − release). Target ≥ 500 events/s.
-// Floor: the same bodies POSTed straight to the receiver, WEBHOOK_CONCURRENCY (8) at a time.
+// Floor: the same bodies POSTed straight to the receiver, WEBHOOK_CONCURRENCY (the default) at a time.
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { client, dist, expectStatus, log, nowMs, runFor, sleep, type Child, type Dist } from './lib.ts';
+import { benchConfig, client, dist, expectStatus, log, nowMs, runFor, sleep, type Child, type Dist } from './lib.ts';
 import { httpLifecycle, makeAgents, type Step } from './lifecycle.ts';
 
-/** The service's default WEBHOOK_CONCURRENCY: requests in flight per URL. */
-const PER_URL = 8;
-/** The backlog phase holds requests at most this long: under the default WEBHOOK_TIMEOUT_MS (10 s). */
-const MAX_HOLD_SECONDS = 5;
+/** The service's defaults, as the service child process runs with them. */
+const DEFAULTS = benchConfig();
+/** WEBHOOK_CONCURRENCY: requests in flight per URL. */
+const PER_URL = DEFAULTS.webhookConcurrency;
+/** The backlog phase holds requests at most this long: half of WEBHOOK_TIMEOUT_MS, so none times out. */
+const MAX_HOLD_SECONDS = DEFAULTS.webhookTimeoutMs / 2000;
 
 export interface WebhookRun {
   concurrency: number;

@@ -74,5 +74,19 @@ export function cutPage<T>(
   return { page, nextCursor: encodeCursor(list, keyOf(page[page.length - 1])) };
 }
 
+/**
+ * A list route's page of `rows` (read with sqlLimit), and the `{nextCursor}` to spread into its
+ * answer: given only when the caller gave a limit (without one the whole list is the page).
+ */
+export function pageOf<T>(
+  rows: T[],
+  q: PageQuery,
+  list: string,
+  keyOf: (row: T) => bigint | number | string,
+): { page: T[]; cursor: { nextCursor?: string | null } } {
+  const { page, nextCursor } = cutPage(rows, q.limit, list, keyOf);
+  return { page, cursor: q.limit === undefined ? {} : { nextCursor } };
+}
+
 /** SQL LIMIT for a page query: one more row than asked tells whether another page exists. */
 export const sqlLimit = (limit: number | undefined): number | null => (limit === undefined ? null : limit + 1);

@@ -9,7 +9,7 @@ import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { signJson, verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { AppError, invalidState, notFound } from '../errors.ts';
 import { extend } from '@escrow-settlement/protocol/trail/chain';
-import { escrowUpdate, lockEscrow, trailWrite, type Locked } from '../escrow/escrowRow.ts';
+import { advanceEscrow, lockEscrow, type Locked } from '../escrow/escrowRow.ts';
 import { transition } from '../escrow/states.ts';
 import { fuse } from '../db/fuse.ts';
 import { actingParty, assertFresh, partyActHash, recordSigned, signedActionHash, type PartyAct } from './parties.ts';
@@ -103,17 +103,8 @@ export async function openDispute(
           text: `INSERT INTO disputes (id, escrow_id, state, opened_by, reason, opened_at) VALUES ($1, $2, 'open', $3, $4, $5)`,
           params: [d.id, escrowId, openedBy, reason, at],
         },
-        trailWrite(escrowId, entries),
+        ...advanceEscrow(e, entries, { state: 'disputed', deadlineAt }),
         partySignatureWrite(escrowId, [signed]),
-        escrowUpdate(escrowId, {
-          state: 'disputed',
-          deadlineAt,
-          custodyStatus: e.custodyStatus,
-          verdict: e.verdict,
-          trailLength: e.trailLength + 1,
-          trailHead: entries[0].hash,
-          now: e.now,
-        }),
         ...recordSigned(escrowId, [actionHash]),
         ...idemStore(idem, 201, d),
       ]),
@@ -154,17 +145,8 @@ export async function addEvidence(
     await tx.batch([
       fuse([
         { text: 'UPDATE disputes SET state = $2, evidence = $3 WHERE id = $1', params: [d.id, state, JSON.stringify(evidence)] },
-        trailWrite(escrowId, entries),
+        ...advanceEscrow(e, entries, {}),
         partySignatureWrite(escrowId, [signed]),
-        escrowUpdate(escrowId, {
-          state: e.state,
-          deadlineAt: e.deadlineAt,
-          custodyStatus: e.custodyStatus,
-          verdict: e.verdict,
-          trailLength: e.trailLength + 1,
-          trailHead: entries[0].hash,
-          now: e.now,
-        }),
         ...recordSigned(escrowId, [actionHash]),
         ...idemStore(idem, 200, out),
       ]),

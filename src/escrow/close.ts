@@ -12,7 +12,7 @@ import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { issuerSigner } from '../proof/keys.ts';
 import { extend, type NewEvent } from '@escrow-settlement/protocol/trail/chain';
-import { escrowUpdate, trailWrite, type Locked } from './escrowRow.ts';
+import { advanceEscrow, type Locked } from './escrowRow.ts';
 import type { Outcome, Proof, Shares } from '../proof/proof.ts';
 import { signProofOnce } from '../proof/signOnce.ts';
 import type { EscrowState } from './states.ts';
@@ -87,7 +87,7 @@ export interface CloseInput {
   /** State the escrow keeps if custody fails (default: unchanged; the deadline is cleared either way). */
   ifFailedState?: EscrowState;
   /** The escrow's verdict column after this command (default: unchanged). */
-  verdict?: string;
+  verdict?: Locked['verdict'];
   /** Statements the command writes either way (its delivery, verdict …), before the closing's. */
   writes?: Stmt[];
   /**
@@ -236,19 +236,14 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
       [...pending, { event: 'custody.failed', body: { attempt, error: settled.error } }],
       at,
     );
-    const last = entries[entries.length - 1];
     await write([
       ...(input.writes ?? []),
       journal('settle-failed', settled.error),
-      trailWrite(e.id, entries),
-      escrowUpdate(e.id, {
-        state: input.ifFailedState ?? e.state,
+      ...advanceEscrow(e, entries, {
+        state: input.ifFailedState,
         deadlineAt: null,
         custodyStatus: 'settle-failed',
-        verdict: input.verdict ?? e.verdict,
-        trailLength: last.index + 1,
-        trailHead: last.hash,
-        now,
+        verdict: input.verdict,
       }),
     ]);
     return { ok: false, error: settled.error, attempt };
@@ -256,22 +251,12 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
 
   const { proofId, proof, entries, leafHashHex, jcs, disputeId } =
     early ?? (await signClosing(tx, e, closing, pending, { outcome, shares, at, anchor: settled.anchor }));
-  const last = entries[entries.length - 1];
   const state = finalState(closing);
   const ruling = closing.kind === 'ruling' ? closing.ruling : closing.kind === 'timeout' ? closing.ruling : undefined;
   const written = write([
     ...(input.writes ?? []),
     journal('confirmed', null),
-    trailWrite(e.id, entries),
-    escrowUpdate(e.id, {
-      state,
-      deadlineAt: null,
-      custodyStatus: 'settled',
-      verdict: input.verdict ?? e.verdict,
-      trailLength: last.index + 1,
-      trailHead: last.hash,
-      now,
-    }),
+    ...advanceEscrow(e, entries, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict }),
     {
       text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
       params: [proofId, e.id, leafHashHex, jcs, now],

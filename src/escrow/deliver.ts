@@ -8,7 +8,7 @@ import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
 import { badRequest, invalidState, notFound, unprocessable } from '../errors.ts';
 import { extend } from '@escrow-settlement/protocol/trail/chain';
-import { lockEscrowWith, escrowUpdate, trailWrite } from './escrowRow.ts';
+import { lockEscrowWith, advanceEscrow } from './escrowRow.ts';
 import { heldSigner } from '../crypto/signer.ts';
 import { transition } from './states.ts';
 import { evaluateChecks, type CheckResult, type TermCheck } from '../terms/checks.ts';
@@ -106,23 +106,8 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     if (!evaluation.passed) {
       // Failed verdict: delivered, open for dispute or refund until resolveWithinSeconds passes.
       const entries = extend(e.trailLength, e.trailHead, pending, at);
-      const last = entries[entries.length - 1];
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([
-        fuse([
-          ...writes,
-          trailWrite(escrowId, entries),
-          escrowUpdate(escrowId, {
-            state: 'delivered',
-            deadlineAt,
-            custodyStatus: e.custodyStatus,
-            verdict: 'failed',
-            trailLength: last.index + 1,
-            trailHead: last.hash,
-            now: e.now,
-          }),
-        ]),
-      ]);
+      await tx.commitWith([fuse([...writes, ...advanceEscrow(e, entries, { state: 'delivered', deadlineAt, verdict: 'failed' })])]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {

@@ -184,6 +184,9 @@ export async function getEscrow(q: Queryable, id: string): Promise<EscrowRow> {
   return fromRow(rows[0]);
 }
 
+/** The trail fields trailWrite sends as they are, in its unnest's column order. */
+const UNNESTED = ['index', 'prevHash', 'hash', 'at', 'event'] as const;
+
 /**
  * One statement that appends trail entries and fans each out to every registered webhook URL that
  * may see the escrow (outbox rows in the same transaction as the state change: docs/protocol.md §14.3): a URL
@@ -204,13 +207,10 @@ export function trailWrite(escrowId: string, entries: TrailEntry[], newTenants?:
            INSERT INTO outbox (escrow_id, idx, url)
            SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w
             WHERE w.owner_key IS NULL OR ${tenant}`,
+    // One array per unnest column ($2 to $6, then the bodies as JSON text in $7).
     params: [
       escrowId,
-      entries.map((e) => e.index),
-      entries.map((e) => e.prevHash),
-      entries.map((e) => e.hash),
-      entries.map((e) => e.at),
-      entries.map((e) => e.event),
+      ...UNNESTED.map((k) => entries.map((e) => e[k])),
       entries.map((e) => JSON.stringify(e.body)),
       ...(newTenants ? [newTenants] : []),
     ],
@@ -237,20 +237,48 @@ export function escrowUpdate(
   };
 }
 
+/** What a step may change on the escrow's row besides its trail head; what it leaves out (or undefined) stays as it was. */
+export type EscrowChange = Partial<Pick<EscrowRow, 'state' | 'deadlineAt' | 'custodyStatus' | 'verdict'>>;
+
+/**
+ * The two writes of every step a locked escrow takes: `entries` appended to its trail (with their
+ * outbox rows) and the row moved to their head, with `change` applied, at the lock's clock.
+ */
+export function advanceEscrow(e: Locked, entries: TrailEntry[], change: EscrowChange): Stmt[] {
+  const last = entries[entries.length - 1];
+  return [
+    trailWrite(e.id, entries),
+    escrowUpdate(e.id, {
+      state: change.state ?? e.state,
+      deadlineAt: change.deadlineAt === undefined ? e.deadlineAt : change.deadlineAt,
+      custodyStatus: change.custodyStatus ?? e.custodyStatus,
+      verdict: change.verdict ?? e.verdict,
+      trailLength: last.index + 1,
+      trailHead: last.hash,
+      now: e.now,
+    }),
+  ];
+}
+
+/** The columns trailEntryFrom reads. */
+const TRAIL_COLS = 'idx, prev_hash, hash, at, event, body';
+
+const trailEntryFrom = (r: Row): TrailEntry => ({
+  index: Number(r.idx),
+  prevHash: r.prev_hash,
+  hash: r.hash,
+  at: r.at,
+  event: r.event,
+  body: JSON.parse(r.body),
+});
+
 export async function readTrail(q: Queryable, escrowId: string, upTo?: number): Promise<TrailEntry[]> {
   const rows = await q.query(
-    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+    `SELECT ${TRAIL_COLS} FROM trail_entries
       WHERE escrow_id = $1 AND ($2::int IS NULL OR idx < $2) ORDER BY idx`,
     [escrowId, upTo ?? null],
   );
-  return rows.map((r) => ({
-    index: Number(r.idx),
-    prevHash: r.prev_hash,
-    hash: r.hash,
-    at: r.at,
-    event: r.event,
-    body: JSON.parse(r.body),
-  }));
+  return rows.map(trailEntryFrom);
 }
 
 /**
@@ -260,16 +288,9 @@ export async function readTrail(q: Queryable, escrowId: string, upTo?: number): 
  */
 export async function readTrailPage(q: Queryable, escrowId: string, after: bigint | null, limit: number): Promise<TrailEntry[]> {
   const rows = await q.query(
-    `SELECT idx, prev_hash, hash, at, event, body FROM trail_entries
+    `SELECT ${TRAIL_COLS} FROM trail_entries
       WHERE escrow_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
     [escrowId, after === null ? -1 : Number(after), limit + 1],
   );
-  return rows.map((r) => ({
-    index: Number(r.idx),
-    prevHash: r.prev_hash,
-    hash: r.hash,
-    at: r.at,
-    event: r.event,
-    body: JSON.parse(r.body),
-  }));
+  return rows.map(trailEntryFrom);
 }

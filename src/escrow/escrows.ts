@@ -8,7 +8,7 @@ import { extend, GENESIS } from '@escrow-settlement/protocol/trail/chain';
 import { idemClaim, idemStore, type IdemSlot } from '../db/idempotency.ts';
 import { checkMandateCaps, type MandateCaps } from '../mandate/mandateCaps.ts';
 import type { Terms } from '../terms/checks.ts';
-import { escrowUpdate, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
+import { advanceEscrow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
 import { transition } from './states.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Metadata } from './metadata.ts';
@@ -226,19 +226,7 @@ export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot):
     };
     const json = toJson(updated);
     await tx.commitWith([
-      fuse([
-        trailWrite(id, entries),
-        escrowUpdate(id, {
-          state,
-          deadlineAt,
-          custodyStatus: 'locked',
-          verdict: e.verdict,
-          trailLength: updated.trailLength,
-          trailHead: updated.trailHead,
-          now: e.now,
-        }),
-        ...idemStore(idem, 200, json),
-      ]),
+      fuse([...advanceEscrow(e, entries, { state, deadlineAt, custodyStatus: 'locked' }), ...idemStore(idem, 200, json)]),
     ]);
     return json;
   });

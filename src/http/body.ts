@@ -2,6 +2,7 @@
 // (I-JSON: no duplicate keys, NUL or lone surrogates; strictJson.ts). Every route reads JSON here.
 import { AppError, badRequest } from '../errors.ts';
 import { parseStrictJson } from './strictJson.ts';
+import { concatBytes } from '@escrow-settlement/protocol/crypto/bytes';
 
 export const MAX_BODY = 1024 * 1024;
 export const MAX_VERIFY_BODY = 32 * 1024;
@@ -33,14 +34,7 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
     }
     chunks.push(r.value);
   }
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
+  return chunks.length === 1 ? chunks[0] : concatBytes(...chunks);
 }
 
 /** The parsed JSON body, or a 400 that says what is wrong with it and where. An empty body: undefined. */
@@ -54,4 +48,18 @@ export async function readJson(request: Request, limit = MAX_BODY): Promise<unkn
     throw badRequest('request body is not valid UTF-8');
   }
   return parseStrictJson(text);
+}
+
+/**
+ * The body of a POST that takes none: nothing, or `{}`. Anything else is a 400 (unknown fields are
+ * refused, docs/protocol.md §2.6) naming the field and `what` takes no fields. Returned for the
+ * Idempotency-Key fingerprint.
+ */
+export async function readNoBody(request: Request, what: string): Promise<unknown> {
+  const raw = await readJson(request);
+  if (raw === undefined) return raw;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
+  const [field] = Object.keys(raw);
+  if (field !== undefined) throw badRequest(`${field} is not a known field (${what} takes no body fields)`);
+  return raw;
 }

@@ -2,6 +2,7 @@
 // so auth, rate limits and the OpenAPI document are all read from one place.
 import type { Struct } from 'superstruct';
 import type { Services } from '../services.ts';
+import { json } from './respond.ts';
 
 export type Access = 'public' | 'key' | 'root';
 export type RateUnit = 'key' | 'public' | 'verify';
@@ -67,4 +68,33 @@ export interface RouteDef {
   handler: (ctx: Ctx) => Promise<Response>;
 }
 
-export const defineRoutes = (routes: RouteDef[]) => routes;
+/**
+ * What the routes of one file of the route table share: their tag, and most often their access, rate
+ * unit and tenancy. A route that differs says so itself.
+ */
+export type RouteGroup = Pick<RouteDef, 'tag' | 'access'> & Partial<Pick<RouteDef, 'rate' | 'tenant'>>;
+
+/** A route of a group: what the group gives may be left out. */
+export type GroupRoute = Omit<RouteDef, keyof RouteGroup> & Partial<RouteGroup>;
+
+export const defineRoutes = (group: RouteGroup, routes: GroupRoute[]): RouteDef[] => routes.map((r) => ({ ...group, ...r }));
+
+/**
+ * A GET of one resource by the `:id` of its path, tenancy checked before it runs (docs/protocol.md
+ * §18.3): 200 with what `read` finds, which throws not_found when there is nothing.
+ */
+export function readById(
+  path: string,
+  summary: string,
+  description: string,
+  read: (svc: Services, id: string) => Promise<unknown>,
+): GroupRoute {
+  return {
+    method: 'GET',
+    path,
+    summary,
+    success: { status: 200, description },
+    errors: ['unauthorized', 'not_found', 'rate_limited'],
+    handler: async ({ params, svc }) => json(await read(svc, params.id)),
+  };
+}

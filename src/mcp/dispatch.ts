@@ -7,7 +7,7 @@ import { badRequest } from '../errors.ts';
 import { errorResponse } from '../http/respond.ts';
 import { spend } from '../http/rateLimit.ts';
 import { ROUTE_TOOLS, VERIFY_BUNDLE_TOOL, type RouteTool } from './tools.ts';
-import { runVerifyBundle, ToolArgumentError } from '@escrow-settlement/client/mcp/verifyBundleTool';
+import { runVerifyBundle, ToolArgumentError } from '@escrow-settlement/protocol/mcp/verifyBundleTool';
 
 export interface ToolResult {
   [key: string]: unknown;

@@ -5,7 +5,7 @@ import type { RouteDef } from '../http/route.ts';
 import { QUERY } from '../openapi/document.ts';
 import { inputSchema, outputSchema, responseOf, selfContained, type PathArg } from './schemas.ts';
 import type { JsonSchema } from '../openapi/jsonSchema.ts';
-import { VERIFY_BUNDLE_INPUT, VERIFY_BUNDLE_OUTPUT } from '@escrow-settlement/client/mcp/verifyBundleTool';
+import { VERIFY_BUNDLE_INPUT, VERIFY_BUNDLE_OUTPUT } from '@escrow-settlement/protocol/mcp/verifyBundleTool';
 
 export interface ToolAnnotations {
   title: string;

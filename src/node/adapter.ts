@@ -7,6 +7,7 @@
 // Request/Response with those subclasses once, when nodeListener() is first called (instanceof still
 // holds). What this module adds: the client address, invalid header values dropped, a cap-refused
 // body not read any further, and the error envelopes.
+import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
 import type { App } from '../app.ts';
@@ -60,31 +61,31 @@ function bodyStream(incoming: IncomingMessage, outgoing: ServerResponse): Readab
     if (release()) controller!.error(err);
   };
   const onClose = () => onError(new Error('the client closed the connection before the request body ended'));
+  // Answered while the app still held the stream: let go of the message, whatever it does next.
+  const onFinish = () => onError(new Error('the response was sent before the request body was read'));
+  // What the first pull starts listening to and release stops listening to: one list, so the two agree.
+  const listeners: Array<[EventEmitter, 'on' | 'once', string, Parameters<EventEmitter['on']>[1]]> = [
+    [incoming, 'on', 'data', onData],
+    [incoming, 'once', 'end', onEnd],
+    [incoming, 'once', 'error', onError],
+    [incoming, 'once', 'close', onClose],
+    [outgoing, 'once', 'finish', onFinish],
+  ];
   const release = (): boolean => {
     if (settled) return false;
     settled = true;
     if (controller) {
-      incoming.off('data', onData);
-      incoming.off('end', onEnd);
-      incoming.off('error', onError);
-      incoming.off('close', onClose);
-      outgoing.off('finish', onFinish);
+      for (const [emitter, , event, listener] of listeners) emitter.off(event, listener);
       incoming.pause();
     }
     return true;
   };
-  // Answered while the app still held the stream: let go of the message, whatever it does next.
-  const onFinish = () => onError(new Error('the response was sent before the request body was read'));
   return new ReadableStream<Uint8Array>(
     {
       pull(c) {
         if (!controller) {
           controller = c;
-          incoming.on('data', onData);
-          incoming.once('end', onEnd);
-          incoming.once('error', onError);
-          incoming.once('close', onClose);
-          outgoing.once('finish', onFinish);
+          for (const [emitter, how, event, listener] of listeners) emitter[how](event, listener);
         }
         incoming.resume();
       },

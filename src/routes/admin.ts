@@ -1,51 +1,35 @@
 // Admin routes, root key only (docs/protocol.md §22, §18.2, §18.6): issuer rotation, bearer keys, metrics, rate counters.
 import { object, optional } from 'superstruct';
-import { badRequest } from '../errors.ts';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { readJson } from '../http/body.ts';
+import { readJson, readNoBody } from '../http/body.ts';
 import { check, label, positiveInt } from '../validate.ts';
 import { rotateIssuer } from '../proof/keys.ts';
 import { listKeys, mintKey, revokeKey } from '../access/apiKeys.ts';
 import { metrics } from '../ops/metrics.ts';
-import { cutPage, pageQuery } from '../paging.ts';
+import { pageOf, pageQuery } from '../paging.ts';
 
 export const MintKeyBody = object({ label: optional(label), rateLimitMax: optional(positiveInt(1e9)) });
 
 const ADMIN_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'];
 
-/** A body-less POST accepts no body, `{}`, or nothing else (unknown fields are a 400, docs/protocol.md §2.6). */
-async function noBody(request: Request, what: string): Promise<void> {
-  const raw = await readJson(request);
-  if (raw === undefined) return;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
-  const [field] = Object.keys(raw);
-  if (field !== undefined) throw badRequest(`${field} is not a known field (${what} takes no body fields)`);
-}
-
 export const adminRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'admin', access: 'root', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/admin/issuer/rotate',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
       success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
       errors: ['bad_request', ...ADMIN_ERRORS],
       async handler({ request, svc }) {
-        await noBody(request, 'rotation');
+        await readNoBody(request, 'rotation');
         return json(await rotateIssuer(svc.db), 201);
       },
     },
     {
       method: 'POST',
       path: '/v1/admin/keys',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
       body: MintKeyBody,
@@ -59,9 +43,6 @@ export const adminRoutes = () =>
     {
       method: 'GET',
       path: '/v1/admin/keys',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
       success: {
@@ -71,16 +52,13 @@ export const adminRoutes = () =>
       errors: ['bad_request', ...ADMIN_ERRORS],
       async handler({ query, svc }) {
         const q = pageQuery(query, 'key');
-        const { page, nextCursor } = cutPage(await listKeys(svc.db, q.after, q.limit), q.limit, 'key', (k) => k.seq);
-        return json({ keys: page.map((k) => k.record), ...(q.limit === undefined ? {} : { nextCursor }) });
+        const { page, cursor } = pageOf(await listKeys(svc.db, q.after, q.limit), q, 'key', (k) => k.seq);
+        return json({ keys: page.map((k) => k.record), ...cursor });
       },
     },
     {
       method: 'DELETE',
       path: '/v1/admin/keys/:keyId',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
       success: { status: 200, description: 'the key record with revokedAt' },
@@ -90,9 +68,6 @@ export const adminRoutes = () =>
     {
       method: 'GET',
       path: '/v1/admin/metrics',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
       success: {
@@ -106,9 +81,6 @@ export const adminRoutes = () =>
     {
       method: 'GET',
       path: '/v1/admin/rate',
-      access: 'root',
-      rate: 'key',
-      tag: 'admin',
       summary:
         "The current window's counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.",
       success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },

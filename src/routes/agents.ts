@@ -10,13 +10,10 @@ import { scopeOf } from '../access/tenancy.ts';
 export const CreateAgentBody = object({ label: optional(label) });
 
 export const agentRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'agents', access: 'key', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/agents',
-      access: 'key',
-      rate: 'key',
-      tag: 'agents',
       summary: 'Create a sandbox agent: the service generates and holds an Ed25519 keypair; only the public key is returned.',
       body: CreateAgentBody,
       success: { status: 201, description: 'Agent {id, label, publicKey}' },

@@ -10,10 +10,10 @@ import { consolePage, landingPage } from '../console/pages.ts';
 import { docsPage } from '../console/docsPage.ts';
 import { faviconResponse } from '../console/favicon.ts';
 
-const PAGE = { access: 'public', tag: 'console', contentType: 'text/html', errors: [] as string[] } as const;
+const PAGE = { contentType: 'text/html', errors: [] as string[] } as const;
 
 export const consoleRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'console', access: 'public' }, [
     {
       ...PAGE,
       method: 'GET',
@@ -40,8 +40,6 @@ export const consoleRoutes = () =>
     {
       method: 'GET',
       path: '/console/assets/:name',
-      access: 'public',
-      tag: 'console',
       page: true,
       contentType: 'text/javascript',
       summary: 'A content-hashed console asset (script or stylesheet), cacheable for good.',
@@ -57,8 +55,6 @@ export const consoleRoutes = () =>
     {
       method: 'GET',
       path: '/favicon.ico',
-      access: 'public',
-      tag: 'console',
       page: true,
       contentType: 'image/x-icon',
       summary: 'The site icon browsers request on their own (a 32×32 icon).',

@@ -1,6 +1,6 @@
 // Dispute routes: open, read, evidence, resolve (docs/protocol.md §6).
 import { any, array, enums, object, optional, size, unknown } from 'superstruct';
-import { defineRoutes } from '../http/route.ts';
+import { defineRoutes, readById } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { boundedString, check, hex64, idOf, timestamp } from '../validate.ts';
@@ -44,15 +44,11 @@ function partyAct(b: { agentId?: string; party?: string; signedAt?: string; sign
 }
 
 export const disputeRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'disputes', access: 'key', rate: 'key', tenant: 'escrow' }, [
     {
       method: 'POST',
       path: '/v1/escrows/:id/dispute',
-      access: 'key',
-      rate: 'key',
-      tenant: 'escrow',
       signsAgainstNow: true,
-      tag: 'disputes',
       summary:
         'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
       body: [OpenSandboxBody, OpenSignedBody],
@@ -71,26 +67,11 @@ export const disputeRoutes = () =>
         );
       },
     },
-    {
-      method: 'GET',
-      path: '/v1/escrows/:id/dispute',
-      access: 'key',
-      rate: 'key',
-      tenant: 'escrow',
-      tag: 'disputes',
-      summary: "Read the escrow's dispute.",
-      success: { status: 200, description: 'Dispute' },
-      errors: ['unauthorized', 'not_found', 'rate_limited'],
-      handler: async ({ params, svc }) => json(await getDispute(svc, params.id)),
-    },
+    readById('/v1/escrows/:id/dispute', "Read the escrow's dispute.", 'Dispute', getDispute),
     {
       method: 'POST',
       path: '/v1/escrows/:id/dispute/evidence',
-      access: 'key',
-      rate: 'key',
-      tenant: 'escrow',
       signsAgainstNow: true,
-      tag: 'disputes',
       summary:
         'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
       body: [EvidenceSandboxBody, EvidenceSignedBody],
@@ -123,10 +104,6 @@ export const disputeRoutes = () =>
     {
       method: 'POST',
       path: '/v1/escrows/:id/dispute/resolve',
-      access: 'key',
-      rate: 'key',
-      tenant: 'escrow',
-      tag: 'disputes',
       summary:
         'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
       body: ResolveBody,

@@ -1,8 +1,8 @@
 // Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (docs/protocol.md §3.2, §4.1).
 import { any, object, optional } from 'superstruct';
-import { defineRoutes, type Ctx } from '../http/route.ts';
+import { defineRoutes, readById, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { readJson } from '../http/body.ts';
+import { readJson, readNoBody } from '../http/body.ts';
 import { amountStr, asset, check, idOf, timestamp } from '../validate.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
@@ -12,7 +12,7 @@ import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, type PartyInput } from '../
 import { ESCROW_CURSOR, listEscrows, streamAllEscrows, type EscrowFilter } from '../escrow/escrowList.ts';
 import { loadAgents } from '../access/agents.ts';
 import { MetadataS, validateMetadata } from '../escrow/metadata.ts';
-import { cutPage, pageQuery } from '../paging.ts';
+import { pageOf, pageQuery } from '../paging.ts';
 import { getEscrow, readTrail, readTrailPage, toJson } from '../escrow/escrowRow.ts';
 import { engineEvent } from '../webhooks/event.ts';
 import { submitDelivery, type DeliveryInput } from '../escrow/deliver.ts';
@@ -106,13 +106,10 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx
 }
 
 export const escrowRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'escrows', access: 'key', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/escrows',
-      access: 'key',
-      rate: 'key',
-      tag: 'escrows',
       summary:
         'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
       body: CreateEscrowBody,
@@ -140,9 +137,6 @@ export const escrowRoutes = () =>
     {
       method: 'GET',
       path: '/v1/escrows',
-      access: 'key',
-      rate: 'key',
-      tag: 'escrows',
       summary:
         'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
       success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
@@ -159,45 +153,28 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/escrows/:id',
-      access: 'key',
-      rate: 'key',
+      ...readById('/v1/escrows/:id', 'Read one escrow.', 'Escrow', async (svc, id) => toJson(await getEscrow(svc.db, id))),
       tenant: 'escrow',
-      tag: 'escrows',
-      summary: 'Read one escrow.',
-      success: { status: 200, description: 'Escrow' },
-      errors: ['unauthorized', 'not_found', 'rate_limited'],
-      handler: async (ctx) => json(toJson(await getEscrow(ctx.svc.db, id(ctx)))),
     },
     {
       method: 'POST',
       path: '/v1/escrows/:id/fund',
-      access: 'key',
-      rate: 'key',
       tenant: 'escrow',
-      tag: 'escrows',
       summary:
         'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
       success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
       // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
       errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
       async handler(ctx) {
-        const raw = await readJson(ctx.request);
-        if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
-          throw badRequest('fund takes no body fields');
-        }
+        const raw = await readNoBody(ctx.request, 'fund');
         return withIdempotency(ctx, raw, async (slot) => json(await fundEscrow(ctx.svc, id(ctx), slot)));
       },
     },
     {
       method: 'POST',
       path: '/v1/escrows/:id/delivery',
-      access: 'key',
-      rate: 'key',
       tenant: 'escrow',
       signsAgainstNow: true,
-      tag: 'escrows',
       summary:
         'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
       body: [SandboxDeliveryBody, SignedDeliveryBody],
@@ -213,28 +190,19 @@ export const escrowRoutes = () =>
     {
       method: 'POST',
       path: '/v1/escrows/:id/refund',
-      access: 'key',
-      rate: 'key',
       tenant: 'escrow',
-      tag: 'escrows',
       summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
       success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
       errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
       async handler(ctx) {
-        const raw = await readJson(ctx.request);
-        if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
-          throw badRequest('refund takes no body fields');
-        }
+        await readNoBody(ctx.request, 'refund');
         return json(await refundEscrow(ctx.svc, id(ctx)));
       },
     },
     {
       method: 'GET',
       path: '/v1/escrows/:id/trail',
-      access: 'key',
-      rate: 'key',
       tenant: 'escrow',
-      tag: 'escrows',
       summary:
         "The escrow's hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.",
       success: {
@@ -250,17 +218,14 @@ export const escrowRoutes = () =>
         const intactUpTo = firstBreak(all);
         if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
         const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
-        const { page, nextCursor } = cutPage(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q.limit, 'trl', (e) => e.index);
-        return json({ entries: page, intactUpTo, ...(q.limit === undefined ? {} : { nextCursor }) });
+        const { page, cursor } = pageOf(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q, 'trl', (e) => e.index);
+        return json({ entries: page, intactUpTo, ...cursor });
       },
     },
     {
       method: 'GET',
       path: '/v1/escrows/:id/events',
-      access: 'key',
-      rate: 'key',
       tenant: 'escrow',
-      tag: 'escrows',
       summary:
         "Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow's metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
       success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
@@ -272,21 +237,15 @@ export const escrowRoutes = () =>
           q.limit === undefined && q.after === null
             ? await readTrail(ctx.svc.db, id(ctx))
             : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
-        const { page, nextCursor } = cutPage(entries, q.limit, 'evt', (e) => e.index);
+        const { page, cursor } = pageOf(entries, q, 'evt', (e) => e.index);
         const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
-        return json({ events, ...(q.limit === undefined ? {} : { nextCursor }) });
+        return json({ events, ...cursor });
       },
     },
     {
-      method: 'GET',
-      path: '/v1/escrows/:id/proof',
-      access: 'key',
-      rate: 'key',
+      ...readById('/v1/escrows/:id/proof', 'The proof that closed the escrow; 404 while the matter is open.', 'Proof', (svc, id) =>
+        proofOfEscrow(svc.db, id),
+      ),
       tenant: 'escrow',
-      tag: 'escrows',
-      summary: 'The proof that closed the escrow; 404 while the matter is open.',
-      success: { status: 200, description: 'Proof' },
-      errors: ['unauthorized', 'not_found', 'rate_limited'],
-      handler: async (ctx) => json(await proofOfEscrow(ctx.svc.db, id(ctx))),
     },
   ]);

@@ -12,13 +12,10 @@ const REFUSALS =
   'malformed_header, version_mismatch, scheme_mismatch, wrong_resource, wrong_payee, wrong_asset, bad_signature, payment_invalid, terms_mismatch';
 
 export const facilitatorRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'x402', access: 'key', rate: 'key' }, [
     {
       method: 'GET',
       path: `${BASE}/supported`,
-      access: 'key',
-      rate: 'key',
-      tag: 'x402',
       summary:
         'x402 v2 facilitator: the payment kinds it settles (scheme auth-capture, paymentFlow escrow, on X402_NETWORK) and its signer (the active issuer key).',
       success: {
@@ -32,9 +29,6 @@ export const facilitatorRoutes = () =>
     {
       method: 'POST',
       path: `${BASE}/verify`,
-      access: 'key',
-      rate: 'key',
-      tag: 'x402',
       summary:
         "x402 v2 facilitator: checks a collect authorization against its auth-capture requirements (every field, the payer's signature, validBefore within maxTimeoutSeconds, the nonce unused, the payer's mandate caps) and writes nothing.",
       body: FacilitatorBody,
@@ -50,9 +44,6 @@ export const facilitatorRoutes = () =>
     {
       method: 'POST',
       path: `${BASE}/settle`,
-      access: 'key',
-      rate: 'key',
-      tag: 'x402',
       signsAgainstNow: true,
       summary:
         'x402 v2 facilitator: settles an auth-capture payment. A collect (payload {authorization, signature}) creates and funds one escrow, idempotent per (payTo, nonce); a capture (payload {type: "capture", paymentId, delivery: {payload, submittedAt, signature}}) judges the payee-signed delivery against the terms: a pass settles with a proof, a fail answers verdict_failed and leaves the escrow delivered; a void (payload {type: "void", paymentId, signedAt, signature}) refunds with a proof. Capture and void are idempotent per escrow.',

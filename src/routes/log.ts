@@ -67,22 +67,16 @@ async function consistency({ params, svc }: Ctx): Promise<Response> {
 
 const CONSISTENCY = {
   method: 'GET',
-  access: 'public',
-  rate: 'public',
-  tag: 'log',
   success: { status: 200, description: '{firstSize, secondSize, firstRoot, secondRoot, path: [hex64]} (RFC 9162 §2.1.4)' },
   errors: PUBLIC_ERRORS,
   handler: consistency,
 } as const;
 
 export const logRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
     {
       method: 'GET',
       path: '/v1/log/head',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary: 'The current log size and root hash, signed by the active issuer key over JCS({logSize, rootHash, signedAt}).',
       success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
       errors: ['rate_limited'],
@@ -93,9 +87,6 @@ export const logRoutes = () =>
     {
       method: 'GET',
       path: '/v1/log/proof/:proofId',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
       success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
       errors: ['not_found', 'rate_limited', 'unavailable'],
@@ -113,9 +104,6 @@ export const logRoutes = () =>
     {
       method: 'GET',
       path: '/v1/log/entries',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
       success: {
         status: 200,
@@ -152,9 +140,6 @@ export const logRoutes = () =>
     {
       method: 'GET',
       path: '/v1/log/checkpoint',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary:
         "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature/v1 lines (503 until one has); without: the current head.",
       success: {

@@ -1,6 +1,6 @@
 // Mandate routes (docs/protocol.md §8).
 import { object } from 'superstruct';
-import { defineRoutes } from '../http/route.ts';
+import { defineRoutes, readById } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, hex64 } from '../validate.ts';
@@ -12,13 +12,10 @@ import { claimMandate } from '../access/tenancy.ts';
 export const MandateBody = object({ principal: hex64, caps: requiredJson('MandateCaps'), signature: SignatureS });
 
 export const mandateRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'mandates', access: 'key', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/mandates',
-      access: 'key',
-      rate: 'key',
-      tag: 'mandates',
       summary: 'Register a principal-signed mandate; idempotent by content hash (201 new, 200 existing with usage intact).',
       body: MandateBody,
       success: { status: 201, description: 'Mandate with hash and usage (200 when already registered)' },
@@ -33,15 +30,7 @@ export const mandateRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/mandates/:id',
-      access: 'key',
-      rate: 'key',
+      ...readById('/v1/mandates/:id', 'Read a mandate with its hash and usage {spent, remaining}.', 'Mandate', getMandate),
       tenant: 'mandate',
-      tag: 'mandates',
-      summary: 'Read a mandate with its hash and usage {spent, remaining}.',
-      success: { status: 200, description: 'Mandate' },
-      errors: ['unauthorized', 'not_found', 'rate_limited'],
-      handler: async ({ params, svc }) => json(await getMandate(svc, params.id)),
     },
   ]);

@@ -7,12 +7,10 @@ import { openApiDocument } from '../openapi/document.ts';
 import { VERSION } from '../version.ts';
 
 export const metaRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'meta', access: 'public' }, [
     {
       method: 'GET',
       path: '/health',
-      access: 'public',
-      tag: 'meta',
       summary: 'Liveness and database reachability; names the active issuer key.',
       success: {
         status: 200,
@@ -35,8 +33,6 @@ export const metaRoutes = () =>
     {
       method: 'GET',
       path: '/.well-known/proof-issuer.json',
-      access: 'public',
-      tag: 'meta',
       summary:
         'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
       success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
@@ -52,7 +48,6 @@ export const metaRoutes = () =>
       path: '/v1/openapi.json',
       access: 'key',
       rate: 'key',
-      tag: 'meta',
       summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
       success: { status: 200, description: `OpenAPI 3.1 document, info.version ${VERSION}` },
       errors: ['unauthorized', 'rate_limited'],

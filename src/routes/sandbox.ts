@@ -15,14 +15,11 @@ const count = define<number>(
 export const FailNextBody = object({ count });
 
 export const sandboxRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'sandbox', access: 'key', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/sandbox/clock',
-      access: 'key',
-      rate: 'key',
       sandboxOnly: true,
-      tag: 'sandbox',
       summary:
         "Move the service's notion of now forward by advanceSeconds (1 to 10 years per call, never back; the clock stays 10 years before year 9999); deadlines and timestamps follow it.",
       body: ClockBody,
@@ -37,9 +34,6 @@ export const sandboxRoutes = () =>
       // Served in hosted mode too (offset 0 there): a client signing a timed action may read the clock.
       method: 'GET',
       path: '/v1/sandbox/clock',
-      access: 'key',
-      rate: 'key',
-      tag: 'sandbox',
       summary: "The service's notion of now (what client-signed actions' signedAt/submittedAt are checked against) and the sandbox offset.",
       success: { status: 200, description: '{now, offsetSeconds}' },
       errors: ['unauthorized', 'rate_limited'],
@@ -48,10 +42,7 @@ export const sandboxRoutes = () =>
     {
       method: 'POST',
       path: '/v1/sandbox/custody/fail-next',
-      access: 'key',
-      rate: 'key',
       sandboxOnly: true,
-      tag: 'sandbox',
       summary: 'Make the next `count` settlement attempts fail (0 clears), to exercise custody_failed and the retry route.',
       body: FailNextBody,
       success: { status: 200, description: '{failNext}' },

@@ -44,13 +44,10 @@ export const ProofDoc = object({
 export type VerifyResponse = DocumentVerification;
 
 export const verifyRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'proofs', access: 'public', rate: 'verify' }, [
     {
       method: 'POST',
       path: '/v1/verify',
-      access: 'public',
-      rate: 'verify',
-      tag: 'proofs',
       summary:
         "Checks a proof document: the issuer signature over its canonical body, and whether the signer is one of this deployment's published issuer key eras. Trail intactness is not checked here.",
       body: ProofDoc,

@@ -2,10 +2,10 @@
 import { define, object } from 'superstruct';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { readJson } from '../http/body.ts';
+import { readJson, readNoBody } from '../http/body.ts';
 import { check } from '../validate.ts';
-import { badRequest, notFound } from '../errors.ts';
-import { cutPage, pageQuery } from '../paging.ts';
+import { notFound } from '../errors.ts';
+import { pageOf, pageQuery } from '../paging.ts';
 import { activeKey } from '../proof/keys.ts';
 import { scopeOf } from '../access/tenancy.ts';
 import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
@@ -34,13 +34,10 @@ async function bodyUrl(ctx: Ctx): Promise<{ url: string; asGiven: string }> {
 const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).publicKey;
 
 export const webhookRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'webhooks', access: 'key', rate: 'key' }, [
     {
       method: 'POST',
       path: '/v1/webhooks',
-      access: 'key',
-      rate: 'key',
-      tag: 'webhooks',
       summary:
         "Register a URL for every event (signed, retried, dead-lettered); a minted key's URL gets only the events of escrows that key sees. URLs compare in canonical form (docs/security.md), so another spelling of a registered URL is the same URL. Registering it again keeps one registration; another key registering it is 409, and so is a URL beyond the WEBHOOK_MAX_URLS_PER_KEY (default 20) a key may have. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.",
       body: WebhookBody,
@@ -62,34 +59,19 @@ export const webhookRoutes = () =>
     {
       method: 'GET',
       path: '/v1/webhooks',
-      access: 'key',
-      rate: 'key',
-      tag: 'webhooks',
       summary:
         "Registered webhook URLs (a minted key's own) in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
       success: { status: 200, description: '{webhooks: [url], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)' },
       errors: ['bad_request', 'unauthorized', 'rate_limited'],
       async handler(ctx) {
         const q = pageQuery(ctx.query, 'whk');
-        const { page, nextCursor } = cutPage(
-          await listWebhooks(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)),
-          q.limit,
-          'whk',
-          (w) => w.seq,
-        );
-        return json({
-          webhooks: page.map((w) => w.url),
-          signingKey: await signingKey(ctx),
-          ...(q.limit === undefined ? {} : { nextCursor }),
-        });
+        const { page, cursor } = pageOf(await listWebhooks(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)), q, 'whk', (w) => w.seq);
+        return json({ webhooks: page.map((w) => w.url), signingKey: await signingKey(ctx), ...cursor });
       },
     },
     {
       method: 'DELETE',
       path: '/v1/webhooks',
-      access: 'key',
-      rate: 'key',
-      tag: 'webhooks',
       summary:
         'Unregister a URL (body {url}); its pending deliveries are dropped, its dead letters stay listed for the key that owned it and can be redelivered once the URL is registered again.',
       body: WebhookBody,
@@ -104,9 +86,6 @@ export const webhookRoutes = () =>
     {
       method: 'GET',
       path: '/v1/webhooks/dead-letters',
-      access: 'key',
-      rate: 'key',
-      tag: 'webhooks',
       summary:
         'Deliveries that failed every attempt, oldest first, each with the event exactly as it was sent. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
       success: {
@@ -117,30 +96,19 @@ export const webhookRoutes = () =>
       errors: ['bad_request', 'unauthorized', 'rate_limited'],
       async handler(ctx) {
         const q = pageQuery(ctx.query, 'dlr');
-        const { page, nextCursor } = cutPage(
-          await listDeadLetters(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)),
-          q.limit,
-          'dlr',
-          (d) => d.seq,
-        );
-        return json({ deadLetters: page.map(({ seq: _seq, ...d }) => d), ...(q.limit === undefined ? {} : { nextCursor }) });
+        const { page, cursor } = pageOf(await listDeadLetters(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)), q, 'dlr', (d) => d.seq);
+        return json({ deadLetters: page.map(({ seq: _seq, ...d }) => d), ...cursor });
       },
     },
     {
       method: 'POST',
       path: '/v1/webhooks/dead-letters/:id/redeliver',
-      access: 'key',
-      rate: 'key',
-      tag: 'webhooks',
       summary:
         "Put a dead letter's event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list. 409 while its URL is not registered (to this key) now.",
       success: { status: 202, description: '{ok: true, id}' },
       errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'rate_limited'],
       async handler(ctx) {
-        const raw = await readJson(ctx.request);
-        if (raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw) || Object.keys(raw).length > 0)) {
-          throw badRequest('redeliver takes no body fields');
-        }
+        await readNoBody(ctx.request, 'redeliver');
         const id = ctx.params.id;
         if (!(await redeliverDeadLetter(ctx.svc.db, id, scopeOf(ctx.caller)))) throw notFound(`no dead letter ${id}`);
         return json({ ok: true, id }, 202);

@@ -7,13 +7,10 @@ import { tlogPolicy } from '../witness/policy.ts';
 import { witnessStatus } from '../witness/store.ts';
 
 export const witnessRoutes = () =>
-  defineRoutes([
+  defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
     {
       method: 'GET',
       path: '/.well-known/tlog-policy',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary:
         "The log's trust policy in C2SP tlog-policy form: a log line per issuer key era (vkey under LOG_ORIGIN), a witness line per configured witness, and the quorum (a group with WITNESS_QUORUM, or none without witnesses).",
       success: { status: 200, description: 'text/plain tlog-policy file' },
@@ -36,9 +33,6 @@ export const witnessRoutes = () =>
     {
       method: 'GET',
       path: '/v1/log/witnesses',
-      access: 'public',
-      rate: 'public',
-      tag: 'log',
       summary:
         'Each configured witness (name, vkey, submission prefix) with the last size it cosigned and its last failure, and the quorum.',
       success: {

@@ -160,6 +160,12 @@ function outOfRange(n: number, min: number | undefined, max: number | undefined)
   return null;
 }
 
+/** The value a validated predicate's pointer names in the payload, and how a detail names the place. */
+function atPointer(p: Record<string, unknown>, payload: unknown) {
+  const ptr = p.pointer as string;
+  return { at: describePointer(ptr), r: resolvePointer(payload, ptr) };
+}
+
 /**
  * Evaluate a validated predicate against a delivery payload. Returns a short human `detail`,
  * e.g. "value at /score is 12, above max 10". Throws only for a name/params that were never validated.
@@ -179,19 +185,14 @@ export function evaluatePredicate(
       return { passed: true, detail: 'payload is not empty' };
     }
     case 'equals': {
-      const ptr = p.pointer as string;
-      const at = describePointer(ptr);
-      const r = resolvePointer(payload, ptr);
+      const { at, r } = atPointer(p, payload);
       if (!r.found) return { passed: false, detail: `no value at ${at}; expected ${show(p.value)}` };
       if (canonicalize(r.value) === canonicalize(p.value)) return { passed: true, detail: `value at ${at} equals ${show(p.value)}` };
       return { passed: false, detail: `value at ${at} is ${show(r.value)}, expected ${show(p.value)}` };
     }
     case 'number-range': {
-      const ptr = p.pointer as string;
-      const at = describePointer(ptr);
-      const min = p.min as number | undefined;
-      const max = p.max as number | undefined;
-      const r = resolvePointer(payload, ptr);
+      const { at, r } = atPointer(p, payload);
+      const { min, max } = p as { min?: number; max?: number };
       if (!r.found) return { passed: false, detail: `no value at ${at}; expected a number${boundsText(min, max)}` };
       if (typeof r.value !== 'number') return { passed: false, detail: `value at ${at} is ${jsonTypeOf(r.value)}, not a number` };
       const fail = outOfRange(r.value, min, max);
@@ -202,11 +203,8 @@ export function evaluatePredicate(
       };
     }
     case 'length-range': {
-      const ptr = p.pointer as string;
-      const at = describePointer(ptr);
-      const min = p.min as number | undefined;
-      const max = p.max as number | undefined;
-      const r = resolvePointer(payload, ptr);
+      const { at, r } = atPointer(p, payload);
+      const { min, max } = p as { min?: number; max?: number };
       if (!r.found)
         return {
           passed: false,

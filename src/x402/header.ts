@@ -8,7 +8,7 @@ import {
   type PaymentPayload,
   type PaymentPayloadV2,
   type ProofSandboxPayload,
-} from '@escrow-settlement/client/x402';
+} from '@escrow-settlement/protocol/x402';
 import { paymentRefusal, type Offer, type X402Code } from './offer.ts';
 import { v1Problem, v2Problem } from './shape.ts';
 

@@ -1,5 +1,5 @@
 // The x402 demo's offer: the price, the paid resource, the v1 and v2 requirements and the 402 refusal (docs/protocol.md §15.1).
-import { AppError, type ErrorCode } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { AMOUNT_DECIMALS } from '../units/amounts.ts';
 import {
@@ -9,10 +9,11 @@ import {
   X402_NETWORK_V1,
   X402_NETWORK_V2,
   X402_SCHEME,
+  type X402_PAYMENT_REFUSALS,
   type PaymentRequiredV2,
   type PaymentRequirements,
   type PaymentRequirementsV2,
-} from '@escrow-settlement/client/x402';
+} from '@escrow-settlement/protocol/x402';
 
 export const PRICE = '0.01';
 export const ASSET = 'USDC';
@@ -82,18 +83,7 @@ export function demoOffer(resource: string, payTo: string): Offer {
 }
 
 /** x402 codes an offer refusal carries (docs/protocol.md §15.4; all HTTP 402). */
-export type X402Code = Extract<
-  ErrorCode,
-  | 'payment_required'
-  | 'malformed_header'
-  | 'version_mismatch'
-  | 'scheme_mismatch'
-  | 'wrong_resource'
-  | 'wrong_payee'
-  | 'wrong_asset'
-  | 'bad_signature'
-  | 'payment_invalid'
->;
+export type X402Code = 'payment_required' | (typeof X402_PAYMENT_REFUSALS)[number];
 
 /**
  * A 402 that restates the offer, so a client can pay (again) from any refusal. The body is x402

@@ -7,7 +7,7 @@ import { signJson } from '@escrow-settlement/protocol/crypto/ed25519';
 import { parseAmount } from '../units/amounts.ts';
 import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow } from '../escrow/escrows.ts';
 import { deliverySigningBody, submitDelivery } from '../escrow/deliver.ts';
-import type { ProofSandboxPayload } from '@escrow-settlement/client/x402';
+import type { ProofSandboxPayload } from '@escrow-settlement/protocol/x402';
 import { partySignatureWrite } from '../escrow/partySignatures.ts';
 import { DEMO_RESOURCE, DEMO_RESOURCE_HASH, paymentRefusal, type Offer } from './offer.ts';
 import type { DemoPayee } from './payee.ts';

@@ -96,3 +96,16 @@ test('the protocol package imports no other package of the repository and no nod
     );
   assert.deepEqual(bad, []);
 });
+
+test("the service takes the wire from the protocol package: only the console's browser UI imports the client package", () => {
+  // The console runs the typed client in the browser (docs/design.md §2.2); the rest of src/ stands on
+  // the protocol package alone, so the client is free to change its HTTP, signing and CLI code.
+  const bad = files
+    .filter((f) => f.path.startsWith('src/') && !f.path.startsWith('src/console/ui/'))
+    .flatMap((f) =>
+      importsOf(f.text)
+        .filter((s) => target(f.path, s)?.startsWith('packages/client/'))
+        .map((s) => `${f.path}: ${s}`),
+    );
+  assert.deepEqual(bad, []);
+});

@@ -11,6 +11,7 @@ import {
   type KeyPairHex,
   type PaymentPayload,
   type PaymentRequirements,
+  X402_PAYMENT_REFUSALS,
 } from '@escrow-settlement/client';
 import { counts, DEMO, expectRefusal, offer } from './helpers.ts';
 
@@ -163,16 +164,7 @@ describeStores(
 
     test('each x402 code is covered by a row above', () => {
       const codes = new Set(ROWS.map((r) => r[1]));
-      for (const c of [
-        'malformed_header',
-        'version_mismatch',
-        'scheme_mismatch',
-        'wrong_resource',
-        'wrong_payee',
-        'wrong_asset',
-        'bad_signature',
-        'payment_invalid',
-      ]) {
+      for (const c of X402_PAYMENT_REFUSALS) {
         assert.ok(codes.has(c), c);
       }
     });
@@ -186,17 +178,7 @@ describeStores(
 
     test('the docs page lists every x402 code with its cause and fix', async () => {
       const page = (await h().req('GET', '/docs/errors')).text;
-      for (const c of [
-        'payment_required',
-        'malformed_header',
-        'version_mismatch',
-        'scheme_mismatch',
-        'wrong_resource',
-        'wrong_payee',
-        'wrong_asset',
-        'bad_signature',
-        'payment_invalid',
-      ]) {
+      for (const c of ['payment_required', ...X402_PAYMENT_REFUSALS]) {
         assert.match(page, new RegExp(`<tr id="${c}"><td><code>${c}</code></td><td>402</td><td>[^<]`));
       }
     });

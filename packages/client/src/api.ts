@@ -1,5 +1,14 @@
 // The typed API client: one method per route of the service, over any fetch. Web APIs only.
-import type { Bundle, ConsistencyProof, IssuerKey, Proof, SignedHead, TrailEntry, WitnessState } from '@escrow-settlement/protocol/types';
+import type {
+  Bundle,
+  ConsistencyProof,
+  Inclusion,
+  IssuerKey,
+  Proof,
+  SignedHead,
+  TrailEntry,
+  WitnessState,
+} from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
   Agent,
@@ -218,16 +227,7 @@ export function createClient(opts: ClientOptions) {
     verify: (proof: Proof) => call<DocumentVerification>('verify', { body: proof }),
     log: {
       head: () => call<SignedHead>('log.head'),
-      inclusion: (proofId: string) =>
-        call<{
-          proofId: string;
-          leafIndex: number;
-          leafHash: string;
-          logSize: number;
-          rootHash: string;
-          auditPath: string[];
-          head: SignedHead;
-        }>('log.inclusion', { params: { proofId } }),
+      inclusion: (proofId: string) => call<Inclusion & { proofId: string }>('log.inclusion', { params: { proofId } }),
       /** Without secondSize: to the current size. Check it with verifyConsistency. */
       consistency: (firstSize: number, secondSize?: number) =>
         secondSize === undefined

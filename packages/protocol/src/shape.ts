@@ -18,125 +18,105 @@ function count(v: unknown, at: string): Problem {
   return isCount(v) ? null : `${at} must be a non-negative whole number`;
 }
 
-function first(...problems: Problem[]): Problem {
-  for (const p of problems) if (p) return p;
+/** A check of one value, named by its path; `present` says whether its key is in the object at all. */
+type Check = (v: unknown, at: string, present: boolean) => Problem;
+type Fields = Record<string, Check>;
+
+/** The first field of `o`, in the order `fields` lists them, that fails its check. */
+function firstField(o: Record<string, unknown>, fields: Fields, name: (key: string) => string): Problem {
+  for (const [k, check] of Object.entries(fields)) {
+    const p = check(o[k], name(k), k in o);
+    if (p) return p;
+  }
   return null;
 }
 
+/** An object whose fields pass their checks, each named `at.field`. */
+function objectProblem(v: unknown, at: string, fields: Fields, what = 'an object'): Problem {
+  return isObj(v) ? firstField(v, fields, (k) => `${at}.${k}`) : `${at} must be ${what}`;
+}
+
+/** An array whose every element passes `check`, each named `at[i]`. */
+function listProblem(v: unknown, at: string, what: string, check: (e: unknown, at: string) => Problem): Problem {
+  if (!Array.isArray(v)) return `${at} must be an array of ${what}`;
+  for (let i = 0; i < v.length; i++) {
+    const p = check(v[i], `${at}[${i}]`);
+    if (p) return p;
+  }
+  return null;
+}
+
+const required: Check = (_v, at, present) => (present ? null : `${at} is required`);
+const object: Check = (v, at) => (isObj(v) ? null : `${at} must be an object`);
+
 export function signatureProblem(s: unknown, at: string): Problem {
-  if (!isObj(s)) return `${at} must be an object {signer, signature}`;
-  return first(hex64(s.signer, `${at}.signer`), str(s.signature, `${at}.signature`));
+  return objectProblem(s, at, { signer: hex64, signature: str }, 'an object {signer, signature}');
 }
 
 /** Only what verification reads is required; every other field is covered by the issuer signature. */
 export function proofProblem(p: unknown, at = 'proof'): Problem {
-  if (!isObj(p)) return `${at} must be an object`;
-  return first(
-    signatureProblem(p.signature, `${at}.signature`),
-    hex64(p.trailHead, `${at}.trailHead`),
-    count(p.trailLength, `${at}.trailLength`),
-  );
+  return objectProblem(p, at, { signature: signatureProblem, trailHead: hex64, trailLength: count });
 }
 
 export function headProblem(h: unknown, at: string): Problem {
-  if (!isObj(h)) return `${at} must be an object`;
-  return first(
-    count(h.logSize, `${at}.logSize`),
-    hex64(h.rootHash, `${at}.rootHash`),
-    str(h.signedAt, `${at}.signedAt`),
-    str(h.keyId, `${at}.keyId`),
-    signatureProblem(h.signature, `${at}.signature`),
-  );
+  return objectProblem(h, at, { logSize: count, rootHash: hex64, signedAt: str, keyId: str, signature: signatureProblem });
 }
 
-function hashList(v: unknown, at: string): Problem {
-  if (!Array.isArray(v)) return `${at} must be an array of hex hashes`;
-  return first(...v.map((h, i) => hex64(h, `${at}[${i}]`)));
-}
+const hashList: Check = (v, at) => listProblem(v, at, 'hex hashes', hex64);
 
 export function inclusionProblem(i: unknown, at = 'inclusion'): Problem {
-  if (!isObj(i)) return `${at} must be an object`;
-  return first(
-    count(i.leafIndex, `${at}.leafIndex`),
-    hex64(i.leafHash, `${at}.leafHash`),
-    count(i.logSize, `${at}.logSize`),
-    hex64(i.rootHash, `${at}.rootHash`),
-    hashList(i.auditPath, `${at}.auditPath`),
-    headProblem(i.head, `${at}.head`),
-  );
+  return objectProblem(i, at, {
+    leafIndex: count,
+    leafHash: hex64,
+    logSize: count,
+    rootHash: hex64,
+    auditPath: hashList,
+    head: headProblem,
+  });
 }
 
 export function consistencyProblem(c: unknown, at = 'consistency'): Problem {
-  if (!isObj(c)) return `${at} must be an object`;
-  return first(
-    count(c.firstSize, `${at}.firstSize`),
-    count(c.secondSize, `${at}.secondSize`),
-    hex64(c.firstRoot, `${at}.firstRoot`),
-    hex64(c.secondRoot, `${at}.secondRoot`),
-    hashList(c.path, `${at}.path`),
-  );
+  return objectProblem(c, at, { firstSize: count, secondSize: count, firstRoot: hex64, secondRoot: hex64, path: hashList });
 }
+
+const TRAIL_ENTRY: Fields = { index: count, prevHash: str, hash: str, at: str, event: str, body: required };
 
 export function trailProblem(t: unknown, at = 'trail'): Problem {
-  if (!Array.isArray(t)) return `${at} must be an array of trail entries`;
-  for (let i = 0; i < t.length; i++) {
-    const e = t[i];
-    const here = `${at}[${i}]`;
-    if (!isObj(e)) return `${here} must be an object`;
-    const p = first(
-      count(e.index, `${here}.index`),
-      str(e.prevHash, `${here}.prevHash`),
-      str(e.hash, `${here}.hash`),
-      str(e.at, `${here}.at`),
-      str(e.event, `${here}.event`),
-      'body' in e ? null : `${here}.body is required`,
-    );
-    if (p) return p;
-  }
-  return null;
+  return listProblem(t, at, 'trail entries', (e, here) => objectProblem(e, here, TRAIL_ENTRY));
 }
 
+const ISSUER_KEY: Fields = { keyId: str, publicKey: hex64, validFrom: str };
+
 export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
-  if (!Array.isArray(k)) return `${at} must be an array of issuer keys`;
-  for (let i = 0; i < k.length; i++) {
-    const e = k[i];
-    const here = `${at}[${i}]`;
-    if (!isObj(e)) return `${here} must be an object`;
-    const p = first(str(e.keyId, `${here}.keyId`), hex64(e.publicKey, `${here}.publicKey`), str(e.validFrom, `${here}.validFrom`));
-    if (p) return p;
-  }
-  return null;
+  return listProblem(k, at, 'issuer keys', (e, here) => objectProblem(e, here, ISSUER_KEY));
 }
 
 const PARTY_KINDS = ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'];
+
+const PARTY_SIGNATURE: Fields = {
+  kind: (v, at) => (typeof v === 'string' && PARTY_KINDS.includes(v) ? null : `${at} must be one of ${PARTY_KINDS.join(', ')}`),
+  trailIndex: count,
+  publicKey: hex64,
+  signedBody: object,
+  signature: str,
+};
 
 /** `parties` is optional (bundles from services that did not carry the parties' signatures yet); when present, {signatures: [PartySignature]}. */
 export function partiesProblem(p: unknown, at = 'parties'): Problem {
   if (p === undefined) return null;
   if (!isObj(p) || !Array.isArray(p.signatures)) return `${at} must be an object {signatures: [...]}`;
-  for (let i = 0; i < p.signatures.length; i++) {
-    const s = p.signatures[i];
-    const here = `${at}.signatures[${i}]`;
-    if (!isObj(s)) return `${here} must be an object`;
-    const q = first(
-      typeof s.kind === 'string' && PARTY_KINDS.includes(s.kind) ? null : `${here}.kind must be one of ${PARTY_KINDS.join(', ')}`,
-      count(s.trailIndex, `${here}.trailIndex`),
-      hex64(s.publicKey, `${here}.publicKey`),
-      isObj(s.signedBody) ? null : `${here}.signedBody must be an object`,
-      str(s.signature, `${here}.signature`),
-    );
-    if (q) return q;
-  }
-  return null;
+  return listProblem(p.signatures, `${at}.signatures`, 'party signatures', (s, here) => objectProblem(s, here, PARTY_SIGNATURE));
 }
+
+const BUNDLE: Fields = {
+  proof: proofProblem,
+  trail: trailProblem,
+  inclusion: inclusionProblem,
+  issuerKeys: issuerKeysProblem,
+  parties: partiesProblem,
+};
 
 export function bundleProblem(b: unknown): Problem {
   if (!isObj(b)) return 'bundle must be a JSON object {proof, trail, inclusion, issuerKeys, parties}';
-  return first(
-    proofProblem(b.proof),
-    trailProblem(b.trail),
-    inclusionProblem(b.inclusion),
-    issuerKeysProblem(b.issuerKeys),
-    partiesProblem(b.parties),
-  );
+  return firstField(b, BUNDLE, (k) => k);
 }

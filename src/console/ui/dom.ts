@@ -63,6 +63,41 @@ export function section(title: string, ...children: Child[]): HTMLElement {
   return h('section', { 'aria-labelledby': id }, h('h2', { id }, title), ...children);
 }
 
+/** A split's shares as a page shows them after the outcome; nothing for another outcome. */
+export const sharesText = (shares: { payerBps: number; payeeBps: number } | undefined) =>
+  shares ? ` (payer ${shares.payerBps / 100}%, payee ${shares.payeeBps / 100}%)` : '';
+
+/**
+ * A one-line form: each field a label and its control (the label names the control by its id), then
+ * the submit button (text and test id) and whatever follows it.
+ */
+export function inlineForm(
+  onsubmit: (e: Event) => void,
+  fields: Array<[label: string, control: HTMLInputElement | HTMLSelectElement, labelClass?: string]>,
+  [text, testId]: [text: string, testId?: string],
+  ...after: Child[]
+): HTMLFormElement {
+  return h(
+    'form',
+    { class: 'inline', onsubmit },
+    fields.map(([label, control, labelClass]) => [h('label', { for: control.id, class: labelClass }, label), control]),
+    h('button', { type: 'submit', 'data-testid': testId }, text),
+    ...after,
+  );
+}
+
+/** One fact of a facts list: its term, its description, and attributes for the description (a test id). */
+export type Fact = [term: string, description: Child, descriptionAttrs?: Attrs];
+
+/** A definition list of facts, as the detail pages show them; a null fact is left out. */
+export function facts(rows: Array<Fact | null>, attrs: Attrs = {}): HTMLDListElement {
+  return h(
+    'dl',
+    { class: 'facts', ...attrs },
+    rows.map((f) => f && [h('dt', null, f[0]), h('dd', f[2] ?? null, f[1])]),
+  );
+}
+
 export function table(head: string[], rows: Child[][], caption?: string): HTMLTableElement {
   return h(
     'table',

@@ -1,4 +1,13 @@
 // Migration 001: the whole initial schema. Plain SQL in a string so the bundle needs no files.
+// Its text is fixed (test/db/migrations.test.ts holds its sha256).
+
+/** A table of one row (id 1) holding one number that starts at 0, created with its row. */
+const oneRow = (table: string, column: string, type: string) => `CREATE TABLE ${table} (
+  ${'id'.padEnd(column.length)} int PRIMARY KEY CHECK (id = 1),
+  ${column} ${type} NOT NULL DEFAULT 0
+);
+INSERT INTO ${table} (id, ${column}) VALUES (1, 0);`;
+
 export default /* sql */ `
 -- Keys the service holds: the issuer key (rotates; eras stay), the webhook signing key, and the
 -- x402 demo payee key (docs/protocol.md §15.3: the payee that delivers the paid resource).
@@ -16,11 +25,7 @@ CREATE UNIQUE INDEX service_keys_one_active ON service_keys (purpose) WHERE vali
 
 -- The sandbox clock (docs/protocol.md §9.4): an offset added to the database clock. Deadlines compare
 -- with svc_now(), never with Node's clock.
-CREATE TABLE clock (
-  id        int PRIMARY KEY CHECK (id = 1),
-  offset_ms bigint NOT NULL DEFAULT 0
-);
-INSERT INTO clock (id, offset_ms) VALUES (1, 0);
+${oneRow('clock', 'offset_ms', 'bigint')}
 CREATE FUNCTION svc_now() RETURNS timestamptz LANGUAGE sql STABLE AS
   'SELECT date_trunc(''milliseconds'', now() + (SELECT offset_ms FROM clock WHERE id = 1) * interval ''1 millisecond'')';
 
@@ -128,11 +133,7 @@ CREATE TABLE custody (
   created_at   timestamptz NOT NULL,
   updated_at   timestamptz NOT NULL
 );
-CREATE TABLE custody_faults (
-  id        int PRIMARY KEY CHECK (id = 1),
-  fail_next int NOT NULL DEFAULT 0
-);
-INSERT INTO custody_faults (id, fail_next) VALUES (1, 0);
+${oneRow('custody_faults', 'fail_next', 'int')}
 
 CREATE TABLE proofs (
   id          text PRIMARY KEY,
@@ -144,11 +145,7 @@ CREATE TABLE proofs (
 );
 
 -- Transparency log (generic): the size row is the sequencer, nodes are complete subtrees.
-CREATE TABLE log_state (
-  id   int PRIMARY KEY CHECK (id = 1),
-  size bigint NOT NULL DEFAULT 0
-);
-INSERT INTO log_state (id, size) VALUES (1, 0);
+${oneRow('log_state', 'size', 'bigint')}
 CREATE TABLE log_nodes (
   level smallint NOT NULL,
   idx   bigint NOT NULL,

@@ -2,20 +2,11 @@
 // request whose payment cannot proceed is answered with status 200 and `isValid: false` /
 // `success: false`, never with the service's error envelope (that is for bodies that are not
 // facilitator requests at all).
+import { X402_PAYMENT_REFUSALS } from '@escrow-settlement/protocol/x402';
 import { AppError } from '../../errors.ts';
 
 /** The x402 refusals a verify answers with: the x402 demo's codes plus terms_mismatch (docs/x402.md). */
-export const X402_REFUSAL_CODES = [
-  'malformed_header',
-  'version_mismatch',
-  'scheme_mismatch',
-  'wrong_resource',
-  'wrong_payee',
-  'wrong_asset',
-  'bad_signature',
-  'payment_invalid',
-  'terms_mismatch',
-] as const;
+export const X402_REFUSAL_CODES = [...X402_PAYMENT_REFUSALS, 'terms_mismatch'] as const;
 
 /** Every refusal code: a settle may also answer verdict_failed (the delivery fails the terms) or custody_failed. */
 export type RefusalCode = (typeof X402_REFUSAL_CODES)[number] | 'verdict_failed' | 'custody_failed';

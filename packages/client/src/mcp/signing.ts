@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { publicKeyFromSecret } from '@escrow-settlement/protocol/keys';
-import { signDelivery, signDisputeAction, signRuling } from '../sign.ts';
+import { signDelivery, signDisputeAction, signRuling, type DisputeActionToSign } from '../sign.ts';
 import type { RulingOutcome, Shares } from '@escrow-settlement/protocol/resources';
 import type { Signature } from '@escrow-settlement/protocol/types';
 
@@ -55,6 +55,23 @@ type Args = Record<string, unknown>;
 const formChosen = (a: Args) => a.agentId !== undefined || a.signature !== undefined || a.party !== undefined;
 
 /**
+ * A dispute action's arguments with the local key's signature over `action(text)`, where `text` names
+ * the action's optional text argument (reason or note); unchanged when a form was chosen or the text
+ * is not a string (the route then names it).
+ */
+function signedDisputeAction(
+  args: Args,
+  text: 'reason' | 'note',
+  key: LocalKey,
+  action: (text: string | undefined) => DisputeActionToSign,
+): Args {
+  const given = args[text];
+  if (formChosen(args) || (given !== undefined && typeof given !== 'string')) return args;
+  const { escrowId, ...rest } = args;
+  return { escrowId, ...rest, ...signDisputeAction(key.secretKey, action(given)) };
+}
+
+/**
  * The arguments with the local key's signature, or unchanged when the call needs none (another tool,
  * a sandbox agent, a body the model signed itself, or arguments the route will refuse anyway, which
  * it then names). `disputeIdOf` reads the escrow's dispute id, which a ruling's signed body includes.
@@ -71,29 +88,15 @@ export async function signArguments(
     case 'submit_delivery':
       if (formChosen(args) || !('payload' in args)) return args;
       return { escrowId, ...signDelivery(key.secretKey, { escrowId, payload: args.payload }) };
-    case 'open_dispute': {
-      if (formChosen(args) || (args.reason !== undefined && typeof args.reason !== 'string')) return args;
-      const { escrowId: _e, ...rest } = args;
-      return {
+    case 'open_dispute':
+      return signedDisputeAction(args, 'reason', key, (reason) => ({ escrowId, action: 'dispute.open', reason }));
+    case 'submit_evidence':
+      return signedDisputeAction(args, 'note', key, (note) => ({
         escrowId,
-        ...rest,
-        ...signDisputeAction(key.secretKey, { escrowId, action: 'dispute.open', reason: args.reason as string | undefined }),
-      };
-    }
-    case 'submit_evidence': {
-      if (formChosen(args) || (args.note !== undefined && typeof args.note !== 'string')) return args;
-      const { escrowId: _e, ...rest } = args;
-      return {
-        escrowId,
-        ...rest,
-        ...signDisputeAction(key.secretKey, {
-          escrowId,
-          action: 'dispute.evidence',
-          note: args.note as string | undefined,
-          ...('payload' in args ? { payload: args.payload } : {}),
-        }),
-      };
-    }
+        action: 'dispute.evidence',
+        note,
+        ...('payload' in args ? { payload: args.payload } : {}),
+      }));
     default: {
       const given = args.signatures;
       if (given !== undefined && !Array.isArray(given)) return args;

@@ -32,6 +32,29 @@ function isPowerOfTwo(n: number): boolean {
 }
 
 /**
+ * The walk up the tree that both proofs make (RFC 9162 §2.1.3.2 step 4, §2.1.4.2 step 6), from fn and
+ * sn as each algorithm sets them: for each path element, `step(element, left)`, where `left` says the
+ * element is the left sibling of the node computed so far. False when the path is too long or too
+ * short for the sizes.
+ */
+export function walkAuditPath<T>(fn: number, sn: number, path: readonly T[], step: (sibling: T, left: boolean) => void): boolean {
+  for (const p of path) {
+    if (sn === 0) return false; // path too long
+    const left = isOdd(fn) || fn === sn;
+    step(p, left);
+    if (left) {
+      while (!isOdd(fn) && fn !== 0) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0; // path too short otherwise
+}
+
+/**
  * Recomputes the root implied by an audit path (RFC 9162 §2.1.3.2 steps 1-5, without the final
  * comparison). Returns null when the path cannot belong to leaf `index` of a `size`-leaf tree.
  */
@@ -41,24 +64,11 @@ export function rootFromInclusionProof(leafHash: Uint8Array, index: number, size
   checkSize('size', size);
   checkPath('path', path);
   if (index >= size) return null; // step 1
-  let fn = index; // step 2
-  let sn = size - 1;
-  let r = leafHash; // step 3
-  for (const p of path) {
-    if (sn === 0) return null; // step 4a: path too long
-    if (isOdd(fn) || fn === sn) {
-      r = nodeHash(p, r); // step 4b
-      while (!isOdd(fn) && fn !== 0) {
-        fn = half(fn);
-        sn = half(sn);
-      }
-    } else {
-      r = nodeHash(r, p);
-    }
-    fn = half(fn); // step 4c
-    sn = half(sn);
-  }
-  return sn === 0 ? r : null; // step 5: path too short otherwise
+  let r = leafHash; // steps 2 and 3: fn = index, sn = size - 1
+  const fits = walkAuditPath(index, size - 1, path, (p, left) => {
+    r = left ? nodeHash(p, r) : nodeHash(r, p); // step 4
+  });
+  return fits ? r : null; // step 5
 }
 
 /** True iff `path` proves leaf `leafHash` is at `index` in the tree of `size` leaves with `root`. */
@@ -92,20 +102,14 @@ export function verifyConsistency(size1: number, size2: number, root1: Uint8Arra
   }
   let fr = c[0]; // step 5
   let sr = c[0];
-  for (const x of c.slice(1)) {
-    if (sn === 0) return false; // step 6a
-    if (isOdd(fn) || fn === sn) {
-      fr = nodeHash(x, fr); // step 6b
+  const fits = walkAuditPath(fn, sn, c.slice(1), (x, left) => {
+    // step 6
+    if (left) {
+      fr = nodeHash(x, fr);
       sr = nodeHash(x, sr);
-      while (!isOdd(fn) && fn !== 0) {
-        fn = half(fn);
-        sn = half(sn);
-      }
     } else {
       sr = nodeHash(sr, x);
     }
-    fn = half(fn); // step 6c
-    sn = half(sn);
-  }
-  return sn === 0 && bytesEqual(fr, root1) && bytesEqual(sr, root2); // step 7
+  });
+  return fits && bytesEqual(fr, root1) && bytesEqual(sr, root2); // step 7
 }

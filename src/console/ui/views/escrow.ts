@@ -4,7 +4,7 @@ import type { CustodyEntry, Dispute, Escrow, WebhookAttempt } from '@escrow-sett
 import type { Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import { ApiError, api } from '../api.ts';
-import { errorBox, h, mount, plural, pre, section, short, table, when } from '../dom.ts';
+import { errorBox, facts, h, mount, plural, pre, section, sharesText, short, table, when, type Fact } from '../dom.ts';
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
 import { proofSection } from './proof.ts';
@@ -68,25 +68,16 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         ' ',
         h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state),
       ),
-      h(
-        'dl',
-        { class: 'facts' },
-        h('dt', null, 'Amount'),
-        h('dd', null, `${e.amount} ${e.asset}`),
-        h('dt', null, 'Payer'),
-        h('dd', null, short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : ''),
-        h('dt', null, 'Payee'),
-        h('dd', null, short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : ''),
-        e.arbiter ? [h('dt', null, 'Arbiter'), h('dd', null, short(e.arbiter.publicKey, 16))] : null,
-        h('dt', null, 'Terms'),
-        h('dd', null, e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`),
-        h('dt', null, 'Deadline'),
-        h('dd', { 'data-testid': 'deadline' }, when(e.deadlineAt)),
-        h('dt', null, 'Custody'),
-        h('dd', null, e.custody?.status ?? '—'),
-        h('dt', null, 'Created'),
-        h('dd', null, when(e.createdAt)),
-      ),
+      facts([
+        ['Amount', `${e.amount} ${e.asset}`],
+        ['Payer', [short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : '']],
+        ['Payee', [short(e.payee.publicKey, 16), e.payee.label ? ` (${e.payee.label})` : '']],
+        e.arbiter ? ['Arbiter', short(e.arbiter.publicKey, 16)] : null,
+        ['Terms', [e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`]],
+        ['Deadline', when(e.deadlineAt), { 'data-testid': 'deadline' }],
+        ['Custody', e.custody?.status ?? '—'],
+        ['Created', when(e.createdAt)],
+      ]),
       e.custody?.status === 'settle-failed' ? retryCustody() : null,
       section('State machine', stateMachine(path, e.state)),
       section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
@@ -130,12 +121,10 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
       section(
         'Custody journal',
         custody
-          ? h(
-              'dl',
-              { class: 'facts' },
+          ? facts(
               Object.entries(custody)
                 .filter(([k]) => k !== 'escrowId')
-                .map(([k, v]) => [h('dt', null, k), h('dd', null, typeof v === 'object' ? pre(v) : String(v))]),
+                .map(([k, v]): Fact => [k, typeof v === 'object' ? pre(v) : String(v)]),
             )
           : h('p', null, 'No settlement attempted yet.'),
       ),
@@ -199,16 +188,11 @@ function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
   return h(
     'div',
     null,
-    h(
-      'dl',
-      { class: 'facts' },
-      h('dt', null, 'Dispute'),
-      h('dd', null, h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)),
-      h('dt', null, 'Opened by'),
-      h('dd', null, role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)),
-      h('dt', null, 'Reason'),
-      h('dd', null, d.reason || '—'),
-    ),
+    facts([
+      ['Dispute', [h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)]],
+      ['Opened by', [role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)]],
+      ['Reason', d.reason || '—'],
+    ]),
     h('h3', null, 'Evidence'),
     d.evidence.length === 0
       ? h('p', null, 'None.')
@@ -219,29 +203,24 @@ function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
     h('h3', null, 'Ruling'),
     !r
       ? h('p', null, 'Not ruled yet. It closes by a co-signed or arbiter-signed ruling, or by timeout at the deadline.')
-      : h(
-          'dl',
-          { class: 'facts', 'data-testid': 'ruling' },
-          h('dt', null, 'Outcome'),
-          h('dd', null, r.outcome, r.shares ? ` (payer ${r.shares.payerBps / 100}%, payee ${r.shares.payeeBps / 100}%)` : ''),
-          h('dt', null, 'Decided by'),
-          h('dd', null, r.decidedBy),
-          h('dt', null, 'Signed by'),
-          h(
-            'dd',
-            null,
-            signers.length
-              ? h(
-                  'ul',
-                  null,
-                  signers.map((x) => h('li', null, h('code', null, x))),
-                )
-              : 'nobody: the deadline passed in silence (timeoutRuling)',
-          ),
-          h('dt', null, 'Rationale'),
-          h('dd', null, r.rationale || '—'),
-          h('dt', null, 'Decided at'),
-          h('dd', null, when(r.decidedAt)),
+      : facts(
+          [
+            ['Outcome', [r.outcome, sharesText(r.shares)]],
+            ['Decided by', r.decidedBy],
+            [
+              'Signed by',
+              signers.length
+                ? h(
+                    'ul',
+                    null,
+                    signers.map((x) => h('li', null, h('code', null, x))),
+                  )
+                : 'nobody: the deadline passed in silence (timeoutRuling)',
+            ],
+            ['Rationale', r.rationale || '—'],
+            ['Decided at', when(r.decidedAt)],
+          ],
+          { 'data-testid': 'ruling' },
         ),
   );
 }

@@ -1,6 +1,8 @@
 // A leaf's inclusion path drawn from the leaf up to the root: at each level the node computed so far,
 // the audit-path sibling beside it (left or right, RFC 9162 §2.1.3.2) and their parent, recomputed here.
 import { nodeHash } from '@escrow-settlement/protocol/tlog/hash';
+import { walkAuditPath } from '@escrow-settlement/protocol/tlog/verify';
+import type { Inclusion } from '@escrow-settlement/protocol/types';
 import { fromHex, toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { badge, h, s } from '../dom.ts';
 
@@ -10,41 +12,22 @@ interface Step {
   parent: string;
 }
 
-/** The same walk as rootFromInclusionProof, keeping each level so it can be drawn. */
+/** rootFromInclusionProof's walk, keeping each level so it can be drawn. */
 export function inclusionSteps(leafHash: string, index: number, size: number, path: string[]): { steps: Step[]; root: string | null } {
-  const odd = (n: number) => n % 2 === 1;
-  let fn = index;
-  let sn = size - 1;
-  let r = fromHex(leafHash);
   const steps: Step[] = [];
   if (index >= size) return { steps, root: null };
-  for (const p of path) {
-    if (sn === 0) return { steps, root: null };
+  let r = fromHex(leafHash);
+  const fits = walkAuditPath(index, size - 1, path, (p, left) => {
     const sib = fromHex(p);
-    const left = odd(fn) || fn === sn;
     r = left ? nodeHash(sib, r) : nodeHash(r, sib);
-    if (left)
-      while (!odd(fn) && fn !== 0) {
-        fn = Math.floor(fn / 2);
-        sn = Math.floor(sn / 2);
-      }
     steps.push({ sibling: p, siblingLeft: left, parent: toHex(r) });
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return { steps, root: sn === 0 ? toHex(r) : null };
+  });
+  return { steps, root: fits ? toHex(r) : null };
 }
 
 const cut = (x: string) => `${x.slice(0, 12)}…`;
 
-export function inclusionDrawing(p: {
-  proofId: string;
-  leafIndex: number;
-  leafHash: string;
-  logSize: number;
-  rootHash: string;
-  auditPath: string[];
-}): HTMLElement {
+export function inclusionDrawing(p: Omit<Inclusion, 'head'> & { proofId: string }): HTMLElement {
   const { steps, root } = inclusionSteps(p.leafHash, p.leafIndex, p.logSize, p.auditPath);
   const ok = root === p.rootHash;
   const rowH = 64;

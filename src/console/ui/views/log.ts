@@ -1,7 +1,7 @@
 // Log explorer: size and signed head, the checkpoint note, entries page by page, a leaf's inclusion
 // path drawn to the root, and a consistency proof between two sizes checked in the browser.
 import { api } from '../api.ts';
-import { badge, errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
+import { badge, errorBox, facts, h, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
 import { verifyConsistency } from '@escrow-settlement/protocol/verify';
 import { inclusionDrawing } from './inclusion.ts';
 import { witnessesSection } from './witnesses.ts';
@@ -63,16 +63,11 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
   mount(
     main,
     h('h1', null, 'Transparency log'),
-    h(
-      'dl',
-      { class: 'facts' },
-      h('dt', null, 'Size'),
-      h('dd', { 'data-testid': 'log-size' }, String(size)),
-      h('dt', null, 'Root'),
-      h('dd', null, short(head.rootHash, 24)),
-      h('dt', null, 'Signed'),
-      h('dd', null, when(head.signedAt), ' by ', h('code', null, head.keyId)),
-    ),
+    facts([
+      ['Size', String(size), { 'data-testid': 'log-size' }],
+      ['Root', short(head.rootHash, 24)],
+      ['Signed', [when(head.signedAt), ' by ', h('code', null, head.keyId)]],
+    ]),
     section(
       'Checkpoint',
       h(
@@ -119,14 +114,13 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
       'Consistency',
       size < 1
         ? h('p', null, 'Needs at least one leaf.')
-        : h(
-            'form',
-            { class: 'inline', onsubmit: consistency },
-            h('label', { for: 'cons-first' }, 'From size'),
-            first,
-            h('label', { for: 'cons-second' }, 'to size'),
-            second,
-            h('button', { type: 'submit' }, 'Prove consistency'),
+        : inlineForm(
+            consistency,
+            [
+              ['From size', first],
+              ['to size', second],
+            ],
+            ['Prove consistency'],
           ),
       consOut,
     ),

@@ -2,7 +2,7 @@
 // then verifyBundle runs here against the pinned issuer key.
 import type { Proof, WitnessState } from '@escrow-settlement/protocol/types';
 import { api } from '../api.ts';
-import { errorBox, h, pre, short, when } from '../dom.ts';
+import { errorBox, facts, h, pre, sharesText, short, when } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
 import { cosignatureList } from '../cosignatures.ts';
@@ -46,26 +46,14 @@ export function proofSection(proof: Proof): HTMLElement {
   return h(
     'div',
     null,
-    h(
-      'dl',
-      { class: 'facts' },
-      h('dt', null, 'Proof'),
-      h('dd', null, h('code', null, proof.id)),
-      h('dt', null, 'Outcome'),
-      h(
-        'dd',
-        { 'data-testid': 'proof-outcome' },
-        proof.outcome,
-        proof.shares ? ` (payer ${proof.shares.payerBps / 100}%, payee ${proof.shares.payeeBps / 100}%)` : '',
-      ),
-      h('dt', null, 'Issued'),
-      h('dd', null, when(proof.issuedAt)),
-      h('dt', null, 'Trail'),
-      h('dd', null, `${proof.trailLength} entries, head `, short(proof.trailHead)),
-      h('dt', null, 'Issuer'),
-      h('dd', null, short(proof.signature.signer, 16)),
-      proof.anchor ? [h('dt', null, 'Anchor'), h('dd', null, `${proof.anchor.chain} tx `, short(proof.anchor.txHash))] : null,
-    ),
+    facts([
+      ['Proof', h('code', null, proof.id)],
+      ['Outcome', [proof.outcome, sharesText(proof.shares)], { 'data-testid': 'proof-outcome' }],
+      ['Issued', when(proof.issuedAt)],
+      ['Trail', [`${proof.trailLength} entries, head `, short(proof.trailHead)]],
+      ['Issuer', short(proof.signature.signer, 16)],
+      proof.anchor ? ['Anchor', [`${proof.anchor.chain} tx `, short(proof.anchor.txHash)]] : null,
+    ]),
     h('details', null, h('summary', null, 'Proof document'), pre(proof)),
     pinControls(),
     verifyBtn,

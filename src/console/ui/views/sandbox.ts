@@ -2,7 +2,7 @@
 // settlements fail and retry them, and create a demo matter in one click.
 import type { Escrow } from '@escrow-settlement/protocol/resources';
 import { ApiError, api } from '../api.ts';
-import { errorBox, h, mount, section, table, when } from '../dom.ts';
+import { errorBox, h, inlineForm, mount, section, table, when } from '../dom.ts';
 
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86400 };
 
@@ -109,27 +109,18 @@ export async function sandboxView(main: HTMLElement) {
       h(
         'div',
         { class: 'buttons' },
-        h(
-          'button',
-          {
-            type: 'button',
-            'data-testid': 'demo-settled',
-            onclick: act(async () => {
-              location.hash = `#/escrows/${await demoMatter('settled')}`;
-            }),
-          },
-          'Create a settled demo matter',
-        ),
-        h(
-          'button',
-          {
-            type: 'button',
-            'data-testid': 'demo-disputed',
-            onclick: act(async () => {
-              location.hash = `#/escrows/${await demoMatter('disputed')}`;
-            }),
-          },
-          'Create a disputed demo matter',
+        (['settled', 'disputed'] as const).map((kind) =>
+          h(
+            'button',
+            {
+              type: 'button',
+              'data-testid': `demo-${kind}`,
+              onclick: act(async () => {
+                location.hash = `#/escrows/${await demoMatter(kind)}`;
+              }),
+            },
+            `Create a ${kind} demo matter`,
+          ),
         ),
       ),
     ),
@@ -142,41 +133,30 @@ export async function sandboxView(main: HTMLElement) {
         clockShown,
         '. Moving it forward makes due deadlines close in the next sweep (about a second); open an escrow page to watch.',
       ),
-      h(
-        'form',
-        {
-          class: 'inline',
-          onsubmit: act(async () => {
-            const seconds = Number(amount.value) * UNITS[unit.value];
-            const r = await api.sandbox.advanceClock(seconds);
-            now = r.now;
-            clockShown.replaceChildren(when(r.now));
-            deadlines.replaceChildren(deadlinesTable(tracked, now));
-            return `Clock advanced by ${amount.value} ${unit.value}; service time is now ${r.now}.`;
-          }),
-        },
-        h('label', { for: 'advance-amount' }, 'Advance by'),
-        amount,
-        h('label', { for: 'advance-unit', class: 'sr-only' }, 'Unit'),
-        unit,
-        h('button', { type: 'submit', 'data-testid': 'advance' }, 'Advance the clock'),
+      inlineForm(
+        act(async () => {
+          const seconds = Number(amount.value) * UNITS[unit.value];
+          const r = await api.sandbox.advanceClock(seconds);
+          now = r.now;
+          clockShown.replaceChildren(when(r.now));
+          deadlines.replaceChildren(deadlinesTable(tracked, now));
+          return `Clock advanced by ${amount.value} ${unit.value}; service time is now ${r.now}.`;
+        }),
+        [
+          ['Advance by', amount],
+          ['Unit', unit, 'sr-only'],
+        ],
+        ['Advance the clock', 'advance'],
       ),
       h('h3', null, 'Deadlines'),
       deadlines,
     ),
     section(
       'Custody faults',
-      h(
-        'form',
-        {
-          class: 'inline',
-          onsubmit: act(
-            async () => `The next ${(await api.sandbox.failNext(Number(failCount.value))).failNext} settlement attempts will fail.`,
-          ),
-        },
-        h('label', { for: 'fail-count' }, 'Make the next settlements fail'),
-        failCount,
-        h('button', { type: 'submit', 'data-testid': 'fail-next' }, 'Set'),
+      inlineForm(
+        act(async () => `The next ${(await api.sandbox.failNext(Number(failCount.value))).failNext} settlement attempts will fail.`),
+        [['Make the next settlements fail', failCount]],
+        ['Set', 'fail-next'],
       ),
       waiting.length === 0
         ? h('p', null, 'No escrow is waiting for a custody retry.')

@@ -3,65 +3,40 @@
 import { h, s } from '../dom.ts';
 
 type Pos = Record<string, [number, number]>;
-/** A drawing of the machine: box centres, its viewBox size, and each edge's label placement. */
-interface Layout {
-  id: string;
-  pos: Pos;
-  size: [number, number];
-  /** from, to, label (\n breaks a line), label offset x, offset y (from the edge's middle), text-anchor. */
-  edges: Array<[string, string, string, number, number, string]>;
-}
-
-/** Wide screens: left to right, 920 units wide. A label wider than its arrow breaks into lines. */
-const WIDE: Layout = {
-  id: 'w',
-  pos: {
-    created: [60, 40],
-    funded: [250, 40],
-    delivered: [440, 40],
-    settled: [670, 40],
-    refunded: [250, 165],
-    disputed: [670, 165],
-    resolved: [850, 165],
-  },
-  size: [920, 200],
-  edges: [
-    ['created', 'funded', 'fund', 0, -7, 'middle'],
-    ['funded', 'delivered', 'deliver', 0, -7, 'middle'],
-    ['delivered', 'settled', 'verdict passed', 0, -7, 'middle'],
-    ['funded', 'refunded', 'refund / timeout', -8, 4, 'end'],
-    ['delivered', 'refunded', 'failed: refund / timeout', 6, 4, 'start'],
-    ['delivered', 'disputed', 'failed: dispute', 14, 4, 'start'],
-    ['disputed', 'resolved', 'ruling /\ntimeout', 0, -19, 'middle'],
-  ],
-};
+/** A drawing of the machine: its id and its viewBox size. */
+type Layout = { id: 'w' | 'n'; size: [number, number] };
+/** A transition's label in one drawing: text (\n breaks a line), offset x, offset y (from the edge's middle), text-anchor. */
+type Label = [text: string, dx: number, dy: number, anchor: string];
 
 /**
- * Narrow screens (a phone, 390 px): top to bottom, 360 units wide, so the text keeps about its
- * size instead of shrinking with a 920-unit drawing to a third of it.
+ * Two drawings. Wide screens: left to right, 920 units wide. Narrow screens (a phone, 390 px): top to
+ * bottom, 360 units wide, so the text keeps about its size instead of shrinking with a 920-unit
+ * drawing to a third of it.
  */
-const NARROW: Layout = {
-  id: 'n',
-  pos: {
-    created: [80, 30],
-    funded: [80, 120],
-    delivered: [80, 230],
-    settled: [80, 340],
-    refunded: [270, 120],
-    disputed: [270, 340],
-    resolved: [270, 450],
-  },
-  size: [360, 480],
-  edges: [
-    ['created', 'funded', 'fund', 8, 4, 'start'],
-    ['funded', 'delivered', 'deliver', 8, 4, 'start'],
-    ['delivered', 'settled', 'verdict passed', 8, 4, 'start'],
-    ['funded', 'refunded', 'refund /\ntimeout', 0, -19, 'middle'],
-    ['delivered', 'refunded', 'failed: refund /\ntimeout', 20, 30, 'start'],
-    ['delivered', 'disputed', 'failed:\ndispute', 14, -24, 'start'],
-    ['disputed', 'resolved', 'ruling /\ntimeout', 8, -2, 'start'],
-  ],
+const WIDE: Layout = { id: 'w', size: [920, 200] };
+const NARROW: Layout = { id: 'n', size: [360, 480] };
+
+/** Each state once, with its box centre in the wide and in the narrow drawing. */
+const STATES: Record<string, Record<Layout['id'], [number, number]>> = {
+  created: { w: [60, 40], n: [80, 30] },
+  funded: { w: [250, 40], n: [80, 120] },
+  delivered: { w: [440, 40], n: [80, 230] },
+  settled: { w: [670, 40], n: [80, 340] },
+  refunded: { w: [250, 165], n: [270, 120] },
+  disputed: { w: [670, 165], n: [270, 340] },
+  resolved: { w: [850, 165], n: [270, 450] },
 };
+
+/** Each transition once: from, to, and its label in the wide and in the narrow drawing (a label wider than its arrow breaks into lines). */
+const TRANSITIONS: Array<[from: string, to: string, wide: Label, narrow: Label]> = [
+  ['created', 'funded', ['fund', 0, -7, 'middle'], ['fund', 8, 4, 'start']],
+  ['funded', 'delivered', ['deliver', 0, -7, 'middle'], ['deliver', 8, 4, 'start']],
+  ['delivered', 'settled', ['verdict passed', 0, -7, 'middle'], ['verdict passed', 8, 4, 'start']],
+  ['funded', 'refunded', ['refund / timeout', -8, 4, 'end'], ['refund /\ntimeout', 0, -19, 'middle']],
+  ['delivered', 'refunded', ['failed: refund / timeout', 6, 4, 'start'], ['failed: refund /\ntimeout', 20, 30, 'start']],
+  ['delivered', 'disputed', ['failed: dispute', 14, 4, 'start'], ['failed:\ndispute', 14, -24, 'start']],
+  ['disputed', 'resolved', ['ruling /\ntimeout', 0, -19, 'middle'], ['ruling /\ntimeout', 8, -2, 'start']],
+];
 const W = 100;
 const H = 36;
 const LINE = 12;
@@ -94,7 +69,9 @@ function edgeLine(pos: Pos, from: string, to: string): [number, number, number, 
 }
 
 function drawing(layout: Layout, path: string[], current: string, taken: Set<string>, visited: Set<string>): SVGElement {
-  const { id, pos, size } = layout;
+  const { id, size } = layout;
+  const pos: Pos = Object.fromEntries(Object.entries(STATES).map(([st, at]) => [st, at[id]]));
+  const edges = TRANSITIONS.map(([a, b, wide, narrow]) => [a, b, ...(id === 'w' ? wide : narrow)] as const);
   const arrow = `arrow-${id}`;
   return s(
     'svg',
@@ -119,7 +96,7 @@ function drawing(layout: Layout, path: string[], current: string, taken: Set<str
         s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead taken' }),
       ),
     ),
-    layout.edges.map(([a, b, label, dx, dy, anchor]) => {
+    edges.map(([a, b, label, dx, dy, anchor]) => {
       const [x1, y1, x2, y2] = edgeLine(pos, a, b);
       const on = taken.has(`${a}>${b}`);
       const x = (x1 + x2) / 2 + dx;

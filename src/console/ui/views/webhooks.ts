@@ -2,7 +2,7 @@
 // redeliver button (the event goes back to the outbox for its URL).
 import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
 import { api } from '../api.ts';
-import { errorBox, h, mount, pre, section, short, table, when } from '../dom.ts';
+import { errorBox, h, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
 
 export async function webhooksView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
   const cursor = query.get('cursor');
@@ -43,14 +43,7 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
             hooks.webhooks.map((u) => h('li', null, h('code', null, u))),
           )
         : h('p', null, 'No endpoint registered.'),
-      h(
-        'form',
-        { class: 'inline', onsubmit: register },
-        h('label', { for: 'hook-url' }, 'Register a URL'),
-        url,
-        h('button', { type: 'submit' }, 'Register'),
-        regOut,
-      ),
+      inlineForm(register, [['Register a URL', url]], ['Register'], regOut),
     ),
     section(
       'Deliveries',
