@@ -48,6 +48,11 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'WITNESS_QUORUM', default: 'all listed', meaning: 'cosignatures a checkpoint needs before GET /v1/log/checkpoint serves it' },
   { name: 'WITNESS_INTERVAL_MS', default: '1000', meaning: 'at most one submission per witness per this interval' },
   { name: 'PG_PREPARE', default: 'on', meaning: 'off: unnamed statements in postgres.js (no prepared statement kept per connection)' },
+  {
+    name: 'PG_PLAN_CACHE',
+    default: 'generic',
+    meaning: "auto: Postgres's own choice of custom or generic plans (default: plan_cache_mode force_generic_plan)",
+  },
   { name: 'RATE_LIMIT_WINDOW_MS', default: '60000', meaning: 'rate-limit window' },
   { name: 'RATE_LIMIT_MAX', default: '1200', meaning: 'requests per key per window' },
   { name: 'PUBLIC_RATE_LIMIT_MAX', default: '300', meaning: 'requests per IP per window on the public log routes' },

@@ -113,7 +113,11 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
       onnotice: () => {},
       // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
       // needed, timestamps come back as Date.
-      connection: { application_name: opts.applicationName ?? 'escrow-settlement', ...(opts.schema ? { search_path: opts.schema } : {}) },
+      connection: {
+        application_name: opts.applicationName ?? 'escrow-settlement',
+        ...(opts.schema ? { search_path: opts.schema } : {}),
+        ...(driver.planCache === 'generic' ? { plan_cache_mode: 'force_generic_plan' } : {}),
+      },
     });
   let sql = make();
   let renewedAt = 0;
