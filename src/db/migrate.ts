@@ -1,35 +1,28 @@
 // Applies the numbered migrations once, under an advisory lock, so instances starting together are safe.
 import type { Db } from './types.ts';
-import m001 from './migrations/001_init.sql.ts';
-import m002 from './migrations/002_chain.sql.ts';
-import m003 from './migrations/003_log_pending.sql.ts';
-import m004 from './migrations/004_hardening.sql.ts';
-import m005 from './migrations/005_webhooks.sql.ts';
-import m006 from './migrations/006_lists.sql.ts';
-import m007 from './migrations/007_party_signatures.sql.ts';
-import m008 from './migrations/008_webhook_attempts.sql.ts';
-import m009 from './migrations/009_webhook_tenancy.sql.ts';
-import m010 from './migrations/010_witness.sql.ts';
-import m011 from './migrations/011_x402_facilitator.sql.ts';
-import m012 from './migrations/012_webhook_fairness.sql.ts';
-import m013 from './migrations/013_escrow_lock.sql.ts';
+import * as m001 from './migrations/001_init.sql.ts';
+import * as m002 from './migrations/002_chain.sql.ts';
+import * as m003 from './migrations/003_log_pending.sql.ts';
+import * as m004 from './migrations/004_hardening.sql.ts';
+import * as m005 from './migrations/005_webhooks.sql.ts';
+import * as m006 from './migrations/006_lists.sql.ts';
+import * as m007 from './migrations/007_party_signatures.sql.ts';
+import * as m008 from './migrations/008_webhook_attempts.sql.ts';
+import * as m009 from './migrations/009_webhook_tenancy.sql.ts';
+import * as m010 from './migrations/010_witness.sql.ts';
+import * as m011 from './migrations/011_x402_facilitator.sql.ts';
+import * as m012 from './migrations/012_webhook_fairness.sql.ts';
+import * as m013 from './migrations/013_escrow_lock.sql.ts';
 
-/** Forward-only, in order. The SQL strings are the schema's source of truth. */
-export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
-  { version: 1, name: '001_init', sql: m001 },
-  { version: 2, name: '002_chain', sql: m002 },
-  { version: 3, name: '003_log_pending', sql: m003 },
-  { version: 4, name: '004_hardening', sql: m004 },
-  { version: 5, name: '005_webhooks', sql: m005 },
-  { version: 6, name: '006_lists', sql: m006 },
-  { version: 7, name: '007_party_signatures', sql: m007 },
-  { version: 8, name: '008_webhook_attempts', sql: m008 },
-  { version: 9, name: '009_webhook_tenancy', sql: m009 },
-  { version: 10, name: '010_witness', sql: m010 },
-  { version: 11, name: '011_x402_facilitator', sql: m011 },
-  { version: 12, name: '012_webhook_fairness', sql: m012 },
-  { version: 13, name: '013_escrow_lock', sql: m013 },
-];
+/** Each module exports its SQL (the schema's source of truth) and its name, which schema_migrations records. */
+const MODULES = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013];
+
+/** Forward-only, in order; a migration's version is the number its name starts with. */
+export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = MODULES.map(({ name, default: sql }) => ({
+  version: Number(name.slice(0, 3)),
+  name,
+  sql,
+}));
 
 // Advisory lock key for migrations ('escrow-migrate' as a stable 32-bit number).
 const MIGRATE_LOCK = 0x65736d31;

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { MIGRATIONS } from '../../src/db/migrate.ts';
 
 const SHA256: Array<[name: string, sha256: string]> = [
@@ -37,4 +38,12 @@ test('versions count up from 1 and each name starts with its version', () => {
     assert.equal(m.version, i + 1, m.name);
     assert.match(m.name, new RegExp(`^${String(m.version).padStart(3, '0')}_[a-z0-9_]+$`));
   });
+});
+
+test('every file of src/db/migrations is in the list, in order, under the name its module exports', () => {
+  const files = readdirSync(new URL('../../src/db/migrations/', import.meta.url)).map((f) => f.replace(/\.sql\.ts$/, ''));
+  assert.deepEqual(
+    MIGRATIONS.map((m) => m.name),
+    files.sort(),
+  );
 });

@@ -1,5 +1,6 @@
 // Migration 001: the whole initial schema. Plain SQL in a string so the bundle needs no files.
 // Its text is fixed (test/db/migrations.test.ts holds its sha256).
+export const name = '001_init';
 
 /** A table of one row (id 1) holding one number that starts at 0, created with its row. */
 const oneRow = (table: string, column: string, type: string) => `CREATE TABLE ${table} (

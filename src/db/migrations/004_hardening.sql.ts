@@ -1,5 +1,7 @@
 // Migration 004: tenancy of minted keys, replay of client-signed actions, and the revocation
 // generation that lets authentication be cached (docs/protocol.md §18.3, §6.4; docs/design.md §5). Plain SQL in a string (no files at run time).
+export const name = '004_hardening';
+
 export default /* sql */ `
 -- Which minted key registered an agent (NULL: the root key or the open sandbox). A minted key acts
 -- only on its own agents (docs/protocol.md §18.3).

@@ -1,4 +1,6 @@
 // Migration 005: concurrent webhook delivery (per-row leases) and Standard Webhooks secrets.
+export const name = '005_webhooks';
+
 export default /* sql */ `
 -- A claimed outbox row is leased: lease_until is when its claim runs out (a crashed sender's rows are
 -- due again then) and lease_owner the sender that holds it. A row waiting for a retry has no lease.

@@ -1,5 +1,6 @@
 // Migration 006: keyset pagination for every list, escrow filters, escrow metadata (docs/protocol.md §9.2, §9.3, §3.5).
 // Its text is fixed (test/db/migrations.test.ts holds its sha256).
+export const name = '006_lists';
 
 /**
  * A monotonic `seq` column on `table` to page by, backed by its own sequence: existing rows (`alias`

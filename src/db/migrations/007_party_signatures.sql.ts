@@ -1,5 +1,7 @@
 // Migration 007: the parties' signatures a closing relied on that no other row keeps (docs/protocol.md §11.4):
 // dispute openings, evidence, ruling signatures and x402 authorizations, for the offline bundle.
+export const name = '007_party_signatures';
+
 export default /* sql */ `
 CREATE TABLE party_signatures (
   seq         bigserial PRIMARY KEY,

@@ -1,5 +1,7 @@
 // Migration 008: one row per webhook attempt, so the console (and GET /v1/webhooks/attempts) can show
 // every attempt with its status and timing, not only the outbox's latest state.
+export const name = '008_webhook_attempts';
+
 export default /* sql */ `
 CREATE TABLE webhook_attempts (
   id          bigserial PRIMARY KEY,

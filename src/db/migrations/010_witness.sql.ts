@@ -1,6 +1,8 @@
 // Migration 010: witnessing (docs/witnessing.md). The checkpoints the log submitted to witnesses,
 // the cosignatures it verified and kept, and each witness's submission state, whose next_at is
 // also the claim that keeps other instances off a witness while one submits to it.
+export const name = '010_witness';
+
 export default /* sql */ `
 -- The issuer-signed checkpoint note of each size submitted to a witness (the text witnesses cosign).
 CREATE TABLE witness_checkpoints (

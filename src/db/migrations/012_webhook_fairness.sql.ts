@@ -1,5 +1,7 @@
 // Migration 012: dead letters keep the key that owned their URL, and stored webhook URLs take the
 // canonical form where SQL can compute it (docs/security.md "Webhook URL identity").
+export const name = '012_webhook_fairness';
+
 export default /* sql */ `
 -- The key whose URL a delivery was dead-lettered for (NULL: root or the open sandbox), fixed when the
 -- dead letter is made: it stays listed for that key after the URL is unregistered. Existing dead

@@ -10,6 +10,8 @@
 //
 // escrow_locked is what the commands read about a locked escrow (src/escrow/escrowRow.ts lockedFrom);
 // a sweep pass, which locks its escrows itself, reads the same view.
+export const name = '013_escrow_lock';
+
 export default /* sql */ `
 CREATE VIEW escrow_locked AS
   SELECT e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
