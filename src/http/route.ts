@@ -74,24 +74,31 @@ export interface RouteDef {
  */
 export type RouteGroup = Pick<RouteDef, 'tag' | 'access'> & Partial<Pick<RouteDef, 'rate' | 'tenant'>>;
 
-/** A route of a group: what the group gives may be left out. */
-export type GroupRoute = Omit<RouteDef, keyof RouteGroup> & Partial<RouteGroup>;
+/** A route's method and path in one, as the documents, the OpenAPI document and the client's API_ROUTES name it: 'POST /v1/agents'. */
+export type RouteName = `${RouteDef['method']} /${string}`;
 
-export const defineRoutes = (group: RouteGroup, routes: GroupRoute[]): RouteDef[] => routes.map((r) => ({ ...group, ...r }));
+/** A route of a group, named by `route`: what the group gives may be left out. */
+export type GroupRoute = Omit<RouteDef, keyof RouteGroup | 'method' | 'path'> & Partial<RouteGroup> & { route: RouteName };
+
+/** The routes of one file; each route's name is split into the method and the path the router takes. */
+export const defineRoutes = (group: RouteGroup, routes: GroupRoute[]): RouteDef[] =>
+  routes.map(({ route, ...r }) => {
+    const space = route.indexOf(' ');
+    return { ...group, method: route.slice(0, space) as RouteDef['method'], path: route.slice(space + 1), ...r };
+  });
 
 /**
  * A GET of one resource by the `:id` of its path, tenancy checked before it runs (docs/protocol.md
  * §18.3): 200 with what `read` finds, which throws not_found when there is nothing.
  */
 export function readById(
-  path: string,
+  path: `/${string}`,
   summary: string,
   description: string,
   read: (svc: Services, id: string) => Promise<unknown>,
 ): GroupRoute {
   return {
-    method: 'GET',
-    path,
+    route: `GET ${path}`,
     summary,
     success: { status: 200, description },
     errors: ['unauthorized', 'not_found', 'rate_limited'],

@@ -62,8 +62,7 @@ async function handle(ctx: Ctx): Promise<Response> {
 export const mcpRoutes = () =>
   defineRoutes({ tag: 'mcp', access: 'key' }, [
     {
-      method: 'POST',
-      path: '/mcp',
+      route: 'POST /mcp',
       summary:
         'Model Context Protocol (Streamable HTTP, stateless, JSON responses): the escrow tools for LLM agents. Send Accept: application/json, text/event-stream. A malformed message gets a JSON-RPC error; each tools/call runs its REST route as the caller, with its rate limit (docs/mcp.md).',
       success: { status: 200, description: 'a JSON-RPC 2.0 response; 202 with no body for a notification' },

@@ -16,8 +16,7 @@ const ADMIN_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'];
 export const adminRoutes = () =>
   defineRoutes({ tag: 'admin', access: 'root', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/admin/issuer/rotate',
+      route: 'POST /v1/admin/issuer/rotate',
       summary:
         'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
       success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
@@ -28,8 +27,7 @@ export const adminRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: '/v1/admin/keys',
+      route: 'POST /v1/admin/keys',
       summary:
         'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
       body: MintKeyBody,
@@ -41,8 +39,7 @@ export const adminRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/admin/keys',
+      route: 'GET /v1/admin/keys',
       summary:
         'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
       success: {
@@ -57,8 +54,7 @@ export const adminRoutes = () =>
       },
     },
     {
-      method: 'DELETE',
-      path: '/v1/admin/keys/:keyId',
+      route: 'DELETE /v1/admin/keys/:keyId',
       summary:
         'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
       success: { status: 200, description: 'the key record with revokedAt' },
@@ -66,8 +62,7 @@ export const adminRoutes = () =>
       handler: async ({ params, svc }) => json(await revokeKey(svc.db, params.keyId)),
     },
     {
-      method: 'GET',
-      path: '/v1/admin/metrics',
+      route: 'GET /v1/admin/metrics',
       summary:
         "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
       success: {
@@ -79,8 +74,7 @@ export const adminRoutes = () =>
       handler: async ({ svc }) => json(await metrics(svc)),
     },
     {
-      method: 'GET',
-      path: '/v1/admin/rate',
+      route: 'GET /v1/admin/rate',
       summary:
         "The current window's counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.",
       success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },

@@ -12,8 +12,7 @@ export const CreateAgentBody = object({ label: optional(label) });
 export const agentRoutes = () =>
   defineRoutes({ tag: 'agents', access: 'key', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/agents',
+      route: 'POST /v1/agents',
       summary: 'Create a sandbox agent: the service generates and holds an Ed25519 keypair; only the public key is returned.',
       body: CreateAgentBody,
       success: { status: 201, description: 'Agent {id, label, publicKey}' },

@@ -16,8 +16,7 @@ export const consoleRoutes = () =>
   defineRoutes({ tag: 'console', access: 'public' }, [
     {
       ...PAGE,
-      method: 'GET',
-      path: '/',
+      route: 'GET /',
       page: true,
       summary:
         'Open sandbox: a redirect to /console. Hosted: a landing page linking the console, the API reference and the OpenAPI document.',
@@ -29,8 +28,7 @@ export const consoleRoutes = () =>
     },
     {
       ...PAGE,
-      method: 'GET',
-      path: '/console',
+      route: 'GET /console',
       page: true,
       summary:
         'The console: escrows, offline proof verification, log explorer, webhooks and sandbox controls (hosted: asks for a key, kept in sessionStorage).',
@@ -38,8 +36,7 @@ export const consoleRoutes = () =>
       handler: async ({ svc }) => htmlResponse(consolePage(svc.config.apiKey === undefined ? 'sandbox' : 'hosted', svc.version)),
     },
     {
-      method: 'GET',
-      path: '/console/assets/:name',
+      route: 'GET /console/assets/:name',
       page: true,
       contentType: 'text/javascript',
       summary: 'A content-hashed console asset (script or stylesheet), cacheable for good.',
@@ -53,8 +50,7 @@ export const consoleRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/favicon.ico',
+      route: 'GET /favicon.ico',
       page: true,
       contentType: 'image/x-icon',
       summary: 'The site icon browsers request on their own (a 32×32 icon).',
@@ -64,8 +60,7 @@ export const consoleRoutes = () =>
     },
     {
       ...PAGE,
-      method: 'GET',
-      path: '/docs',
+      route: 'GET /docs',
       page: true,
       summary: 'The API reference: this OpenAPI document rendered as HTML on the server (no script, no CDN).',
       success: { status: 200, description: 'text/html' },
@@ -73,8 +68,7 @@ export const consoleRoutes = () =>
     },
     {
       ...PAGE,
-      method: 'GET',
-      path: '/docs/errors',
+      route: 'GET /docs/errors',
       tag: 'meta',
       summary: 'HTML page listing every error code with its status, cause and fix (the target of docsUrl).',
       success: { status: 200, description: 'text/html' },

@@ -12,8 +12,7 @@ export const custodyRoutes = () =>
       getCustody,
     ),
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/custody/retry',
+      route: 'POST /v1/escrows/:id/custody/retry',
       summary: 'Retry a failed settlement. Idempotent: an already confirmed settlement returns its proof without touching custody.',
       success: { status: 200, description: 'Proof' },
       errors: ['unauthorized', 'not_found', 'invalid_state', 'custody_failed', 'rate_limited'],

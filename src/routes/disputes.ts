@@ -46,8 +46,7 @@ function partyAct(b: { agentId?: string; party?: string; signedAt?: string; sign
 export const disputeRoutes = () =>
   defineRoutes({ tag: 'disputes', access: 'key', rate: 'key', tenant: 'escrow' }, [
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/dispute',
+      route: 'POST /v1/escrows/:id/dispute',
       signsAgainstNow: true,
       summary:
         'Open the dispute of a delivered escrow whose verdict failed: sandbox form {agentId, reason?} or client-signed form {party, reason?, signedAt, signature} over JCS {escrowId, action: "dispute.open", reason?, signedAt}.',
@@ -69,8 +68,7 @@ export const disputeRoutes = () =>
     },
     readById('/v1/escrows/:id/dispute', "Read the escrow's dispute.", 'Dispute', getDispute),
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/dispute/evidence',
+      route: 'POST /v1/escrows/:id/dispute/evidence',
       signsAgainstNow: true,
       summary:
         'Add evidence, recorded by content hash (of payload, or of the note when no payload): sandbox form {agentId, note?, payload?} or client-signed {party, note?, payload?, signedAt, signature} over JCS {escrowId, action: "dispute.evidence", note?, contentHash?, signedAt}. The counterparty\'s first evidence moves the dispute to under-review.',
@@ -102,8 +100,7 @@ export const disputeRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/dispute/resolve',
+      route: 'POST /v1/escrows/:id/dispute/resolve',
       summary:
         'Record a ruling signed by both parties or by the named arbiter (client signatures and/or held agentIds over JCS {escrowId, disputeId, outcome, rationale, shares?}); the matter closes in a proof.',
       body: ResolveBody,

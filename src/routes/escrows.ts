@@ -108,8 +108,7 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx
 export const escrowRoutes = () =>
   defineRoutes({ tag: 'escrows', access: 'key', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/escrows',
+      route: 'POST /v1/escrows',
       summary:
         'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
       body: CreateEscrowBody,
@@ -135,8 +134,7 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/escrows',
+      route: 'GET /v1/escrows',
       summary:
         'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
       success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
@@ -157,8 +155,7 @@ export const escrowRoutes = () =>
       tenant: 'escrow',
     },
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/fund',
+      route: 'POST /v1/escrows/:id/fund',
       tenant: 'escrow',
       summary:
         'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
@@ -171,8 +168,7 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/delivery',
+      route: 'POST /v1/escrows/:id/delivery',
       tenant: 'escrow',
       signsAgainstNow: true,
       summary:
@@ -188,8 +184,7 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: '/v1/escrows/:id/refund',
+      route: 'POST /v1/escrows/:id/refund',
       tenant: 'escrow',
       summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
       success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
@@ -200,8 +195,7 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/escrows/:id/trail',
+      route: 'GET /v1/escrows/:id/trail',
       tenant: 'escrow',
       summary:
         "The escrow's hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.",
@@ -223,8 +217,7 @@ export const escrowRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/escrows/:id/events',
+      route: 'GET /v1/escrows/:id/events',
       tenant: 'escrow',
       summary:
         "Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow's metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",

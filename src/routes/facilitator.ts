@@ -14,8 +14,7 @@ const REFUSALS =
 export const facilitatorRoutes = () =>
   defineRoutes({ tag: 'x402', access: 'key', rate: 'key' }, [
     {
-      method: 'GET',
-      path: `${BASE}/supported`,
+      route: `GET ${BASE}/supported`,
       summary:
         'x402 v2 facilitator: the payment kinds it settles (scheme auth-capture, paymentFlow escrow, on X402_NETWORK) and its signer (the active issuer key).',
       success: {
@@ -27,8 +26,7 @@ export const facilitatorRoutes = () =>
       handler: async ({ svc }) => json(await supported(svc)),
     },
     {
-      method: 'POST',
-      path: `${BASE}/verify`,
+      route: `POST ${BASE}/verify`,
       summary:
         "x402 v2 facilitator: checks a collect authorization against its auth-capture requirements (every field, the payer's signature, validBefore within maxTimeoutSeconds, the nonce unused, the payer's mandate caps) and writes nothing.",
       body: FacilitatorBody,
@@ -42,8 +40,7 @@ export const facilitatorRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: `${BASE}/settle`,
+      route: `POST ${BASE}/settle`,
       signsAgainstNow: true,
       summary:
         'x402 v2 facilitator: settles an auth-capture payment. A collect (payload {authorization, signature}) creates and funds one escrow, idempotent per (payTo, nonce); a capture (payload {type: "capture", paymentId, delivery: {payload, submittedAt, signature}}) judges the payee-signed delivery against the terms: a pass settles with a proof, a fail answers verdict_failed and leaves the escrow delivered; a void (payload {type: "void", paymentId, signedAt, signature}) refunds with a proof. Capture and void are idempotent per escrow.',

@@ -66,7 +66,6 @@ async function consistency({ params, svc }: Ctx): Promise<Response> {
 }
 
 const CONSISTENCY = {
-  method: 'GET',
   success: { status: 200, description: '{firstSize, secondSize, firstRoot, secondRoot, path: [hex64]} (RFC 9162 §2.1.4)' },
   errors: PUBLIC_ERRORS,
   handler: consistency,
@@ -75,8 +74,7 @@ const CONSISTENCY = {
 export const logRoutes = () =>
   defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
     {
-      method: 'GET',
-      path: '/v1/log/head',
+      route: 'GET /v1/log/head',
       summary: 'The current log size and root hash, signed by the active issuer key over JCS({logSize, rootHash, signedAt}).',
       success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
       errors: ['rate_limited'],
@@ -85,8 +83,7 @@ export const logRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/log/proof/:proofId',
+      route: 'GET /v1/log/proof/:proofId',
       summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
       success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
       errors: ['not_found', 'rate_limited', 'unavailable'],
@@ -95,15 +92,14 @@ export const logRoutes = () =>
         return json({ proofId: params.proofId, ...inclusion });
       },
     },
-    { ...CONSISTENCY, path: '/v1/log/consistency/:firstSize', summary: 'Consistency proof from firstSize to the current log size.' },
+    { ...CONSISTENCY, route: 'GET /v1/log/consistency/:firstSize', summary: 'Consistency proof from firstSize to the current log size.' },
     {
       ...CONSISTENCY,
-      path: '/v1/log/consistency/:firstSize/:secondSize',
+      route: 'GET /v1/log/consistency/:firstSize/:secondSize',
       summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).',
     },
     {
-      method: 'GET',
-      path: '/v1/log/entries',
+      route: 'GET /v1/log/entries',
       summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
       success: {
         status: 200,
@@ -138,8 +134,7 @@ export const logRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/log/checkpoint',
+      route: 'GET /v1/log/checkpoint',
       summary:
         "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature/v1 lines (503 until one has); without: the current head.",
       success: {
@@ -155,8 +150,7 @@ export const logRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/proofs/:id/bundle',
+      route: 'GET /v1/proofs/:id/bundle',
       access: 'key',
       rate: 'key',
       tenant: 'proof',

@@ -14,8 +14,7 @@ export const MandateBody = object({ principal: hex64, caps: requiredJson('Mandat
 export const mandateRoutes = () =>
   defineRoutes({ tag: 'mandates', access: 'key', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/mandates',
+      route: 'POST /v1/mandates',
       summary: 'Register a principal-signed mandate; idempotent by content hash (201 new, 200 existing with usage intact).',
       body: MandateBody,
       success: { status: 201, description: 'Mandate with hash and usage (200 when already registered)' },

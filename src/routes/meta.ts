@@ -9,8 +9,7 @@ import { VERSION } from '../version.ts';
 export const metaRoutes = () =>
   defineRoutes({ tag: 'meta', access: 'public' }, [
     {
-      method: 'GET',
-      path: '/health',
+      route: 'GET /health',
       summary: 'Liveness and database reachability; names the active issuer key.',
       success: {
         status: 200,
@@ -31,8 +30,7 @@ export const metaRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/.well-known/proof-issuer.json',
+      route: 'GET /.well-known/proof-issuer.json',
       summary:
         'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
       success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
@@ -44,8 +42,7 @@ export const metaRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/openapi.json',
+      route: 'GET /v1/openapi.json',
       access: 'key',
       rate: 'key',
       summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',

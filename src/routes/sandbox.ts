@@ -17,8 +17,7 @@ export const FailNextBody = object({ count });
 export const sandboxRoutes = () =>
   defineRoutes({ tag: 'sandbox', access: 'key', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/sandbox/clock',
+      route: 'POST /v1/sandbox/clock',
       sandboxOnly: true,
       summary:
         "Move the service's notion of now forward by advanceSeconds (1 to 10 years per call, never back; the clock stays 10 years before year 9999); deadlines and timestamps follow it.",
@@ -32,16 +31,14 @@ export const sandboxRoutes = () =>
     },
     {
       // Served in hosted mode too (offset 0 there): a client signing a timed action may read the clock.
-      method: 'GET',
-      path: '/v1/sandbox/clock',
+      route: 'GET /v1/sandbox/clock',
       summary: "The service's notion of now (what client-signed actions' signedAt/submittedAt are checked against) and the sandbox offset.",
       success: { status: 200, description: '{now, offsetSeconds}' },
       errors: ['unauthorized', 'rate_limited'],
       handler: async ({ svc }) => json(await readClock(svc.db)),
     },
     {
-      method: 'POST',
-      path: '/v1/sandbox/custody/fail-next',
+      route: 'POST /v1/sandbox/custody/fail-next',
       sandboxOnly: true,
       summary: 'Make the next `count` settlement attempts fail (0 clears), to exercise custody_failed and the retry route.',
       body: FailNextBody,

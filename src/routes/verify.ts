@@ -46,8 +46,7 @@ export type VerifyResponse = DocumentVerification;
 export const verifyRoutes = () =>
   defineRoutes({ tag: 'proofs', access: 'public', rate: 'verify' }, [
     {
-      method: 'POST',
-      path: '/v1/verify',
+      route: 'POST /v1/verify',
       summary:
         "Checks a proof document: the issuer signature over its canonical body, and whether the signer is one of this deployment's published issuer key eras. Trail intactness is not checked here.",
       body: ProofDoc,

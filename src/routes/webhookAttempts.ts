@@ -11,8 +11,7 @@ const KNOWN = ['escrowId', 'limit', 'cursor'];
 export const webhookAttemptRoutes = () =>
   defineRoutes({ tag: 'webhooks', access: 'key', rate: 'key' }, [
     {
-      method: 'GET',
-      path: '/v1/webhooks/attempts',
+      route: 'GET /v1/webhooks/attempts',
       summary:
         "Webhook attempts newest first, each with its URL, event, attempt number, HTTP status or error, duration and outcome (delivered, retry, dead). ?escrowId= keeps one escrow's; ?limit= (1-1000) pages with nextCursor; without limit, all.",
       success: {

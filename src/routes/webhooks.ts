@@ -36,8 +36,7 @@ const signingKey = async (ctx: Ctx) => (await activeKey(ctx.svc.db, 'webhook')).
 export const webhookRoutes = () =>
   defineRoutes({ tag: 'webhooks', access: 'key', rate: 'key' }, [
     {
-      method: 'POST',
-      path: '/v1/webhooks',
+      route: 'POST /v1/webhooks',
       summary:
         "Register a URL for every event (signed, retried, dead-lettered); a minted key's URL gets only the events of escrows that key sees. URLs compare in canonical form (docs/security.md), so another spelling of a registered URL is the same URL. Registering it again keeps one registration; another key registering it is 409, and so is a URL beyond the WEBHOOK_MAX_URLS_PER_KEY (default 20) a key may have. Pin the returned signingKey to verify deliveries; standardWebhooks.secret (whsec_, shown once: only in the answer that creates the registration) verifies v1 signatures, standardWebhooks.publicKey (whpk_) v1a.",
       body: WebhookBody,
@@ -57,8 +56,7 @@ export const webhookRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/webhooks',
+      route: 'GET /v1/webhooks',
       summary:
         "Registered webhook URLs (a minted key's own) in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
       success: { status: 200, description: '{webhooks: [url], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)' },
@@ -70,8 +68,7 @@ export const webhookRoutes = () =>
       },
     },
     {
-      method: 'DELETE',
-      path: '/v1/webhooks',
+      route: 'DELETE /v1/webhooks',
       summary:
         'Unregister a URL (body {url}); its pending deliveries are dropped, its dead letters stay listed for the key that owned it and can be redelivered once the URL is registered again.',
       body: WebhookBody,
@@ -84,8 +81,7 @@ export const webhookRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/webhooks/dead-letters',
+      route: 'GET /v1/webhooks/dead-letters',
       summary:
         'Deliveries that failed every attempt, oldest first, each with the event exactly as it was sent. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
       success: {
@@ -101,8 +97,7 @@ export const webhookRoutes = () =>
       },
     },
     {
-      method: 'POST',
-      path: '/v1/webhooks/dead-letters/:id/redeliver',
+      route: 'POST /v1/webhooks/dead-letters/:id/redeliver',
       summary:
         "Put a dead letter's event back in the outbox for its URL with a fresh attempt count; it leaves the dead-letter list. 409 while its URL is not registered (to this key) now.",
       success: { status: 202, description: '{ok: true, id}' },

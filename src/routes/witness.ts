@@ -9,8 +9,7 @@ import { witnessStatus } from '../witness/store.ts';
 export const witnessRoutes = () =>
   defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
     {
-      method: 'GET',
-      path: '/.well-known/tlog-policy',
+      route: 'GET /.well-known/tlog-policy',
       summary:
         "The log's trust policy in C2SP tlog-policy form: a log line per issuer key era (vkey under LOG_ORIGIN), a witness line per configured witness, and the quorum (a group with WITNESS_QUORUM, or none without witnesses).",
       success: { status: 200, description: 'text/plain tlog-policy file' },
@@ -31,8 +30,7 @@ export const witnessRoutes = () =>
       },
     },
     {
-      method: 'GET',
-      path: '/v1/log/witnesses',
+      route: 'GET /v1/log/witnesses',
       summary:
         'Each configured witness (name, vkey, submission prefix) with the last size it cosigned and its last failure, and the quorum.',
       success: {

@@ -23,8 +23,7 @@ import { settlePayment } from '../x402/settle.ts';
 export const x402Routes = () =>
   defineRoutes({ tag: 'x402', access: 'key', rate: 'key' }, [
     {
-      method: 'GET',
-      path: DEMO_PATH,
+      route: `GET ${DEMO_PATH}`,
       summary: `A paid resource (${PRICE} ${ASSET}). Without a payment: 402 with the x402 v1 body {x402Version: 1, accepts, error} and the x402 v2 PAYMENT-REQUIRED header. With X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2) signed by the payer: the whole escrow lifecycle runs for the request in one transaction and the resource comes back with X-PAYMENT-RESPONSE and PAYMENT-RESPONSE {success, transaction, network, payer, escrowId, proofId, outcome}. The resource URL is PUBLIC_URL + this path.`,
       success: {
         status: 200,
