@@ -59,15 +59,14 @@ async function handle(ctx: Ctx): Promise<Response> {
   return answerMcp(ctx, message);
 }
 
-export const mcpRoutes = () =>
-  defineRoutes({ tag: 'mcp', access: 'key' }, [
-    {
-      route: 'POST /mcp',
-      summary:
-        'Model Context Protocol (Streamable HTTP, stateless, JSON responses): the escrow tools for LLM agents. Send Accept: application/json, text/event-stream. A malformed message gets a JSON-RPC error; each tools/call runs its REST route as the caller, with its rate limit (docs/mcp.md).',
-      success: { status: 200, description: 'a JSON-RPC 2.0 response; 202 with no body for a notification' },
-      // 429: the failed-authentication budget of the address; tool calls' own budgets answer inside results.
-      errors: ['unauthorized', 'rate_limited'],
-      handler: handle,
-    },
-  ]);
+export const mcpRoutes = defineRoutes({ tag: 'mcp', access: 'key' }, [
+  {
+    route: 'POST /mcp',
+    summary:
+      'Model Context Protocol (Streamable HTTP, stateless, JSON responses): the escrow tools for LLM agents. Send Accept: application/json, text/event-stream. A malformed message gets a JSON-RPC error; each tools/call runs its REST route as the caller, with its rate limit (docs/mcp.md).',
+    success: { status: 200, description: 'a JSON-RPC 2.0 response; 202 with no body for a notification' },
+    // 429: the failed-authentication budget of the address; tool calls' own budgets answer inside results.
+    errors: ['unauthorized', 'rate_limited'],
+    handler: handle,
+  },
+]);

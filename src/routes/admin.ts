@@ -13,72 +13,71 @@ export const MintKeyBody = object({ label: optional(label), rateLimitMax: option
 
 const ADMIN_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'];
 
-export const adminRoutes = () =>
-  defineRoutes({ tag: 'admin', access: 'root', rate: 'key' }, [
-    {
-      route: 'POST /v1/admin/issuer/rotate',
-      summary:
-        'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
-      success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
-      errors: ['bad_request', ...ADMIN_ERRORS],
-      async handler({ request, svc }) {
-        await readNoBody(request, 'rotation');
-        return json(await rotateIssuer(svc.db), 201);
-      },
+export const adminRoutes = defineRoutes({ tag: 'admin', access: 'root', rate: 'key' }, [
+  {
+    route: 'POST /v1/admin/issuer/rotate',
+    summary:
+      'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
+    success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
+    errors: ['bad_request', ...ADMIN_ERRORS],
+    async handler({ request, svc }) {
+      await readNoBody(request, 'rotation');
+      return json(await rotateIssuer(svc.db), 201);
     },
-    {
-      route: 'POST /v1/admin/keys',
-      summary:
-        'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
-      body: MintKeyBody,
-      success: { status: 201, description: '{id, label, secret, createdAt, rateLimitMax?}' },
-      errors: ['bad_request', 'payload_too_large', ...ADMIN_ERRORS],
-      async handler({ request, svc }) {
-        const body = check((await readJson(request)) ?? {}, MintKeyBody);
-        return json(await mintKey(svc.db, body), 201, { 'cache-control': 'no-store' });
-      },
+  },
+  {
+    route: 'POST /v1/admin/keys',
+    summary:
+      'Mint a bearer key. The secret (prefix esk_) appears only in this response; the service stores its sha256. Optional rateLimitMax gives the key its own budget per window.',
+    body: MintKeyBody,
+    success: { status: 201, description: '{id, label, secret, createdAt, rateLimitMax?}' },
+    errors: ['bad_request', 'payload_too_large', ...ADMIN_ERRORS],
+    async handler({ request, svc }) {
+      const body = check((await readJson(request)) ?? {}, MintKeyBody);
+      return json(await mintKey(svc.db, body), 201, { 'cache-control': 'no-store' });
     },
-    {
-      route: 'GET /v1/admin/keys',
-      summary:
-        'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
-      success: {
-        status: 200,
-        description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}], nextCursor?: string|null} (nextCursor with limit)',
-      },
-      errors: ['bad_request', ...ADMIN_ERRORS],
-      async handler({ query, svc }) {
-        const q = pageQuery(query, 'key');
-        const { page, cursor } = pageOf(await listKeys(svc.db, q.after, q.limit), q, 'key', (k) => k.seq);
-        return json({ keys: page.map((k) => k.record), ...cursor });
-      },
+  },
+  {
+    route: 'GET /v1/admin/keys',
+    summary:
+      'Every minted key, oldest first, revoked ones included; never a secret or a hash. The root key is configuration and is not listed. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.',
+    success: {
+      status: 200,
+      description: '{keys: [{id, label, createdAt, revokedAt?, rateLimitMax?}], nextCursor?: string|null} (nextCursor with limit)',
     },
-    {
-      route: 'DELETE /v1/admin/keys/:keyId',
-      summary:
-        'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
-      success: { status: 200, description: 'the key record with revokedAt' },
-      errors: ['not_found', ...ADMIN_ERRORS],
-      handler: async ({ params, svc }) => json(await revokeKey(svc.db, params.keyId)),
+    errors: ['bad_request', ...ADMIN_ERRORS],
+    async handler({ query, svc }) {
+      const q = pageQuery(query, 'key');
+      const { page, cursor } = pageOf(await listKeys(svc.db, q.after, q.limit), q, 'key', (k) => k.seq);
+      return json({ keys: page.map((k) => k.record), ...cursor });
     },
-    {
-      route: 'GET /v1/admin/metrics',
-      summary:
-        "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
-      success: {
-        status: 200,
-        description:
-          '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, uptimeSeconds, version}',
-      },
-      errors: ADMIN_ERRORS,
-      handler: async ({ svc }) => json(await metrics(svc)),
+  },
+  {
+    route: 'DELETE /v1/admin/keys/:keyId',
+    summary:
+      'Revoke a minted key, effective on the next request on every instance. Idempotent: revoking again keeps the first revokedAt. The id root is refused (403).',
+    success: { status: 200, description: 'the key record with revokedAt' },
+    errors: ['not_found', ...ADMIN_ERRORS],
+    handler: async ({ params, svc }) => json(await revokeKey(svc.db, params.keyId)),
+  },
+  {
+    route: 'GET /v1/admin/metrics',
+    summary:
+      "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
+    success: {
+      status: 200,
+      description:
+        '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, uptimeSeconds, version}',
     },
-    {
-      route: 'GET /v1/admin/rate',
-      summary:
-        "The current window's counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.",
-      success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },
-      errors: ADMIN_ERRORS,
-      handler: async ({ svc }) => json(await svc.rateLimiter.snapshot()),
-    },
-  ]);
+    errors: ADMIN_ERRORS,
+    handler: async ({ svc }) => json(await metrics(svc)),
+  },
+  {
+    route: 'GET /v1/admin/rate',
+    summary:
+      "The current window's counters by budget unit, shared by every instance: key:root and key:key_… for authenticated traffic, ip:… for public routes and failed authentication, verify:… for POST /v1/verify.",
+    success: { status: 200, description: '{windowMs, windowStartedAt, units: {unit: n}}' },
+    errors: ADMIN_ERRORS,
+    handler: async ({ svc }) => json(await svc.rateLimiter.snapshot()),
+  },
+]);

@@ -12,66 +12,65 @@ import { faviconResponse } from '../console/favicon.ts';
 
 const PAGE = { contentType: 'text/html', errors: [] as string[] } as const;
 
-export const consoleRoutes = () =>
-  defineRoutes({ tag: 'console', access: 'public' }, [
-    {
-      ...PAGE,
-      route: 'GET /',
-      page: true,
-      summary:
-        'Open sandbox: a redirect to /console. Hosted: a landing page linking the console, the API reference and the OpenAPI document.',
-      success: { status: 200, description: 'text/html landing page (hosted); 303 to /console in the open sandbox' },
-      async handler({ svc }) {
-        if (svc.config.apiKey === undefined) return new Response(null, { status: 303, headers: { location: '/console' } });
-        return htmlResponse(landingPage(svc.version));
-      },
+export const consoleRoutes = defineRoutes({ tag: 'console', access: 'public' }, [
+  {
+    ...PAGE,
+    route: 'GET /',
+    page: true,
+    summary:
+      'Open sandbox: a redirect to /console. Hosted: a landing page linking the console, the API reference and the OpenAPI document.',
+    success: { status: 200, description: 'text/html landing page (hosted); 303 to /console in the open sandbox' },
+    async handler({ svc }) {
+      if (svc.config.apiKey === undefined) return new Response(null, { status: 303, headers: { location: '/console' } });
+      return htmlResponse(landingPage(svc.version));
     },
-    {
-      ...PAGE,
-      route: 'GET /console',
-      page: true,
-      summary:
-        'The console: escrows, offline proof verification, log explorer, webhooks and sandbox controls (hosted: asks for a key, kept in sessionStorage).',
-      success: { status: 200, description: 'text/html page; one same-origin script and stylesheet, strict Content-Security-Policy' },
-      handler: async ({ svc }) => htmlResponse(consolePage(svc.config.apiKey === undefined ? 'sandbox' : 'hosted', svc.version)),
+  },
+  {
+    ...PAGE,
+    route: 'GET /console',
+    page: true,
+    summary:
+      'The console: escrows, offline proof verification, log explorer, webhooks and sandbox controls (hosted: asks for a key, kept in sessionStorage).',
+    success: { status: 200, description: 'text/html page; one same-origin script and stylesheet, strict Content-Security-Policy' },
+    handler: async ({ svc }) => htmlResponse(consolePage(svc.config.apiKey === undefined ? 'sandbox' : 'hosted', svc.version)),
+  },
+  {
+    route: 'GET /console/assets/:name',
+    page: true,
+    contentType: 'text/javascript',
+    summary: 'A content-hashed console asset (script or stylesheet), cacheable for good.',
+    success: { status: 200, description: 'text/javascript or text/css' },
+    errors: ['not_found'],
+    async handler({ params }) {
+      // Own properties only: a name like "constructor" or "__proto__" is simply unknown.
+      const asset = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined;
+      if (!asset) throw notFound(`no console asset named ${params.name}`);
+      return assetResponse(asset.body, asset.type);
     },
-    {
-      route: 'GET /console/assets/:name',
-      page: true,
-      contentType: 'text/javascript',
-      summary: 'A content-hashed console asset (script or stylesheet), cacheable for good.',
-      success: { status: 200, description: 'text/javascript or text/css' },
-      errors: ['not_found'],
-      async handler({ params }) {
-        // Own properties only: a name like "constructor" or "__proto__" is simply unknown.
-        const asset = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined;
-        if (!asset) throw notFound(`no console asset named ${params.name}`);
-        return assetResponse(asset.body, asset.type);
-      },
-    },
-    {
-      route: 'GET /favicon.ico',
-      page: true,
-      contentType: 'image/x-icon',
-      summary: 'The site icon browsers request on their own (a 32×32 icon).',
-      success: { status: 200, description: 'image/x-icon' },
-      errors: [],
-      handler: async () => faviconResponse(),
-    },
-    {
-      ...PAGE,
-      route: 'GET /docs',
-      page: true,
-      summary: 'The API reference: this OpenAPI document rendered as HTML on the server (no script, no CDN).',
-      success: { status: 200, description: 'text/html' },
-      handler: async ({ routes, svc }) => htmlResponse(docsPage(openApiDocument(routes, { serverUrl: svc.config.publicUrl }))),
-    },
-    {
-      ...PAGE,
-      route: 'GET /docs/errors',
-      tag: 'meta',
-      summary: 'HTML page listing every error code with its status, cause and fix (the target of docsUrl).',
-      success: { status: 200, description: 'text/html' },
-      handler: async () => htmlResponse(errorsPage()),
-    },
-  ]);
+  },
+  {
+    route: 'GET /favicon.ico',
+    page: true,
+    contentType: 'image/x-icon',
+    summary: 'The site icon browsers request on their own (a 32×32 icon).',
+    success: { status: 200, description: 'image/x-icon' },
+    errors: [],
+    handler: async () => faviconResponse(),
+  },
+  {
+    ...PAGE,
+    route: 'GET /docs',
+    page: true,
+    summary: 'The API reference: this OpenAPI document rendered as HTML on the server (no script, no CDN).',
+    success: { status: 200, description: 'text/html' },
+    handler: async ({ routes, svc }) => htmlResponse(docsPage(openApiDocument(routes, { serverUrl: svc.config.publicUrl }))),
+  },
+  {
+    ...PAGE,
+    route: 'GET /docs/errors',
+    tag: 'meta',
+    summary: 'HTML page listing every error code with its status, cause and fix (the target of docsUrl).',
+    success: { status: 200, description: 'text/html' },
+    handler: async () => htmlResponse(errorsPage()),
+  },
+]);

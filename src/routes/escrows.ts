@@ -105,140 +105,138 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx
   return f;
 }
 
-export const escrowRoutes = () =>
-  defineRoutes({ tag: 'escrows', access: 'key', rate: 'key' }, [
-    {
-      route: 'POST /v1/escrows',
-      summary:
-        'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
-      body: CreateEscrowBody,
-      success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
-      errors: ['bad_request', 'unauthorized', 'mandate_violation', 'not_found', 'unprocessable', 'payload_too_large', 'rate_limited'],
-      async handler(ctx) {
-        const raw = await readJson(ctx.request);
-        const b = check(raw, CreateEscrowBody);
-        const input = {
-          amount: parseAmount(b.amount, 'amount'),
-          asset: b.asset,
-          terms: validateTerms(b.terms),
-          payer: party('payer', b.payer, b.payerAgentId, true)!,
-          payee: party('payee', b.payee, b.payeeAgentId, true)!,
-          arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
-          mandateId: b.mandateId,
-          timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
-          scope: scopeOf(ctx.caller),
-          metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
-        };
-        if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
-        return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
-      },
+export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 'key' }, [
+  {
+    route: 'POST /v1/escrows',
+    summary: 'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
+    body: CreateEscrowBody,
+    success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
+    errors: ['bad_request', 'unauthorized', 'mandate_violation', 'not_found', 'unprocessable', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const raw = await readJson(ctx.request);
+      const b = check(raw, CreateEscrowBody);
+      const input = {
+        amount: parseAmount(b.amount, 'amount'),
+        asset: b.asset,
+        terms: validateTerms(b.terms),
+        payer: party('payer', b.payer, b.payerAgentId, true)!,
+        payee: party('payee', b.payee, b.payeeAgentId, true)!,
+        arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
+        mandateId: b.mandateId,
+        timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
+        scope: scopeOf(ctx.caller),
+        metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
+      };
+      if (b.mandateId !== undefined) await assertVisible(ctx.svc.db, ctx.caller, 'mandate', b.mandateId, 'mandateId');
+      return withIdempotency(ctx, raw, async (slot) => json(await createEscrow(ctx.svc, input, slot), 201));
     },
-    {
-      route: 'GET /v1/escrows',
-      summary:
-        'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
-      success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
-      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-      async handler({ query, svc, caller }) {
-        const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
-        const filter = await escrowFilter(svc, query, caller);
-        if (page.limit === undefined) {
-          return new Response(await streamAllEscrows(svc, filter, page.after), {
-            headers: { 'content-type': 'application/json; charset=utf-8' },
-          });
-        }
-        return json(await listEscrows(svc, filter, page.after, page.limit));
-      },
+  },
+  {
+    route: 'GET /v1/escrows',
+    summary:
+      'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
+    success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+    async handler({ query, svc, caller }) {
+      const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
+      const filter = await escrowFilter(svc, query, caller);
+      if (page.limit === undefined) {
+        return new Response(await streamAllEscrows(svc, filter, page.after), {
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        });
+      }
+      return json(await listEscrows(svc, filter, page.after, page.limit));
     },
-    {
-      ...readById('/v1/escrows/:id', 'Read one escrow.', 'Escrow', async (svc, id) => toJson(await getEscrow(svc.db, id))),
-      tenant: 'escrow',
+  },
+  {
+    ...readById('/v1/escrows/:id', 'Read one escrow.', 'Escrow', async (svc, id) => toJson(await getEscrow(svc.db, id))),
+    tenant: 'escrow',
+  },
+  {
+    route: 'POST /v1/escrows/:id/fund',
+    tenant: 'escrow',
+    summary:
+      'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
+    success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
+    // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
+    async handler(ctx) {
+      const raw = await readNoBody(ctx.request, 'fund');
+      return withIdempotency(ctx, raw, async (slot) => json(await fundEscrow(ctx.svc, id(ctx), slot)));
     },
-    {
-      route: 'POST /v1/escrows/:id/fund',
-      tenant: 'escrow',
-      summary:
-        'Fund a created escrow: custody locks the amount (simulated, or on chain with CUSTODY=chain); stamps the delivery deadline into deadlineAt.',
-      success: { status: 200, description: 'Escrow (state funded, deadlineAt set); emits escrow.funded. Honors Idempotency-Key.' },
-      // custody_failed: chain custody (CUSTODY=chain) could not lock the amount; the escrow stays created.
-      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'rate_limited', 'custody_failed'],
-      async handler(ctx) {
-        const raw = await readNoBody(ctx.request, 'fund');
-        return withIdempotency(ctx, raw, async (slot) => json(await fundEscrow(ctx.svc, id(ctx), slot)));
-      },
+  },
+  {
+    route: 'POST /v1/escrows/:id/delivery',
+    tenant: 'escrow',
+    signsAgainstNow: true,
+    summary:
+      'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
+    body: [SandboxDeliveryBody, SignedDeliveryBody],
+    success: { status: 201, description: 'DeliveryResult {delivery, verdict, proof?}' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const input = deliveryInput(await readJson(ctx.request));
+      if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
+      ctx.serviceSigned = input.form === 'sandbox';
+      return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
     },
-    {
-      route: 'POST /v1/escrows/:id/delivery',
-      tenant: 'escrow',
-      signsAgainstNow: true,
-      summary:
-        'Submit the delivery: sandbox form {agentId, payload} (the held payee key signs) or client-signed form {payload, submittedAt, signature}. Verified synchronously; a passing verdict settles and returns the proof.',
-      body: [SandboxDeliveryBody, SignedDeliveryBody],
-      success: { status: 201, description: 'DeliveryResult {delivery, verdict, proof?}' },
-      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'unprocessable', 'payload_too_large', 'rate_limited'],
-      async handler(ctx) {
-        const input = deliveryInput(await readJson(ctx.request));
-        if (input.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentId', input.agentId]]);
-        ctx.serviceSigned = input.form === 'sandbox';
-        return json(await submitDelivery(ctx.svc, id(ctx), input), 201);
-      },
+  },
+  {
+    route: 'POST /v1/escrows/:id/refund',
+    tenant: 'escrow',
+    summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
+    success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
+    async handler(ctx) {
+      await readNoBody(ctx.request, 'refund');
+      return json(await refundEscrow(ctx.svc, id(ctx)));
     },
-    {
-      route: 'POST /v1/escrows/:id/refund',
-      tenant: 'escrow',
-      summary: 'Refund a funded escrow, or a delivered one whose verdict failed.',
-      success: { status: 200, description: 'Proof (outcome refunded); emits escrow.refunded then proof.issued' },
-      errors: ['bad_request', 'unauthorized', 'not_found', 'invalid_state', 'payload_too_large', 'custody_failed', 'rate_limited'],
-      async handler(ctx) {
-        await readNoBody(ctx.request, 'refund');
-        return json(await refundEscrow(ctx.svc, id(ctx)));
-      },
+  },
+  {
+    route: 'GET /v1/escrows/:id/trail',
+    tenant: 'escrow',
+    summary:
+      "The escrow's hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.",
+    success: {
+      status: 200,
+      description: '{entries: [TrailEntry], intactUpTo: integer|null, nextCursor?: string|null} (nextCursor with limit)',
     },
-    {
-      route: 'GET /v1/escrows/:id/trail',
-      tenant: 'escrow',
-      summary:
-        "The escrow's hash-chained evidence trail; intactUpTo is null when it verifies end to end, else the first broken index. With ?limit= (1-1000): a page of entries and nextCursor (intactUpTo still describes the whole chain); ?cursor= continues.",
-      success: {
-        status: 200,
-        description: '{entries: [TrailEntry], intactUpTo: integer|null, nextCursor?: string|null} (nextCursor with limit)',
-      },
-      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-      async handler(ctx) {
-        const q = pageQuery(ctx.query, 'trl');
-        await getEscrow(ctx.svc.db, id(ctx));
-        // The chain is checked whole on every page: a break before the page would otherwise go unseen.
-        const all = await readTrail(ctx.svc.db, id(ctx));
-        const intactUpTo = firstBreak(all);
-        if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
-        const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
-        const { page, cursor } = pageOf(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q, 'trl', (e) => e.index);
-        return json({ entries: page, intactUpTo, ...cursor });
-      },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+    async handler(ctx) {
+      const q = pageQuery(ctx.query, 'trl');
+      await getEscrow(ctx.svc.db, id(ctx));
+      // The chain is checked whole on every page: a break before the page would otherwise go unseen.
+      const all = await readTrail(ctx.svc.db, id(ctx));
+      const intactUpTo = firstBreak(all);
+      if (q.limit === undefined && q.after === null) return json({ entries: all, intactUpTo });
+      const rest = q.after === null ? all : all.filter((e) => e.index > Number(q.after));
+      const { page, cursor } = pageOf(q.limit === undefined ? rest : rest.slice(0, q.limit + 1), q, 'trl', (e) => e.index);
+      return json({ entries: page, intactUpTo, ...cursor });
     },
-    {
-      route: 'GET /v1/escrows/:id/events',
-      tenant: 'escrow',
-      summary:
-        "Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow's metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
-      success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
-      errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
-      async handler(ctx) {
-        const q = pageQuery(ctx.query, 'evt');
-        const escrow = await getEscrow(ctx.svc.db, id(ctx));
-        const entries =
-          q.limit === undefined && q.after === null
-            ? await readTrail(ctx.svc.db, id(ctx))
-            : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
-        const { page, cursor } = pageOf(entries, q, 'evt', (e) => e.index);
-        const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
-        return json({ events, ...cursor });
-      },
+  },
+  {
+    route: 'GET /v1/escrows/:id/events',
+    tenant: 'escrow',
+    summary:
+      "Every event the escrow emitted, in order, derived from the trail, exactly as webhooks receive them (with the escrow's metadata when it has some). With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
+    success: { status: 200, description: '{events: [EngineEvent], nextCursor?: string|null} (nextCursor with limit)' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
+    async handler(ctx) {
+      const q = pageQuery(ctx.query, 'evt');
+      const escrow = await getEscrow(ctx.svc.db, id(ctx));
+      const entries =
+        q.limit === undefined && q.after === null
+          ? await readTrail(ctx.svc.db, id(ctx))
+          : await readTrailPage(ctx.svc.db, id(ctx), q.after, q.limit ?? 1_000_000);
+      const { page, cursor } = pageOf(entries, q, 'evt', (e) => e.index);
+      const events = page.map((e) => engineEvent(id(ctx), { event: e.event, at: e.at, body: e.body, metadata: escrow.metadata }));
+      return json({ events, ...cursor });
     },
-    {
-      ...readById('/v1/escrows/:id/proof', 'The proof that closed the escrow; 404 while the matter is open.', 'Proof', (svc, id) =>
-        proofOfEscrow(svc.db, id),
-      ),
-      tenant: 'escrow',
-    },
-  ]);
+  },
+  {
+    ...readById('/v1/escrows/:id/proof', 'The proof that closed the escrow; 404 while the matter is open.', 'Proof', (svc, id) =>
+      proofOfEscrow(svc.db, id),
+    ),
+    tenant: 'escrow',
+  },
+]);

@@ -11,47 +11,46 @@ const BASE = '/v1/x402/facilitator';
 const REFUSALS =
   'malformed_header, version_mismatch, scheme_mismatch, wrong_resource, wrong_payee, wrong_asset, bad_signature, payment_invalid, terms_mismatch';
 
-export const facilitatorRoutes = () =>
-  defineRoutes({ tag: 'x402', access: 'key', rate: 'key' }, [
-    {
-      route: `GET ${BASE}/supported`,
-      summary:
-        'x402 v2 facilitator: the payment kinds it settles (scheme auth-capture, paymentFlow escrow, on X402_NETWORK) and its signer (the active issuer key).',
-      success: {
-        status: 200,
-        description:
-          '{kinds: [{x402Version: 2, scheme: "auth-capture", network, extra: {paymentFlow: "escrow", decimals: 6, assets}}], extensions: [], signers: {"escrow:*": [issuer public key]}}',
-      },
-      errors: ['unauthorized', 'rate_limited'],
-      handler: async ({ svc }) => json(await supported(svc)),
+export const facilitatorRoutes = defineRoutes({ tag: 'x402', access: 'key', rate: 'key' }, [
+  {
+    route: `GET ${BASE}/supported`,
+    summary:
+      'x402 v2 facilitator: the payment kinds it settles (scheme auth-capture, paymentFlow escrow, on X402_NETWORK) and its signer (the active issuer key).',
+    success: {
+      status: 200,
+      description:
+        '{kinds: [{x402Version: 2, scheme: "auth-capture", network, extra: {paymentFlow: "escrow", decimals: 6, assets}}], extensions: [], signers: {"escrow:*": [issuer public key]}}',
     },
-    {
-      route: `POST ${BASE}/verify`,
-      summary:
-        "x402 v2 facilitator: checks a collect authorization against its auth-capture requirements (every field, the payer's signature, validBefore within maxTimeoutSeconds, the nonce unused, the payer's mandate caps) and writes nothing.",
-      body: FacilitatorBody,
-      success: {
-        status: 200,
-        description: `{isValid: true, payer} or {isValid: false, invalidReason, invalidMessage, payer?}; invalidReason is one of ${REFUSALS}`,
-      },
-      errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
-      async handler({ svc, request }) {
-        return json(await verify(svc, check(await readJson(request), FacilitatorBody)));
-      },
+    errors: ['unauthorized', 'rate_limited'],
+    handler: async ({ svc }) => json(await supported(svc)),
+  },
+  {
+    route: `POST ${BASE}/verify`,
+    summary:
+      "x402 v2 facilitator: checks a collect authorization against its auth-capture requirements (every field, the payer's signature, validBefore within maxTimeoutSeconds, the nonce unused, the payer's mandate caps) and writes nothing.",
+    body: FacilitatorBody,
+    success: {
+      status: 200,
+      description: `{isValid: true, payer} or {isValid: false, invalidReason, invalidMessage, payer?}; invalidReason is one of ${REFUSALS}`,
     },
-    {
-      route: `POST ${BASE}/settle`,
-      signsAgainstNow: true,
-      summary:
-        'x402 v2 facilitator: settles an auth-capture payment. A collect (payload {authorization, signature}) creates and funds one escrow, idempotent per (payTo, nonce); a capture (payload {type: "capture", paymentId, delivery: {payload, submittedAt, signature}}) judges the payee-signed delivery against the terms: a pass settles with a proof, a fail answers verdict_failed and leaves the escrow delivered; a void (payload {type: "void", paymentId, signedAt, signature}) refunds with a proof. Capture and void are idempotent per escrow.',
-      body: FacilitatorBody,
-      success: {
-        status: 200,
-        description: `collect {success: true, transaction: escrowId, network, payer, amount, extra: {escrowId}}; capture {success: true, transaction: proofId, network, payer, extra: {escrowId, state: "settled"}} or {success: false, errorReason: "verdict_failed", transaction: escrowId, extra: {escrowId, verdict}}; void {success: true, transaction: proofId, extra: {escrowId, state: "refunded"}}; a refusal {success: false, errorReason, errorMessage, transaction: "", network} with errorReason one of ${REFUSALS}, custody_failed`,
-      },
-      errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
-      async handler(ctx) {
-        return json(await settle(ctx.svc, ctx.caller, check(await readJson(ctx.request), FacilitatorBody)));
-      },
+    errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
+    async handler({ svc, request }) {
+      return json(await verify(svc, check(await readJson(request), FacilitatorBody)));
     },
-  ]);
+  },
+  {
+    route: `POST ${BASE}/settle`,
+    signsAgainstNow: true,
+    summary:
+      'x402 v2 facilitator: settles an auth-capture payment. A collect (payload {authorization, signature}) creates and funds one escrow, idempotent per (payTo, nonce); a capture (payload {type: "capture", paymentId, delivery: {payload, submittedAt, signature}}) judges the payee-signed delivery against the terms: a pass settles with a proof, a fail answers verdict_failed and leaves the escrow delivered; a void (payload {type: "void", paymentId, signedAt, signature}) refunds with a proof. Capture and void are idempotent per escrow.',
+    body: FacilitatorBody,
+    success: {
+      status: 200,
+      description: `collect {success: true, transaction: escrowId, network, payer, amount, extra: {escrowId}}; capture {success: true, transaction: proofId, network, payer, extra: {escrowId, state: "settled"}} or {success: false, errorReason: "verdict_failed", transaction: escrowId, extra: {escrowId, verdict}}; void {success: true, transaction: proofId, extra: {escrowId, state: "refunded"}}; a refusal {success: false, errorReason, errorMessage, transaction: "", network} with errorReason one of ${REFUSALS}, custody_failed`,
+    },
+    errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      return json(await settle(ctx.svc, ctx.caller, check(await readJson(ctx.request), FacilitatorBody)));
+    },
+  },
+]);

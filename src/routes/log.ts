@@ -71,116 +71,114 @@ const CONSISTENCY = {
   handler: consistency,
 } as const;
 
-export const logRoutes = () =>
-  defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
-    {
-      route: 'GET /v1/log/head',
-      summary: 'The current log size and root hash, signed by the active issuer key over JCS({logSize, rootHash, signedAt}).',
-      success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
-      errors: ['rate_limited'],
-      async handler({ svc }) {
-        return json(await signedHead(svc.db, issuerHeadKeys));
-      },
+export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'public' }, [
+  {
+    route: 'GET /v1/log/head',
+    summary: 'The current log size and root hash, signed by the active issuer key over JCS({logSize, rootHash, signedAt}).',
+    success: { status: 200, description: '{logSize, rootHash, signedAt, keyId, signature: {signer, signature}}' },
+    errors: ['rate_limited'],
+    async handler({ svc }) {
+      return json(await signedHead(svc.db, issuerHeadKeys));
     },
-    {
-      route: 'GET /v1/log/proof/:proofId',
-      summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
-      success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
-      errors: ['not_found', 'rate_limited', 'unavailable'],
-      async handler({ params, svc }) {
-        const inclusion = await inclusionOf(svc.db, await proofLeaf(svc.db, params.proofId));
-        return json({ proofId: params.proofId, ...inclusion });
-      },
+  },
+  {
+    route: 'GET /v1/log/proof/:proofId',
+    summary: 'Inclusion proof of a settlement proof: its leaf and the audit path to the current root, with the signed head of that size.',
+    success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
+    errors: ['not_found', 'rate_limited', 'unavailable'],
+    async handler({ params, svc }) {
+      const inclusion = await inclusionOf(svc.db, await proofLeaf(svc.db, params.proofId));
+      return json({ proofId: params.proofId, ...inclusion });
     },
-    { ...CONSISTENCY, route: 'GET /v1/log/consistency/:firstSize', summary: 'Consistency proof from firstSize to the current log size.' },
-    {
-      ...CONSISTENCY,
-      route: 'GET /v1/log/consistency/:firstSize/:secondSize',
-      summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).',
+  },
+  { ...CONSISTENCY, route: 'GET /v1/log/consistency/:firstSize', summary: 'Consistency proof from firstSize to the current log size.' },
+  {
+    ...CONSISTENCY,
+    route: 'GET /v1/log/consistency/:firstSize/:secondSize',
+    summary: 'Consistency proof from firstSize to secondSize (1 <= firstSize <= secondSize <= current size).',
+  },
+  {
+    route: 'GET /v1/log/entries',
+    summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
+    success: {
+      status: 200,
+      description: '{entries: [{leafIndex, proof}], nextCursor?: string|null} in leaf order (nextCursor with limit or cursor)',
     },
-    {
-      route: 'GET /v1/log/entries',
-      summary: `Log leaves in order, so anyone can rebuild and audit the tree: start (default 0) to end (exclusive, clamped to the log size; default start + ${MAX_ENTRIES}), at most ${MAX_ENTRIES} per call. Or page as every list does: ?limit= (1-${MAX_ENTRIES}) and ?cursor=, with nextCursor (null once the page reaches the log size).`,
-      success: {
-        status: 200,
-        description: '{entries: [{leafIndex, proof}], nextCursor?: string|null} in leaf order (nextCursor with limit or cursor)',
-      },
-      errors: PUBLIC_ERRORS,
-      async handler({ query, svc }) {
-        const raw = queryParams(query, ['start', 'end', 'limit', 'cursor']);
-        if (raw.cursor !== undefined && raw.start !== undefined) throw badRequest('give start or cursor, not both');
-        if (raw.limit !== undefined && raw.end !== undefined) throw badRequest('give end or limit, not both');
-        // The list paging of docs/protocol.md §9.2 over the same range: cursor = the last leaf index seen, limit = page size.
-        const paged = raw.limit !== undefined || raw.cursor !== undefined;
-        const page = pageQuery(
-          new URLSearchParams(
-            Object.entries(raw).filter(([k, v]) => (k === 'limit' || k === 'cursor') && v !== undefined) as [string, string][],
-          ),
-          'leaf',
-        );
-        const start = page.after !== null ? Number(page.after) + 1 : raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
-        const askedEnd = page.limit !== undefined ? start + page.limit : raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
-        if (askedEnd !== undefined && askedEnd < start) throw badRequest(`end ${askedEnd} is less than start ${start}`);
-        if (askedEnd !== undefined && askedEnd - start > MAX_ENTRIES)
-          throw badRequest(`end - start must be at most ${MAX_ENTRIES}, got ${askedEnd - start}`);
-        const size = await logSize(svc.db);
-        if (start > size) throw badRequest(`start ${start} is beyond the log size ${size}`);
-        // A range reaching past the log is answered up to its end (as RFC 6962 §4.6 allows), so a
-        // follower can ask for a full page and get whatever exists.
-        const end = Math.min(askedEnd ?? start + MAX_ENTRIES, size);
-        const entries = await proofsInLeafRange(svc.db, start, end);
-        if (!paged) return json({ entries });
-        return json({ entries, nextCursor: end < size && entries.length > 0 ? encodeCursor('leaf', end - 1) : null });
-      },
+    errors: PUBLIC_ERRORS,
+    async handler({ query, svc }) {
+      const raw = queryParams(query, ['start', 'end', 'limit', 'cursor']);
+      if (raw.cursor !== undefined && raw.start !== undefined) throw badRequest('give start or cursor, not both');
+      if (raw.limit !== undefined && raw.end !== undefined) throw badRequest('give end or limit, not both');
+      // The list paging of docs/protocol.md §9.2 over the same range: cursor = the last leaf index seen, limit = page size.
+      const paged = raw.limit !== undefined || raw.cursor !== undefined;
+      const page = pageQuery(
+        new URLSearchParams(
+          Object.entries(raw).filter(([k, v]) => (k === 'limit' || k === 'cursor') && v !== undefined) as [string, string][],
+        ),
+        'leaf',
+      );
+      const start = page.after !== null ? Number(page.after) + 1 : raw.start === undefined ? 0 : wholeNumber(raw.start, 'start');
+      const askedEnd = page.limit !== undefined ? start + page.limit : raw.end === undefined ? undefined : wholeNumber(raw.end, 'end');
+      if (askedEnd !== undefined && askedEnd < start) throw badRequest(`end ${askedEnd} is less than start ${start}`);
+      if (askedEnd !== undefined && askedEnd - start > MAX_ENTRIES)
+        throw badRequest(`end - start must be at most ${MAX_ENTRIES}, got ${askedEnd - start}`);
+      const size = await logSize(svc.db);
+      if (start > size) throw badRequest(`start ${start} is beyond the log size ${size}`);
+      // A range reaching past the log is answered up to its end (as RFC 6962 §4.6 allows), so a
+      // follower can ask for a full page and get whatever exists.
+      const end = Math.min(askedEnd ?? start + MAX_ENTRIES, size);
+      const entries = await proofsInLeafRange(svc.db, start, end);
+      if (!paged) return json({ entries });
+      return json({ entries, nextCursor: end < size && entries.length > 0 ? encodeCursor('leaf', end - 1) : null });
     },
-    {
-      route: 'GET /v1/log/checkpoint',
-      summary:
-        "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature/v1 lines (503 until one has); without: the current head.",
-      success: {
-        status: 200,
-        description:
-          'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines',
-      },
-      errors: ['rate_limited', 'unavailable'],
-      async handler({ svc }) {
-        const { note } = await servedCheckpoint(svc);
-        // Mutable: tlog-tiles asks that it not be cached beyond a few seconds.
-        return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' } });
-      },
+  },
+  {
+    route: 'GET /v1/log/checkpoint',
+    summary:
+      "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature/v1 lines (503 until one has); without: the current head.",
+    success: {
+      status: 200,
+      description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines',
     },
-    {
-      route: 'GET /v1/proofs/:id/bundle',
-      access: 'key',
-      rate: 'key',
-      tenant: 'proof',
-      tag: 'proofs',
-      summary:
-        'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
-      success: {
-        status: 200,
-        description:
-          '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}',
-      },
-      errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
-      async handler({ params, svc }) {
-        const leaf = await proofLeaf(svc.db, params.id);
-        const [trail, inclusion, keys, logProof] = await Promise.all([
-          // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
-          readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
-          inclusionOf(svc.db, leaf),
-          issuerKeys(svc.db),
-          // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
-          bundleLogProof(svc, leaf.leafIndex),
-        ]);
-        return json({
-          proof: leaf.proof,
-          trail,
-          inclusion,
-          issuerKeys: keys,
-          parties: await bundleParties(svc.db, leaf.proof, trail),
-          logProof,
-        });
-      },
+    errors: ['rate_limited', 'unavailable'],
+    async handler({ svc }) {
+      const { note } = await servedCheckpoint(svc);
+      // Mutable: tlog-tiles asks that it not be cached beyond a few seconds.
+      return new Response(note, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' } });
     },
-  ]);
+  },
+  {
+    route: 'GET /v1/proofs/:id/bundle',
+    access: 'key',
+    rate: 'key',
+    tenant: 'proof',
+    tag: 'proofs',
+    summary:
+      'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
+    success: {
+      status: 200,
+      description:
+        '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}',
+    },
+    errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
+    async handler({ params, svc }) {
+      const leaf = await proofLeaf(svc.db, params.id);
+      const [trail, inclusion, keys, logProof] = await Promise.all([
+        // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
+        readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
+        inclusionOf(svc.db, leaf),
+        issuerKeys(svc.db),
+        // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
+        bundleLogProof(svc, leaf.leafIndex),
+      ]);
+      return json({
+        proof: leaf.proof,
+        trail,
+        inclusion,
+        issuerKeys: keys,
+        parties: await bundleParties(svc.db, leaf.proof, trail),
+        logProof,
+      });
+    },
+  },
+]);

@@ -6,49 +6,48 @@ import { issuerVkey } from '@escrow-settlement/protocol/issuer';
 import { openApiDocument } from '../openapi/document.ts';
 import { VERSION } from '../version.ts';
 
-export const metaRoutes = () =>
-  defineRoutes({ tag: 'meta', access: 'public' }, [
-    {
-      route: 'GET /health',
-      summary: 'Liveness and database reachability; names the active issuer key.',
-      success: {
-        status: 200,
-        description: '{ok, service, issuer, version, uptimeSeconds}; 503 with ok false when the database is unreachable',
-      },
-      errors: [],
-      async handler({ svc }) {
-        const uptimeSeconds = Math.floor((svc.nowMs() - svc.startedAt) / 1000);
-        try {
-          const key = await activeKey(svc.db, 'issuer');
-          return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
-        } catch {
-          // Retry-After as on every other 503 (docs/protocol.md §19.2, `unavailable`): load balancers and clients back off alike.
-          return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503, {
-            'retry-after': '5',
-          });
-        }
-      },
+export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
+  {
+    route: 'GET /health',
+    summary: 'Liveness and database reachability; names the active issuer key.',
+    success: {
+      status: 200,
+      description: '{ok, service, issuer, version, uptimeSeconds}; 503 with ok false when the database is unreachable',
     },
-    {
-      route: 'GET /.well-known/proof-issuer.json',
-      summary:
-        'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
-      success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
-      errors: [],
-      async handler({ svc }) {
-        // vkey = <origin>+<hex key hash>+<base64(0x01 ‖ key)> (c2sp.org/signed-note): what note.NewVerifier and witnesses take.
-        const keys = (await issuerKeys(svc.db)).map((k) => ({ ...k, vkey: issuerVkey(svc.config.logOrigin, k.publicKey) }));
-        return json({ keys }, 200, { 'cache-control': 'public, max-age=60' });
-      },
+    errors: [],
+    async handler({ svc }) {
+      const uptimeSeconds = Math.floor((svc.nowMs() - svc.startedAt) / 1000);
+      try {
+        const key = await activeKey(svc.db, 'issuer');
+        return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
+      } catch {
+        // Retry-After as on every other 503 (docs/protocol.md §19.2, `unavailable`): load balancers and clients back off alike.
+        return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503, {
+          'retry-after': '5',
+        });
+      }
     },
-    {
-      route: 'GET /v1/openapi.json',
-      access: 'key',
-      rate: 'key',
-      summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
-      success: { status: 200, description: `OpenAPI 3.1 document, info.version ${VERSION}` },
-      errors: ['unauthorized', 'rate_limited'],
-      // servers: PUBLIC_URL (README.md "Configuration"; it defaults to the listening address).
-      handler: async ({ routes, svc }) => json(openApiDocument(routes, { serverUrl: svc.config.publicUrl })),
+  },
+  {
+    route: 'GET /.well-known/proof-issuer.json',
+    summary:
+      'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
+    success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
+    errors: [],
+    async handler({ svc }) {
+      // vkey = <origin>+<hex key hash>+<base64(0x01 ‖ key)> (c2sp.org/signed-note): what note.NewVerifier and witnesses take.
+      const keys = (await issuerKeys(svc.db)).map((k) => ({ ...k, vkey: issuerVkey(svc.config.logOrigin, k.publicKey) }));
+      return json({ keys }, 200, { 'cache-control': 'public, max-age=60' });
     },
-  ]);
+  },
+  {
+    route: 'GET /v1/openapi.json',
+    access: 'key',
+    rate: 'key',
+    summary: 'This OpenAPI 3.1 document: every route, its schemas and the error model.',
+    success: { status: 200, description: `OpenAPI 3.1 document, info.version ${VERSION}` },
+    errors: ['unauthorized', 'rate_limited'],
+    // servers: PUBLIC_URL (README.md "Configuration"; it defaults to the listening address).
+    handler: async ({ routes, svc }) => json(openApiDocument(routes, { serverUrl: svc.config.publicUrl })),
+  },
+]);

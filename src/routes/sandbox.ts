@@ -14,42 +14,41 @@ const count = define<number>(
 );
 export const FailNextBody = object({ count });
 
-export const sandboxRoutes = () =>
-  defineRoutes({ tag: 'sandbox', access: 'key', rate: 'key' }, [
-    {
-      route: 'POST /v1/sandbox/clock',
-      sandboxOnly: true,
-      summary:
-        "Move the service's notion of now forward by advanceSeconds (1 to 10 years per call, never back; the clock stays 10 years before year 9999); deadlines and timestamps follow it.",
-      body: ClockBody,
-      success: { status: 200, description: '{now, offsetSeconds}' },
-      errors: ['bad_request', 'forbidden', 'rate_limited'],
-      async handler({ request, svc }) {
-        const b = check(await readJson(request), ClockBody);
-        return json(await advanceClock(svc.db, b.advanceSeconds));
-      },
+export const sandboxRoutes = defineRoutes({ tag: 'sandbox', access: 'key', rate: 'key' }, [
+  {
+    route: 'POST /v1/sandbox/clock',
+    sandboxOnly: true,
+    summary:
+      "Move the service's notion of now forward by advanceSeconds (1 to 10 years per call, never back; the clock stays 10 years before year 9999); deadlines and timestamps follow it.",
+    body: ClockBody,
+    success: { status: 200, description: '{now, offsetSeconds}' },
+    errors: ['bad_request', 'forbidden', 'rate_limited'],
+    async handler({ request, svc }) {
+      const b = check(await readJson(request), ClockBody);
+      return json(await advanceClock(svc.db, b.advanceSeconds));
     },
-    {
-      // Served in hosted mode too (offset 0 there): a client signing a timed action may read the clock.
-      route: 'GET /v1/sandbox/clock',
-      summary: "The service's notion of now (what client-signed actions' signedAt/submittedAt are checked against) and the sandbox offset.",
-      success: { status: 200, description: '{now, offsetSeconds}' },
-      errors: ['unauthorized', 'rate_limited'],
-      handler: async ({ svc }) => json(await readClock(svc.db)),
+  },
+  {
+    // Served in hosted mode too (offset 0 there): a client signing a timed action may read the clock.
+    route: 'GET /v1/sandbox/clock',
+    summary: "The service's notion of now (what client-signed actions' signedAt/submittedAt are checked against) and the sandbox offset.",
+    success: { status: 200, description: '{now, offsetSeconds}' },
+    errors: ['unauthorized', 'rate_limited'],
+    handler: async ({ svc }) => json(await readClock(svc.db)),
+  },
+  {
+    route: 'POST /v1/sandbox/custody/fail-next',
+    sandboxOnly: true,
+    summary: 'Make the next `count` settlement attempts fail (0 clears), to exercise custody_failed and the retry route.',
+    body: FailNextBody,
+    success: { status: 200, description: '{failNext}' },
+    errors: ['bad_request', 'forbidden', 'rate_limited'],
+    async handler({ request, svc }) {
+      const b = check(await readJson(request), FailNextBody);
+      const [r] = await svc.db.query<{ fail_next: number }>('UPDATE custody_faults SET fail_next = $1 WHERE id = 1 RETURNING fail_next', [
+        b.count,
+      ]);
+      return json({ failNext: Number(r.fail_next) });
     },
-    {
-      route: 'POST /v1/sandbox/custody/fail-next',
-      sandboxOnly: true,
-      summary: 'Make the next `count` settlement attempts fail (0 clears), to exercise custody_failed and the retry route.',
-      body: FailNextBody,
-      success: { status: 200, description: '{failNext}' },
-      errors: ['bad_request', 'forbidden', 'rate_limited'],
-      async handler({ request, svc }) {
-        const b = check(await readJson(request), FailNextBody);
-        const [r] = await svc.db.query<{ fail_next: number }>('UPDATE custody_faults SET fail_next = $1 WHERE id = 1 RETURNING fail_next', [
-          b.count,
-        ]);
-        return json({ failNext: Number(r.fail_next) });
-      },
-    },
-  ]);
+  },
+]);

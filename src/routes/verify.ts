@@ -43,42 +43,41 @@ export const ProofDoc = object({
 /** The answer's wire shape is the client's DocumentVerification. */
 export type VerifyResponse = DocumentVerification;
 
-export const verifyRoutes = () =>
-  defineRoutes({ tag: 'proofs', access: 'public', rate: 'verify' }, [
-    {
-      route: 'POST /v1/verify',
-      summary:
-        "Checks a proof document: the issuer signature over its canonical body, and whether the signer is one of this deployment's published issuer key eras. Trail intactness is not checked here.",
-      body: ProofDoc,
-      success: {
-        status: 200,
-        description: '{valid, signatureValid, issuerKnown, issuer, keyId?, validFrom?, validUntil?, issuedWithinEra?, anchor?}',
-      },
-      errors: ['bad_request', 'payload_too_large', 'rate_limited'],
-      async handler({ request, svc }) {
-        const raw = await readJson(request, MAX_VERIFY_BODY);
-        check(raw, ProofDoc);
-        // Verify the document exactly as sent, not the validator's output: the signature is over its bytes' JCS.
-        const proof = raw as Proof;
-        try {
-          canonicalize(proof);
-        } catch (e) {
-          throw badRequest(`request body ${(e as Error).message.replace(/^cannot canonicalize/, 'cannot be canonicalized: it holds')}`);
-        }
-        const issuer = proof.signature.signer;
-        const signatureValid = verifyJson(proofBody(proof), proof.signature.signature, issuer);
-        const era = (await issuerKeys(svc.db)).find((k) => k.publicKey === issuer);
-        const out: VerifyResponse = { valid: signatureValid && era !== undefined, signatureValid, issuerKnown: era !== undefined, issuer };
-        if (era) {
-          const at = Date.parse(proof.issuedAt);
-          out.keyId = era.keyId;
-          out.validFrom = era.validFrom;
-          if (era.validUntil) out.validUntil = era.validUntil;
-          // Informational: an era is [validFrom, validUntil); validity of the proof rests on the signature and the key.
-          out.issuedWithinEra = at >= Date.parse(era.validFrom) && (era.validUntil === undefined || at < Date.parse(era.validUntil));
-        }
-        if (proof.anchor) out.anchor = proof.anchor;
-        return json(out);
-      },
+export const verifyRoutes = defineRoutes({ tag: 'proofs', access: 'public', rate: 'verify' }, [
+  {
+    route: 'POST /v1/verify',
+    summary:
+      "Checks a proof document: the issuer signature over its canonical body, and whether the signer is one of this deployment's published issuer key eras. Trail intactness is not checked here.",
+    body: ProofDoc,
+    success: {
+      status: 200,
+      description: '{valid, signatureValid, issuerKnown, issuer, keyId?, validFrom?, validUntil?, issuedWithinEra?, anchor?}',
     },
-  ]);
+    errors: ['bad_request', 'payload_too_large', 'rate_limited'],
+    async handler({ request, svc }) {
+      const raw = await readJson(request, MAX_VERIFY_BODY);
+      check(raw, ProofDoc);
+      // Verify the document exactly as sent, not the validator's output: the signature is over its bytes' JCS.
+      const proof = raw as Proof;
+      try {
+        canonicalize(proof);
+      } catch (e) {
+        throw badRequest(`request body ${(e as Error).message.replace(/^cannot canonicalize/, 'cannot be canonicalized: it holds')}`);
+      }
+      const issuer = proof.signature.signer;
+      const signatureValid = verifyJson(proofBody(proof), proof.signature.signature, issuer);
+      const era = (await issuerKeys(svc.db)).find((k) => k.publicKey === issuer);
+      const out: VerifyResponse = { valid: signatureValid && era !== undefined, signatureValid, issuerKnown: era !== undefined, issuer };
+      if (era) {
+        const at = Date.parse(proof.issuedAt);
+        out.keyId = era.keyId;
+        out.validFrom = era.validFrom;
+        if (era.validUntil) out.validUntil = era.validUntil;
+        // Informational: an era is [validFrom, validUntil); validity of the proof rests on the signature and the key.
+        out.issuedWithinEra = at >= Date.parse(era.validFrom) && (era.validUntil === undefined || at < Date.parse(era.validUntil));
+      }
+      if (proof.anchor) out.anchor = proof.anchor;
+      return json(out);
+    },
+  },
+]);
