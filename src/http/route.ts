@@ -58,11 +58,12 @@ export interface RouteDef {
   tag: string;
   /** Request body schema; several for routes that take alternative forms (oneOf). */
   body?: Struct<any, any> | Struct<any, any>[];
-  /** Status of the success response and a short description for the OpenAPI document. */
-  success: { status: number; description: string; schema?: Record<string, unknown> };
+  /**
+   * Status of the success response and a short description for the OpenAPI document, and the media
+   * type of its body when it is not JSON (text/html pages, text/plain notes, tiles' bytes).
+   */
+  success: { status: number; description: string; schema?: Record<string, unknown>; contentType?: string };
   errors: string[];
-  /** Media type of the success body when it is not JSON (text/html pages, text/plain notes). */
-  contentType?: string;
   /** A page or asset for browsers (the console, /docs): served and documented, but no API client method. */
   page?: boolean;
   handler: (ctx: Ctx) => Promise<Response>;

@@ -232,7 +232,7 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
       schema: { type: 'string' },
       description: h.description,
     }));
-    const text = def.contentType ?? (def.path === '/v1/log/checkpoint' ? 'text/plain' : 'application/json');
+    const text = def.success.contentType ?? 'application/json';
     const op: Record<string, unknown> = {
       operationId: opId(def),
       summary: def.summary,

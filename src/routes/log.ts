@@ -139,6 +139,7 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
     success: {
       status: 200,
       description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines',
+      contentType: 'text/plain',
     },
     errors: ['rate_limited', 'unavailable'],
     async handler({ svc }) {

@@ -26,8 +26,7 @@ export const tileRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pu
     route: 'GET /v1/log/tile/:tile+',
     summary:
       'C2SP tlog-tiles: `tile/<L>/<N>[.p/<W>]` is a hash tile (the W <= 256 hashes of tree level 8L from index 256N, 32 bytes each); `tile/entries/<N>[.p/<W>]` an entry bundle (each entry a big-endian uint16 length and the entry: JCS(proof), whose leaf hash is SHA-256(0x00 || entry)). N is written in 3-digit elements, all but the last prefixed with x (1234067 = x001/x234/067). Partial tiles exist only for the sizes of published checkpoints; full tiles are immutable.',
-    success: { status: 200, description: 'application/octet-stream: the tile or entry bundle' },
-    contentType: 'application/octet-stream',
+    success: { status: 200, description: 'application/octet-stream: the tile or entry bundle', contentType: 'application/octet-stream' },
     errors: ['bad_request', 'not_found', 'rate_limited'],
     async handler({ params, query, svc }) {
       for (const [k] of query) throw badRequest(`${k} is not a known query parameter (tiles take none)`);

@@ -11,8 +11,7 @@ export const witnessRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 
     route: 'GET /.well-known/tlog-policy',
     summary:
       "The log's trust policy in C2SP tlog-policy form: a log line per issuer key era (vkey under LOG_ORIGIN), a witness line per configured witness, and the quorum (a group with WITNESS_QUORUM, or none without witnesses).",
-    success: { status: 200, description: 'text/plain tlog-policy file' },
-    contentType: 'text/plain',
+    success: { status: 200, description: 'text/plain tlog-policy file', contentType: 'text/plain' },
     errors: ['rate_limited'],
     async handler({ svc }) {
       const keys = await issuerKeys(svc.db);
