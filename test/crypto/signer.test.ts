@@ -30,3 +30,28 @@ test('RFC 8032 §7.1 TEST 2 vector', () => {
 test('createSigner refuses a seed that is not 32 bytes', () => {
   assert.throws(() => createSigner(new Uint8Array(31)), TypeError);
 });
+
+test('a bundle of the signer alone keeps the protocol package wiring noble to SHA-512, and signs', async () => {
+  // The signer's import of the protocol's ed25519 module is there only for its side effect; a
+  // package marked free of side effects would let a bundler drop it (esbuild warns, then drops it).
+  const { build } = await import('esbuild');
+  const entry = new URL('../../src/crypto/signer.ts', import.meta.url).pathname;
+  const out = await build({
+    stdin: { contents: `export { createSigner } from ${JSON.stringify(entry)};`, resolveDir: process.cwd(), loader: 'ts' },
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    write: false,
+    logLevel: 'silent',
+  });
+  assert.deepEqual(
+    out.warnings.map((w) => w.text),
+    [],
+  );
+  const url = `data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`;
+  const bundled = (await import(url)) as typeof import('../../src/crypto/signer.ts');
+  const kp = generateKeyPair();
+  const msg = new TextEncoder().encode('bundled');
+  assert.deepEqual(bundled.createSigner(kp.secretKey).sign(msg), sign(msg, kp.secretKey));
+});
