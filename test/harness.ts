@@ -6,7 +6,7 @@ import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App, type AppDeps } from '../src/app.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { MIGRATIONS, migrate, splitStatements } from '../src/db/migrate.ts';
 import type { Db } from '../src/db/types.ts';
 import { ensureKeys } from '../src/proof/keys.ts';
 
@@ -38,10 +38,44 @@ export async function openStore(
   kind: StoreKind,
   opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {},
 ): Promise<{ db: Db; drop: () => Promise<void> }> {
-  if (kind === 'pglite') {
-    const db = await openPglite(':memory:');
+  const store = await openEmptyStore(kind, opts);
+  await migrate(store.db);
+  await ensureKeys(store.db);
+  return store;
+}
+
+/**
+ * A store migrated only up to (not including) migration `below`, as a deployment of an earlier
+ * release left it: a migration's test fills it, then `finish()` runs the rest as a start-up would.
+ */
+export async function openStoreBefore(
+  kind: StoreKind,
+  below: number,
+): Promise<{ db: Db; finish: () => Promise<void>; drop: () => Promise<void> }> {
+  const { db, drop } = await openEmptyStore(kind);
+  await db.tx(async (tx) => {
+    await tx.query(
+      'CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    for (const m of MIGRATIONS.filter((x) => x.version < below)) {
+      for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+  });
+  const finish = async () => {
     await migrate(db);
     await ensureKeys(db);
+  };
+  return { db, finish, drop };
+}
+
+/** An empty store: PGlite in memory, or a Postgres schema of its own that `drop` removes. */
+async function openEmptyStore(
+  kind: StoreKind,
+  opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {},
+): Promise<{ db: Db; drop: () => Promise<void> }> {
+  if (kind === 'pglite') {
+    const db = await openPglite(':memory:');
     return { db, drop: () => db.close() };
   }
   const schema = opts.schema ?? `t_${process.pid}_${Date.now().toString(36)}_${schemaSeq++}`;
@@ -50,8 +84,6 @@ export async function openStore(
   await admin.close();
   // PG_PREPARE (src/db/pgOptions.ts) applies here too, so a driver setting can be tried against the suite.
   const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement, driver: pgDriverOptions(process.env) });
-  await migrate(db);
-  await ensureKeys(db);
   return {
     db,
     drop: async () => {

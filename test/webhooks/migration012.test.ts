@@ -2,46 +2,12 @@
 // a fragment or an empty query unless that would collide (docs/security.md "Webhook URL identity").
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PG_URL, STORES, type StoreKind } from '../harness.ts';
-import { MIGRATIONS, migrate, splitStatements } from '../../src/db/migrate.ts';
-import { openPglite } from '../../src/db/pglite.ts';
-import { openPostgres } from '../../src/db/postgres.ts';
-import type { Db } from '../../src/db/types.ts';
-
-async function storeBefore012(kind: StoreKind): Promise<{ db: Db; drop: () => Promise<void> }> {
-  let db: Db;
-  let drop: () => Promise<void>;
-  if (kind === 'pglite') {
-    db = await openPglite(':memory:');
-    drop = () => db.close();
-  } else {
-    const schema = `t_mig012_${process.pid}_${Date.now().toString(36)}`;
-    const admin = openPostgres(PG_URL!, { max: 1 });
-    await admin.exec(`CREATE SCHEMA ${schema}`);
-    await admin.close();
-    db = openPostgres(PG_URL!, { schema });
-    drop = async () => {
-      await db.close();
-      const a = openPostgres(PG_URL!, { max: 1 });
-      await a.exec(`DROP SCHEMA ${schema} CASCADE`);
-      await a.close();
-    };
-  }
-  await db.tx(async (tx) => {
-    await tx.query(
-      'CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    for (const m of MIGRATIONS.filter((x) => x.version < 12)) {
-      for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-    }
-  });
-  return { db, drop };
-}
+import { openStoreBefore, STORES } from '../harness.ts';
+import { migrate } from '../../src/db/migrate.ts';
 
 for (const kind of STORES) {
   test(`migration 012: dead letters keep their URL's owner; stored URLs take the canonical form where it is free [${kind}]`, async () => {
-    const { db, drop } = await storeBefore012(kind);
+    const { db, drop } = await openStoreBefore(kind, 12);
     try {
       const hooks: Array<[string, string | null]> = [
         ['http://h.example/a?', 'key_a'],

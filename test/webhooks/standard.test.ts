@@ -6,13 +6,8 @@ import assert from 'node:assert/strict';
 import { createPublicKey, verify as osslVerify } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { describeStores, makeHarness, PG_URL, STORES, type StoreKind } from '../harness.ts';
+import { describeStores, makeHarness, openStoreBefore, STORES } from '../harness.ts';
 import { settled } from '../fixtures.ts';
-import { MIGRATIONS, migrate, splitStatements } from '../../src/db/migrate.ts';
-import { openPglite } from '../../src/db/pglite.ts';
-import { openPostgres } from '../../src/db/postgres.ts';
-import type { Db } from '../../src/db/types.ts';
-import { ensureKeys } from '../../src/proof/keys.ts';
 import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
 import { drain, eventsOf, receiver, unregister, type Received } from './helpers.ts';
 
@@ -122,49 +117,10 @@ describeStores(
   ENV,
 );
 
-/** A store migrated only up to `below` (as a deployment before this release), then the test goes on. */
-async function oldStore(kind: StoreKind, below: number): Promise<{ db: Db; finish: () => Promise<void>; drop: () => Promise<void> }> {
-  let db: Db;
-  let drop: () => Promise<void>;
-  if (kind === 'pglite') {
-    db = await openPglite(':memory:');
-    drop = () => db.close();
-  } else {
-    const schema = `t_wh_mig_${process.pid}_${Date.now().toString(36)}`;
-    const admin = openPostgres(PG_URL!, { max: 1 });
-    await admin.exec(`CREATE SCHEMA ${schema}`);
-    await admin.close();
-    db = openPostgres(PG_URL!, { schema });
-    drop = async () => {
-      await db.close();
-      const a = openPostgres(PG_URL!, { max: 1 });
-      await a.exec(`DROP SCHEMA ${schema} CASCADE`);
-      await a.close();
-    };
-  }
-  await db.tx(async (tx) => {
-    await tx.query(
-      'CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    for (const m of MIGRATIONS.filter((x) => x.version < below)) {
-      for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-    }
-  });
-  return {
-    db,
-    drop,
-    finish: async () => {
-      await migrate(db);
-      await ensureKeys(db);
-    },
-  };
-}
-
 for (const kind of STORES) {
   test(`migration 005 gives an endpoint registered before it a secret, shown by its next registration only [${kind}]`, async () => {
     const rx = await receiver();
-    const store = await oldStore(kind, 5);
+    const store = await openStoreBefore(kind, 5);
     try {
       await store.db.query('INSERT INTO webhooks (url, created_at) VALUES ($1, now())', [rx.url]);
       await store.finish();
