@@ -87,29 +87,18 @@ describe('the API client', () => {
     assert.equal(mandate.principal, principal.publicKey);
     assert.match(mandate.hash, /^[0-9a-f]{64}$/);
 
-    const created = await api.escrows.create(
-      {
-        amount: '25',
-        asset: 'USDC',
-        terms: TITLE_TERMS,
-        payer: { publicKey: payer.publicKey },
-        payee: { publicKey: payee.publicKey, label: 'seller' },
-        mandateId: mandate.id,
-      },
-      { idempotencyKey: 'create-1' },
-    );
+    const order = {
+      amount: '25',
+      asset: 'USDC',
+      terms: TITLE_TERMS,
+      payer: { publicKey: payer.publicKey },
+      payee: { publicKey: payee.publicKey, label: 'seller' },
+      mandateId: mandate.id,
+    };
+    const created = await api.escrows.create(order, { idempotencyKey: 'create-1' });
     assert.equal(created.state, 'created');
-    const replayed = await api.escrows.create(
-      {
-        amount: '25',
-        asset: 'USDC',
-        terms: TITLE_TERMS,
-        payer: { publicKey: payer.publicKey },
-        payee: { publicKey: payee.publicKey, label: 'seller' },
-        mandateId: mandate.id,
-      },
-      { idempotencyKey: 'create-1' },
-    );
+    // The same body again, sent anew: the service answers from the stored first answer.
+    const replayed = await api.escrows.create({ ...order }, { idempotencyKey: 'create-1' });
     assert.deepEqual(replayed, created, 'the same Idempotency-Key replays the first answer');
     const funded = await api.escrows.fund(created.id, { idempotencyKey: 'fund-1' });
     assert.equal(funded.state, 'funded');

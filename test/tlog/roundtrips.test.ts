@@ -5,8 +5,8 @@
 // (at c=1 one batch per closing; under load one batch serves many closings).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openStore, STORES } from '../harness.ts';
-import { createApp } from '../../src/app.ts';
+import { openStore, requester, STORES } from '../harness.ts';
+import { createApp, type App } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
 import type { Db, Queryable, Row, Stmt, Tx } from '../../src/db/types.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
@@ -51,23 +51,22 @@ function counting(db: Db) {
   return { db: wrapped, c };
 }
 
+/** Requests through the harness that must succeed (status below 300): each answer's JSON. */
+function succeeding(app: App) {
+  const req = requester(app);
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await req(method, path, body);
+    assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
+    return res.body;
+  };
+}
+
 for (const kind of STORES) {
   test(`[${kind}] a lifecycle costs 6 round trips (was 19, then 13, then 7), plus one integration batch of 1`, async () => {
     const store = await openStore(kind);
     const { db, c } = counting(store.db);
     const app = createApp({ db, config: parseConfig({ DATA_DIR: ':memory:' }) });
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await app.fetch(
-        new Request(`http://t${path}`, {
-          method,
-          headers: body ? { 'content-type': 'application/json' } : {},
-          body: body ? JSON.stringify(body) : undefined,
-        }),
-        { ip: '127.0.0.1' },
-      );
-      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
-      return res.json() as Promise<any>;
-    };
+    const call = succeeding(app);
     try {
       const payer = (await call('POST', '/v1/agents', { label: 'payer' })).id;
       const payee = (await call('POST', '/v1/agents', { label: 'payee' })).id;
@@ -191,18 +190,7 @@ for (const kind of STORES) {
         : await openStore(kind);
     const counted = kind === 'postgres' ? { db: store.db, c } : pgliteStatements(store.db);
     const app = createApp({ db: counted.db, config: parseConfig({ DATA_DIR: ':memory:' }) });
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await app.fetch(
-        new Request(`http://t${path}`, {
-          method,
-          headers: body ? { 'content-type': 'application/json' } : {},
-          body: body ? JSON.stringify(body) : undefined,
-        }),
-        { ip: '127.0.0.1' },
-      );
-      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
-      return res.json() as Promise<any>;
-    };
+    const call = succeeding(app);
     try {
       const payer = (await call('POST', '/v1/agents', { label: 'payer' })).id;
       const payee = (await call('POST', '/v1/agents', { label: 'payee' })).id;
