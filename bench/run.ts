@@ -132,9 +132,12 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     // The machine's raw write rate, beside: one INSERT + one UPDATE per transaction at c=16.
     const rawTx = await rawInsertUpdate(floorDb, 16, CFG.seconds);
     raw.rawInsertUpdate = rawTx;
+    // The service's c=16 lifecycles/s against it: one number that compares across machines.
+    const c16 = runs.find((r) => r.service.concurrency === 16);
     add({
       run: '1 lifecycle',
-      measure: "raw INSERT+UPDATE transactions/s at c=16 (postgres.js, the machine's write floor)",
+      measure: `raw INSERT+UPDATE transactions/s at c=16 (postgres.js, the machine's write floor)${c16 ? ", against the service's c=16 lifecycles/s" : ''}`,
+      ...(c16 ? { service: f(c16.service.perSecond), ratio: `${f((c16.service.perSecond / rawTx.perSecond) * 100, 1)}%` } : {}),
       floor: f(rawTx.perSecond),
     });
     // Two service processes on one database, beside one (they share these cores: no speed-up is

@@ -67,6 +67,9 @@ test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run
       'both sides ran lifecycles',
     );
     assert.equal(result.raw.webhooks.delivered, result.raw.webhooks.produced, 'every webhook event arrived');
+    // The service's c=16 rate against the machine's raw write rate: the one number comparable across machines.
+    const rawRow = result.table.find((r: { measure: string }) => r.measure.startsWith('raw INSERT+UPDATE'));
+    assert.match(rawRow?.ratio ?? '', /^\d+(\.\d)?%$/, 'the raw INSERT+UPDATE row carries the c=16 ratio');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
