@@ -12,7 +12,7 @@ import { createApp, type App } from '../src/app.ts';
 import { openPostgres, socketUrl } from '../src/db/postgres.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import type { Db } from '../src/db/types.ts';
+import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
 import { ensureKeys } from '../src/proof/keys.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -206,6 +206,50 @@ export function rawDb(store: Store, max = 10): Db {
   const db = openPostgres(CFG.databaseUrl!, { max, schema: store.name, applicationName: floorAppName(store) });
   closers.push(() => db.close());
   return db;
+}
+
+/**
+ * The Db, telling `onStatement` of every statement it is given: each query, each statement of a
+ * batch or of commitWith, and the BEGIN and COMMIT of a transaction and the SAVEPOINT and RELEASE of
+ * a savepoint as PGlite sends them (on Postgres BEGIN and COMMIT travel with the first and last
+ * statements instead, and the driver's own debug hook counts them).
+ */
+export function tapStatements(db: Db, onStatement: (s: Stmt) => void): Db {
+  const q = (x: Queryable): Queryable => ({
+    query: <T extends Row>(text: string, params?: unknown[]) => {
+      onStatement({ text, params });
+      return x.query<T>(text, params);
+    },
+    batch: (stmts: Stmt[]) => {
+      for (const s of stmts) onStatement(s);
+      return x.batch(stmts);
+    },
+  });
+  const t = (x: Tx): Tx => ({
+    ...q(x),
+    afterCommit: (fn) => x.afterCommit(fn),
+    sent: () => x.sent(),
+    commitWith: (stmts: Stmt[]) => {
+      for (const s of stmts) onStatement(s);
+      return x.commitWith(stmts);
+    },
+    savepoint: (fn) => {
+      onStatement({ text: 'SAVEPOINT' });
+      onStatement({ text: 'RELEASE SAVEPOINT' });
+      return x.savepoint((inner) => fn(t(inner)));
+    },
+  });
+  return {
+    ...q(db),
+    kind: db.kind,
+    exec: (text) => db.exec(text),
+    close: () => db.close(),
+    tx: (fn) => {
+      onStatement({ text: 'BEGIN' });
+      onStatement({ text: 'COMMIT' });
+      return db.tx((x) => fn(t(x)));
+    },
+  };
 }
 
 export function benchConfig(extra: Record<string, string> = {}): Config {

@@ -4,48 +4,21 @@
 // BEGIN and COMMIT included (the driver's debug hook). PGlite: every statement the Db layer runs,
 // plus the BEGIN and COMMIT each PGlite transaction sends.
 import { openPostgres } from '../src/db/postgres.ts';
-import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
-import { CFG, inProcessApp, newStore, type Store } from './lib.ts';
+import type { Db } from '../src/db/types.ts';
+import { CFG, inProcessApp, newStore, tapStatements, type Store } from './lib.ts';
 import { floorLifecycle, TERMS } from './lifecycle.ts';
 
 const LIFECYCLES = 5;
 
-function countingPglite(db: Db, c: { n: number }): Db {
-  const q = (x: Queryable): Queryable => ({
-    query: <T extends Row>(text: string, params?: unknown[]) => {
-      c.n++;
-      return x.query<T>(text, params);
-    },
-    batch: (stmts: Stmt[]) => {
-      c.n += stmts.length;
-      return x.batch(stmts);
-    },
-  });
-  const t = (x: Tx): Tx => ({
-    ...x,
-    ...q(x),
-    commitWith: (stmts: Stmt[]) => {
-      c.n += stmts.length;
-      return x.commitWith(stmts);
-    },
-    savepoint: (fn) => {
-      c.n += 2;
-      return x.savepoint((inner) => fn(t(inner)));
-    },
-  });
-  return {
-    ...db,
-    ...q(db),
-    tx: (fn) => {
-      c.n += 2;
-      return db.tx((x) => fn(t(x)));
-    },
-  };
-}
-
 /** The store's Db, counting into c. */
 function counted(store: Store, c: { n: number }): { db: Db; close: () => Promise<unknown> } {
-  if (store.kind === 'pglite') return { db: countingPglite(store.db, c), close: async () => {} };
+  if (store.kind === 'pglite')
+    return {
+      db: tapStatements(store.db, () => {
+        c.n++;
+      }),
+      close: async () => {},
+    };
   const db = openPostgres(CFG.databaseUrl!, {
     schema: store.name,
     max: 10,

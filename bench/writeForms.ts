@@ -15,48 +15,17 @@
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { socketUrl } from '../src/db/postgres.ts';
-import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
-import { CFG, cleanup, inProcessApp, log, newStore, round } from './lib.ts';
+import type { Stmt } from '../src/db/types.ts';
+import { CFG, cleanup, inProcessApp, log, newStore, round, tapStatements } from './lib.ts';
 import { PAYLOAD, TERMS } from './lifecycle.ts';
 
 const iterations = Number(process.env.FORMS_ITERATIONS ?? 2000);
 const rounds = Number(process.env.FORMS_ROUNDS ?? 5);
 if (!CFG.databaseUrl) throw new Error('bench:forms needs BENCH_DATABASE_URL (a Postgres server on this machine)');
 
-/** The Db, recording every statement it is given into `seen`. */
-function recording(db: Db, seen: Stmt[]): Db {
-  const q = (x: Queryable): Queryable => ({
-    query: <T extends Row>(text: string, params?: unknown[]) => {
-      seen.push({ text, params });
-      return x.query<T>(text, params);
-    },
-    batch: (stmts: Stmt[]) => {
-      seen.push(...stmts);
-      return x.batch(stmts);
-    },
-  });
-  const t = (x: Tx): Tx => ({
-    ...q(x),
-    afterCommit: (fn) => x.afterCommit(fn),
-    sent: () => x.sent(),
-    commitWith: (stmts: Stmt[]) => {
-      seen.push(...stmts);
-      return x.commitWith(stmts);
-    },
-    savepoint: (fn) => x.savepoint((inner) => fn(t(inner))),
-  });
-  return {
-    ...q(db),
-    kind: db.kind,
-    exec: (text) => db.exec(text),
-    close: () => db.close(),
-    tx: (fn) => db.tx((x) => fn(t(x))),
-  };
-}
-
 const store = await newStore('forms');
 const seen: Stmt[] = [];
-const app = inProcessApp(recording(store.db, seen));
+const app = inProcessApp(tapStatements(store.db, (st) => seen.push(st)));
 const call = async (method: string, path: string, body?: unknown): Promise<any> => {
   const init: RequestInit = { method };
   if (body) Object.assign(init, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
