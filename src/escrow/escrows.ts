@@ -95,9 +95,14 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
     if (input.mandateId) {
       // Lock: the mandate row (FOR UPDATE) — serialises escrow creations under one mandate so
       // the cumulative cap check and the spent increment are atomic; others wait, then see it.
-      const rows = await tx.query('SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1 FOR UPDATE', [
-        input.mandateId,
-      ]);
+      // A confined creator uses only a mandate it registered (docs/protocol.md §18.3): another key's is 404.
+      const scope = input.scope ?? null;
+      const rows = await tx.query(
+        `SELECT caps, hash, spent::text AS spent, svc_now() AS now FROM mandates WHERE id = $1${
+          scope === null ? '' : ' AND EXISTS (SELECT 1 FROM mandate_tenants t WHERE t.mandate_id = $1 AND t.key_id = $2)'
+        } FOR UPDATE`,
+        scope === null ? [input.mandateId] : [input.mandateId, scope],
+      );
       if (rows.length === 0) throw notFound(`mandateId: no mandate ${input.mandateId}`);
       const m = rows[0];
       now = m.now;

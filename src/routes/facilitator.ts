@@ -34,8 +34,8 @@ export const facilitatorRoutes = defineRoutes({ tag: 'x402', access: 'key', rate
       description: `{isValid: true, payer} or {isValid: false, invalidReason, invalidMessage, payer?}; invalidReason is one of ${REFUSALS}`,
     },
     errors: ['bad_request', 'unauthorized', 'payload_too_large', 'rate_limited'],
-    async handler({ svc, request }) {
-      return json(await verify(svc, check(await readJson(request), FacilitatorBody)));
+    async handler({ svc, request, caller }) {
+      return json(await verify(svc, caller, check(await readJson(request), FacilitatorBody)));
     },
   },
   {

@@ -421,3 +421,96 @@ test('hosted: the facilitator needs a bearer key, and a key sees only its own pa
     await h.close();
   }
 });
+
+test("hosted: a key's collect never binds to, draws down or names another key's mandate", async () => {
+  const h = await makeHarness('pglite', { API_KEY: 'facilitator-root-key-0123456' });
+  try {
+    const root = { authorization: 'Bearer facilitator-root-key-0123456' };
+    const mint = async () => ({ authorization: `Bearer ${(await h.req('POST', '/v1/admin/keys', {}, root)).body.secret}` });
+    const [a, b] = [await mint(), await mint()];
+    const payer = generateKeys();
+    const payee = generateKeys();
+    const caps = (perEscrowMax: string, cumulativeMax: string) => ({
+      agent: payer.publicKey,
+      perEscrowMax,
+      cumulativeMax,
+      allowedAssets: ['USDC'],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    // Key A registers a tight mandate for the payer: 0.005 per escrow, so a 0.01 payment breaks it.
+    const mandateA = (await h.req('POST', '/v1/mandates', signMandate(generateKeys().secretKey, caps('0.005', '0.005')), a)).body;
+    assert.ok(mandateA.id, JSON.stringify(mandateA));
+    const spentOfA = async () => (await h.req('GET', `/v1/mandates/${mandateA.id}`, undefined, a)).body.usage.spent;
+    // A's own collect is held to A's mandate.
+    refusal(await h.req('POST', V, collect(payer.secretKey, payee.publicKey), a), 'invalidReason', 'payment_invalid');
+    // B cannot see A's mandate: its verify and settle pass without it, bind to nothing and draw nothing down.
+    const verified = await h.req('POST', V, collect(payer.secretKey, payee.publicKey), b);
+    assert.equal(verified.body.isValid, true, verified.text);
+    const settled = await h.req('POST', S, collect(payer.secretKey, payee.publicKey), b);
+    assert.equal(settled.body.success, true, settled.text);
+    const escrow = (await h.req('GET', `/v1/escrows/${settled.body.transaction}`, undefined, b)).body;
+    assert.equal(escrow.mandateId, undefined, 'the escrow names no mandate of another key');
+    assert.equal(await spentOfA(), '0');
+    // B's own mandate applies to B; its refusal names B's caps only, never A's mandate.
+    const mandateB = (await h.req('POST', '/v1/mandates', signMandate(generateKeys().secretKey, caps('0.02', '0.017')), b)).body;
+    const underB = await h.req('POST', S, collect(payer.secretKey, payee.publicKey), b);
+    assert.equal(underB.body.success, true, underB.text);
+    assert.equal((await h.req('GET', `/v1/escrows/${underB.body.transaction}`, undefined, b)).body.mandateId, mandateB.id);
+    const refused = await h.req('POST', S, collect(payer.secretKey, payee.publicKey), b);
+    refusal(refused, 'errorReason', 'payment_invalid');
+    assert.match(refused.body.errorMessage, /cumulativeMax 0\.017/);
+    assert.ok(!refused.text.includes(mandateA.id) && !refused.text.includes('0.005'), refused.text);
+    assert.equal(await spentOfA(), '0');
+    // REST: naming A's mandate is 404 to B, as if it did not exist.
+    const rest = await h.req(
+      'POST',
+      '/v1/escrows',
+      {
+        amount: '0.001',
+        asset: 'USDC',
+        terms: TERMS,
+        payer: { publicKey: payer.publicKey },
+        payee: { publicKey: payee.publicKey },
+        mandateId: mandateA.id,
+      },
+      b,
+    );
+    expectError(rest, 404, 'not_found');
+    assert.equal(await spentOfA(), '0');
+  } finally {
+    await h.close();
+  }
+});
+
+test('createEscrow with a confined scope refuses a mandate that scope did not register, writing nothing', async () => {
+  const h = await makeHarness('pglite', { API_KEY: 'facilitator-root-key-0123456' });
+  try {
+    const payer = generateKeys();
+    const caps = {
+      agent: payer.publicKey,
+      perEscrowMax: '1',
+      cumulativeMax: '1',
+      allowedAssets: ['USDC'],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    const root = { authorization: 'Bearer facilitator-root-key-0123456' };
+    const m = (await h.req('POST', '/v1/mandates', signMandate(generateKeys().secretKey, caps), root)).body;
+    assert.ok(m.id, JSON.stringify(m));
+    const before = await counts(h);
+    const input = {
+      amount: 1000n,
+      asset: 'USDC',
+      terms: TERMS,
+      payer: { keyRef: { publicKey: payer.publicKey } },
+      payee: { keyRef: { publicKey: generateKeys().publicKey } },
+      mandateId: m.id,
+      timeouts: { deliverWithinSeconds: 60, resolveWithinSeconds: 60, decideWithinSeconds: 60, timeoutRuling: 'refund' as const },
+    };
+    await assert.rejects(createEscrow(h.app.svc, { ...input, scope: 'key_other' }), /mandateId: no mandate/);
+    assert.deepEqual(await counts(h), before);
+    await createEscrow(h.app.svc, { ...input, scope: null });
+    assert.equal((await h.req('GET', `/v1/mandates/${m.id}`, undefined, root)).body.usage.spent, '0.001');
+  } finally {
+    await h.close();
+  }
+});

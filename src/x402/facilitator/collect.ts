@@ -47,7 +47,7 @@ async function recorded(svc: Services, payTo: string, nonce: string): Promise<Pa
  * Every check of the collect authorization against the requirements, the clock and the mandates,
  * in the order x402 facilitators check them; throws a Refusal. Returns the mandate that applies.
  */
-export async function checkCollect(svc: Services, c: Checked, body: Collect): Promise<{ mandateId?: string }> {
+export async function checkCollect(svc: Services, scope: string | null, c: Checked, body: Collect): Promise<{ mandateId?: string }> {
   const a = body.authorization;
   const r = c.requirements;
   if (a.to !== r.payTo) throw refuse('wrong_payee', 'authorization.to is not paymentRequirements.payTo');
@@ -76,18 +76,30 @@ export async function checkCollect(svc: Services, c: Checked, body: Collect): Pr
   if (validBefore > now.getTime() + r.maxTimeoutSeconds * 1000 + VALID_BEFORE_SLACK_MS) {
     throw refuse('payment_invalid', `authorization.validBefore is more than maxTimeoutSeconds (${r.maxTimeoutSeconds} s) away`);
   }
-  return mandateFor(svc, c, a.from, r.payTo, now);
+  return mandateFor(svc, scope, c, a.from, r.payTo, now);
 }
 
 /**
  * The mandate a payer is under (docs/x402.md "Mandates"): among the mandates binding `from` as
- * their agent, the oldest whose caps allow this payment; none allowing it is a refusal naming the
- * first one's broken cap. createEscrow checks it again, atomically with the insert.
+ * their agent that the caller may use (a confined key: those it registered, docs/protocol.md §18.3),
+ * the oldest whose caps allow this payment; none allowing it is a refusal naming the first one's
+ * broken cap. Another key's mandate is never bound, drawn down or named. createEscrow checks it
+ * again, atomically with the insert.
  */
-async function mandateFor(svc: Services, c: Checked, payer: string, payee: string, now: Date): Promise<{ mandateId?: string }> {
+async function mandateFor(
+  svc: Services,
+  scope: string | null,
+  c: Checked,
+  payer: string,
+  payee: string,
+  now: Date,
+): Promise<{ mandateId?: string }> {
   const rows = await svc.db.query<{ id: string; caps: string; spent: string }>(
-    `SELECT id, caps, spent::text AS spent FROM mandates WHERE (caps::json ->> 'agent') = $1 ORDER BY created_at, id`,
-    [payer],
+    scope === null
+      ? `SELECT id, caps, spent::text AS spent FROM mandates WHERE (caps::json ->> 'agent') = $1 ORDER BY created_at, id`
+      : `SELECT m.id, m.caps, m.spent::text AS spent FROM mandates m JOIN mandate_tenants t ON t.mandate_id = m.id AND t.key_id = $2
+         WHERE (m.caps::json ->> 'agent') = $1 ORDER BY m.created_at, m.id`,
+    scope === null ? [payer] : [payer, scope],
   );
   let first: AppError | undefined;
   for (const m of rows) {
@@ -111,8 +123,8 @@ async function mandateFor(svc: Services, c: Checked, payer: string, payee: strin
 }
 
 /** /verify for a collect: the checks and the nonce, nothing written. */
-export async function verifyCollect(svc: Services, c: Checked, body: Collect): Promise<void> {
-  await checkCollect(svc, c, body);
+export async function verifyCollect(svc: Services, caller: Caller, c: Checked, body: Collect): Promise<void> {
+  await checkCollect(svc, scopeOf(caller), c, body);
   if (await recorded(svc, c.requirements.payTo, body.authorization.nonce))
     throw refuse('payment_invalid', 'authorization.nonce was already used: a payment settles once');
 }
@@ -128,7 +140,7 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
   const hash = collectHash(c, body);
   let row = await recorded(svc, payTo, a.nonce);
   if (!row) {
-    const { mandateId } = await checkCollect(svc, c, body);
+    const { mandateId } = await checkCollect(svc, scopeOf(caller), c, body);
     try {
       await createEscrow(svc, {
         amount: c.amount,

@@ -36,7 +36,7 @@ function payerOf(body: Body): string | undefined {
   return isHex64(from) ? from : undefined;
 }
 
-export async function verify(svc: Services, body: Body) {
+export async function verify(svc: Services, caller: Caller, body: Body) {
   const payer = payerOf(body);
   try {
     const c = checkRequest(body, svc.config.x402Network);
@@ -46,7 +46,7 @@ export async function verify(svc: Services, body: Body) {
         'malformed_header',
         `paymentPayload.payload.type ${kind.kind}: verify checks a collect authorization; capture and void are settled directly`,
       );
-    await verifyCollect(svc, c, kind.body);
+    await verifyCollect(svc, caller, c, kind.body);
     return { isValid: true, payer: kind.body.authorization.from };
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
