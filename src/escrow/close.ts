@@ -32,7 +32,11 @@ export interface Ruling {
 /** What is being closed, journaled with custody so a retry can finish exactly this closing. */
 export type Closing =
   | { kind: 'release' }
-  | { kind: 'refund' }
+  /**
+   * `void`: the payee's signed void this refund rests on (an x402 facilitator payment, docs/x402.md),
+   * recorded whole in escrow.refunded so the bundle can carry it (docs/protocol.md §11.4).
+   */
+  | { kind: 'refund'; void?: { signer: string; signedAt: string; signature: string } }
   | { kind: 'ruling'; disputeId: string; ruling: Ruling }
   | { kind: 'timeout'; stage: 'deliver' | 'resolve' | 'decide'; disputeId?: string; ruling?: Ruling };
 
@@ -62,7 +66,7 @@ function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[
     case 'release':
       return [];
     case 'refund':
-      return [{ event: 'escrow.refunded', body: { proofId } }];
+      return [{ event: 'escrow.refunded', body: { proofId, ...(c.void ? { void: c.void } : {}) } }];
     case 'ruling':
       return [resolved(c.disputeId, c.ruling)];
     case 'timeout':

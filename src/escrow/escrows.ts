@@ -29,6 +29,11 @@ export interface CreateInput {
   metadata?: Metadata;
   /** Statements that commit with the new escrow (an x402 collect's payment record, src/x402/facilitator/collect.ts). */
   alsoWrite?: (escrowId: string, now: Date) => Stmt[];
+  /**
+   * Fields the escrow.created entry records beside `escrow`: what the creation rests on, so a bundle
+   * can be checked for its consent (`x402: {authorizationHash}`, docs/protocol.md §11.4).
+   */
+  createdWith?: Record<string, unknown>;
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
@@ -146,7 +151,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
     const entries = extend(
       0,
       GENESIS,
-      [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }) } }],
+      [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }), ...input.createdWith } }],
       now.toISOString(),
     );
     escrow.trailLength = 1;

@@ -14,11 +14,14 @@ export function custodyFailed(r: Extract<CloseResult, { ok: false }>): AppError 
   );
 }
 
-export async function refundEscrow(svc: CommandDeps, id: string): Promise<Proof> {
+/** The payee's signed void a refund rests on (an x402 facilitator payment): escrow.refunded records it. */
+export type Void = { signer: string; signedAt: string; signature: string };
+
+export async function refundEscrow(svc: CommandDeps, id: string, voided?: Void): Promise<Proof> {
   const r = await svc.db.tx(async (tx) => {
     const e = await lockEscrow(tx, id);
     transition('refund', e);
-    return closeMatter(tx, svc, { e, closing: { kind: 'refund' } });
+    return closeMatter(tx, svc, { e, closing: voided ? { kind: 'refund', void: voided } : { kind: 'refund' } });
   });
   if (!r.ok) throw custodyFailed(r);
   return r.proof;

@@ -281,7 +281,7 @@ export const RESPONSES: Record<string, unknown> = {
     parties: obj({
       signatures: arr(
         obj({
-          kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'dispute.open', 'dispute.evidence', 'ruling'] },
+          kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'] },
           trailIndex: int,
           publicKey: hex64,
           signedBody: {},

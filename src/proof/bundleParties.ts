@@ -7,9 +7,10 @@ const ORDER: Record<PartySignature['kind'], number> = {
   mandate: 0,
   x402: 1,
   delivery: 2,
-  'dispute.open': 3,
-  'dispute.evidence': 4,
-  ruling: 5,
+  'x402.void': 3,
+  'dispute.open': 4,
+  'dispute.evidence': 5,
+  ruling: 6,
 };
 
 /**
@@ -17,6 +18,7 @@ const ORDER: Record<PartySignature['kind'], number> = {
  * - mandate: the mandate's {principal, caps} and the principal's signature (mandates table);
  * - delivery: {escrowId, contentHash, submittedAt} and the payee's signature (deliveries table);
  * - dispute.open, dispute.evidence, x402: as kept by their commands (party_signatures);
+ * - x402.void: the payee's void, which its escrow.refunded entry records whole;
  * - ruling: the signatures kept at resolve time whose body is the ruling the trail records
  *   (a ruling whose custody failed and was decided again keeps only the final one's).
  * Ordered by trail index, then kind.
@@ -61,6 +63,18 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
       publicKey: sig.signer,
       signedBody: { escrowId, contentHash: d.content_hash, submittedAt: d.submitted_at },
       signature: sig.signature,
+    });
+  }
+  const refunded = indexOf('escrow.refunded');
+  const voided =
+    refunded >= 0 ? (trail[refunded].body as { void?: { signer: string; signedAt: string; signature: string } }).void : undefined;
+  if (voided) {
+    out.push({
+      kind: 'x402.void',
+      trailIndex: refunded,
+      publicKey: voided.signer,
+      signedBody: { escrowId, action: 'void', signedAt: voided.signedAt },
+      signature: voided.signature,
     });
   }
   const resolved = indexOf('dispute.resolved');

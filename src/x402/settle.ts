@@ -92,6 +92,7 @@ export async function settlePayment(svc: Services, input: SettleInput): Promise<
       payer: { keyRef: { publicKey: a.from } },
       payee: { keyRef: { publicKey: payee.publicKey, label: 'x402 demo payee' } },
       timeouts: DEFAULT_TIMEOUTS,
+      createdWith: { x402: { authorizationHash: hashJson(a) } },
     });
     const escrowId = escrow.id as string;
     // The payer's authorization is the signature this matter rests on: kept for the offline bundle,

@@ -26,10 +26,41 @@ const EVENT: Record<PartySignature['kind'], string> = {
   mandate: 'escrow.created',
   x402: 'escrow.created',
   delivery: 'delivery.submitted',
+  'x402.void': 'escrow.refunded',
   'dispute.open': 'dispute.opened',
   'dispute.evidence': 'dispute.evidence',
   ruling: 'dispute.resolved',
 };
+
+/** What escrow.created records of an x402 collect: sha256 of JCS(the payer's authorization) (docs/protocol.md §11.4). */
+function collected(trail: ReadonlyArray<TrailEntry>): string | undefined {
+  const body = trail[0]?.event === 'escrow.created' && isObj(trail[0].body) ? trail[0].body : {};
+  return isObj(body.x402) && typeof body.x402.authorizationHash === 'string' ? body.x402.authorizationHash : undefined;
+}
+
+/** What an escrow.refunded entry records of the payee's void, when a void refunded it. */
+const voided = (data: Obj): Obj | undefined => (isObj(data.void) ? data.void : undefined);
+
+/** Why an x402 authorization does not match the proof: v2 facilitator form (atomic units, termsHash) or the v1 demo's (decimal). */
+function authorizationProblem(body: Obj, s: PartySignature, b: Bundle): string | null {
+  const { proof } = b;
+  if (body.from !== s.publicKey || s.publicKey !== proof.payer) return "signer is not authorization.from and the proof's payer";
+  if (body.to !== proof.payee) return "authorization.to is not the proof's payee";
+  if (body.asset !== proof.asset) return "authorization.asset is not the proof's asset";
+  const facilitator = 'termsHash' in body;
+  const value = facilitator
+    ? typeof body.value === 'string' && /^\d{1,24}$/.test(body.value)
+      ? BigInt(body.value)
+      : null
+    : micro(body.value);
+  if (value === null || value !== micro(proof.amount))
+    return `authorization.value is not the proof's amount ${proof.amount}${facilitator ? ' (in atomic units, 6 decimals)' : ''}`;
+  if (facilitator && body.termsHash !== proof.termsHash) return "authorization.termsHash is not the proof's termsHash";
+  const recorded = collected(b.trail);
+  if (recorded !== undefined && sha256Hex(canonicalize(body)) !== recorded)
+    return 'sha256(JCS(authorization)) is not the x402.authorizationHash escrow.created records';
+  return null;
+}
 
 /** Why `s` does not belong to this matter, or null: its role and its signed content against the proof and trail. */
 function bindingProblem(s: PartySignature, b: Bundle): string | null {
@@ -48,12 +79,16 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
       if (!isObj(body.caps) || body.caps.agent !== proof.payer) return "caps.agent is not the proof's payer";
       return null;
     case 'x402':
-      if (body.from !== s.publicKey || s.publicKey !== proof.payer) return "signer is not authorization.from and the proof's payer";
-      if (body.to !== proof.payee) return "authorization.to is not the proof's payee";
-      if (body.asset !== proof.asset) return "authorization.asset is not the proof's asset";
-      if (micro(body.value) === null || micro(body.value) !== micro(proof.amount))
-        return `authorization.value is not the proof's amount ${proof.amount}`;
-      return null;
+      return authorizationProblem(body, s, b);
+    case 'x402.void': {
+      if (s.publicKey !== proof.payee) return "signer is not the proof's payee";
+      if (body.escrowId !== proof.escrowId || body.action !== 'void')
+        return `signed body is not {escrowId: ${proof.escrowId}, action: "void", signedAt}`;
+      const v = voided(data);
+      if (!v) return `trail entry ${s.trailIndex} records no void`;
+      if (v.signer !== s.publicKey || v.signature !== s.signature) return 'signer and signature are not the void the trail records';
+      return body.signedAt === v.signedAt ? null : "signed signedAt is not the void's the trail records";
+    }
     case 'delivery':
       if (s.publicKey !== proof.payee) return "signer is not the proof's payee";
       if (body.escrowId !== proof.escrowId) return "signed escrowId is not the proof's";
@@ -106,8 +141,12 @@ function missing(b: Bundle, sigs: PartySignature[]): string | null {
   if (b.proof.mandateHash && !sigs.some((s) => s.kind === 'mandate'))
     return 'the proof names a mandateHash but no mandate signature is carried';
   const r = roles(b.trail);
+  if (collected(b.trail) !== undefined && !has('x402', 0, r.payer))
+    return "trail entry 0 (escrow.created) records an x402 collect but the payer's x402 authorization is not carried";
   for (const e of b.trail) {
     const data = (isObj(e.body) ? e.body : {}) as Obj;
+    if (e.event === 'escrow.refunded' && voided(data) && !has('x402.void', e.index, r.payee))
+      return `trail entry ${e.index} (escrow.refunded by a void) has no x402.void signature of the payee`;
     if (e.event === 'delivery.submitted' && !has('delivery', e.index))
       return `trail entry ${e.index} (delivery.submitted) has no delivery signature`;
     if (e.event === 'dispute.opened' && !has('dispute.open', e.index))

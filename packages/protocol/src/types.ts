@@ -78,12 +78,12 @@ export interface ConsistencyProof {
 }
 
 /** What a party signed that the service relied on to close the matter. */
-export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'dispute.open' | 'dispute.evidence' | 'ruling';
+export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
 
 /**
  * One party signature: Ed25519 by `publicKey` over JCS(`signedBody`), bound to the trail entry at
- * `trailIndex` (escrow.created for mandate and x402; delivery.submitted, dispute.opened,
- * dispute.evidence, dispute.resolved for the others).
+ * `trailIndex` (escrow.created for mandate and x402; delivery.submitted, escrow.refunded for
+ * x402.void, dispute.opened, dispute.evidence, dispute.resolved for the others).
  */
 export interface PartySignature {
   kind: PartySignatureKind;

@@ -79,7 +79,9 @@ export async function settleVoid(svc: Services, caller: Caller, c: Checked, body
   const voidable = p.state === 'funded' || (p.state === 'delivered' && p.verdict?.passed === false);
   if (!voidable) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${p.state}`);
   try {
-    await refundEscrow(svc, p.escrowId);
+    // The payee's void is the consent this refund rests on: escrow.refunded records it whole and
+    // the bundle carries it (docs/protocol.md §11.4).
+    await refundEscrow(svc, p.escrowId, { signer: p.payTo, signedAt: body.signedAt, signature });
   } catch (err) {
     // A concurrent void (or the sweep's timeout) refunded it first: answer with that proof.
     if (!(err instanceof AppError && err.code === 'invalid_state')) await refusing(() => Promise.reject(err));

@@ -13,6 +13,7 @@ import { createEscrow, fundEscrow } from '../../escrow/escrows.ts';
 import { getEscrow } from '../../escrow/escrowRow.ts';
 import { scopeOf } from '../../access/tenancy.ts';
 import { checkMandateCaps, type MandateCaps } from '../../mandate/mandateCaps.ts';
+import { partySignatureWrite } from '../../escrow/partySignatures.ts';
 import { asRefusal, refuse } from './refusal.ts';
 import type { Checked } from './requirements.ts';
 import type { Collect } from './wire.ts';
@@ -152,11 +153,14 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         mandateId,
         timeouts: c.timeouts,
         scope: scopeOf(caller),
+        // The payer's consent: escrow.created records its hash, the bundle carries it (docs/protocol.md §11.4).
+        createdWith: { x402: { authorizationHash: sha256Hex(canonicalize(a)) } },
         alsoWrite: (escrowId, now) => [
           {
             text: 'INSERT INTO x402_payments (pay_to, nonce, payload_hash, escrow_id, payer, network, amount, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
             params: [payTo, a.nonce, hash, escrowId, a.from, c.requirements.network, c.requirements.amount, now],
           },
+          partySignatureWrite(escrowId, [{ kind: 'x402', trailIndex: 0, publicKey: a.from, signedBody: a, signature: body.signature }]),
         ],
       });
     } catch (err) {
