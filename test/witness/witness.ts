@@ -1,7 +1,11 @@
-// A witness for tests, written from c2sp.org/tlog-witness (add-checkpoint) and c2sp.org/tlog-cosignature
-// (cosignature/v1): it keeps the latest checkpoint it cosigned per origin and cosigns a new one only
-// when it is signed by the log's key and proven consistent with that one. `misbehave` makes it answer
-// the ways a broken or hostile witness might, for the submitter's tests.
+// A witness for tests, written from c2sp.org/tlog-witness (add-checkpoint) and c2sp.org/tlog-cosignature:
+// it keeps the latest checkpoint it cosigned per origin and cosigns a new one only when it is signed
+// by the log's key and proven consistent with that one. It cosigns with Ed25519 (cosignature/v1, key
+// type 0x04) or, in its ML-DSA-44 mode, with ML-DSA-44 (key type 0x06); the ML-DSA message, key ID,
+// vkey and signature line are built here from the spec's text, not with the service's code, so the
+// two sides are independent. `misbehave` makes it answer the ways a broken or hostile witness might.
+import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { generateKeyPair, verify } from '@escrow-settlement/protocol/crypto/ed25519';
 import { cosign } from '@escrow-settlement/protocol/tlog/cosignature';
 import {
@@ -16,11 +20,15 @@ import { base64Decode } from '@escrow-settlement/protocol/tlog/encoding';
 import { bytesEqual } from '@escrow-settlement/protocol/tlog/hash';
 import { verifyConsistency } from '@escrow-settlement/protocol/tlog/verify';
 
-export type Misbehaviour = 'garbage' | 'other-key' | 'other-checkpoint' | 'huge-409' | 'silent' | 'error-500';
+export type Misbehaviour = 'garbage' | 'other-key' | 'other-checkpoint' | 'tampered' | 'huge-409' | 'silent' | 'error-500';
+
+/** The witness's signature scheme: Ed25519 cosignature/v1 (default) or ML-DSA-44 subtree/v1. */
+export type WitnessKind = 'ed25519' | 'mldsa44';
 
 export interface TestWitness {
   name: string;
-  /** The witness's cosignature/v1 verifier key (type 0x04). */
+  kind: WitnessKind;
+  /** The witness's verifier key: type 0x04 (Ed25519) or 0x06 (ML-DSA-44). */
   vkey: string;
   /** Latest cosigned size and root per origin. */
   state: Map<string, { size: number; root: Uint8Array }>;
@@ -38,14 +46,71 @@ export interface TestWitness {
 const text = (status: number, body: string, type = 'text/plain; charset=utf-8') =>
   new Response(body, { status, headers: { 'content-type': type } });
 
-/** `logs`: verifier keys (Ed25519, name = origin) of the logs this witness follows. */
-export function createTestWitness(name: string, logs: string[] = []): TestWitness {
-  const keys = generateKeyPair();
-  const other = generateKeyPair();
+// ---- ML-DSA-44 cosignatures, from c2sp.org/tlog-cosignature ("Format", "ML-DSA-44 signed message").
+
+const be64 = (n: number) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+};
+const lengthPrefixed = (s: string) => {
+  const b = Buffer.from(s, 'utf8');
+  return Buffer.concat([Buffer.from([b.length]), b]);
+};
+
+/** struct cosigned_message { label[12] "subtree/v1\n\0"; cosigner_name<1..255>; u64 timestamp; log_origin<1..255>; u64 start; u64 end; hash[32] } */
+function mldsaMessage(cosigner: string, timestamp: number, origin: string, size: number, root: Uint8Array): Uint8Array {
+  return Buffer.concat([
+    Buffer.from('subtree/v1\n\0', 'latin1'),
+    lengthPrefixed(cosigner),
+    be64(timestamp),
+    lengthPrefixed(origin),
+    be64(0),
+    be64(size),
+    root,
+  ]);
+}
+
+/** Key ID: SHA-256(name || "\n" || 0x06 || 1312-byte public key)[:4]. */
+const mldsaKeyId = (cosigner: string, publicKey: Uint8Array) =>
+  sha256(Buffer.concat([Buffer.from(cosigner, 'utf8'), Buffer.from([0x0a, 0x06]), publicKey])).slice(0, 4);
+
+/** "— <name> base64(key ID || u64 timestamp || 2420-byte signature)\n" (signed-note "Signatures"). */
+function mldsaLine(cosigner: string, publicKey: Uint8Array, timestamp: number, signature: Uint8Array): string {
+  const blob = Buffer.concat([mldsaKeyId(cosigner, publicKey), be64(timestamp), signature]);
+  return `\u2014 ${cosigner} ${blob.toString('base64')}\n`;
+}
+
+/** An ML-DSA-44 witness key: the key pair, its vkey (name+hex(key ID)+base64(0x06 || key)) and its signer. */
+function mldsaWitness(name: string) {
+  const keys = ml_dsa44.keygen();
+  const vkey = `${name}+${Buffer.from(mldsaKeyId(name, keys.publicKey)).toString('hex')}+${Buffer.concat([Buffer.from([0x06]), keys.publicKey]).toString('base64')}`;
+  /** Pure ML-DSA-44, empty context (noble's default). */
+  const sign = (signer: { name: string; publicKey: Uint8Array; secretKey: Uint8Array }, text: string, t: number) => {
+    const cp = parseCheckpoint(text);
+    const sig = ml_dsa44.sign(mldsaMessage(signer.name, t, cp.origin, cp.size, cp.rootHash), signer.secretKey);
+    return mldsaLine(signer.name, signer.publicKey, t, sig);
+  };
+  return { keys, vkey, sign };
+}
+
+/**
+ * `logs`: verifier keys (Ed25519, name = origin) of the logs this witness follows; `kind` its
+ * signature scheme.
+ */
+export function createTestWitness(name: string, logs: string[] = [], kind: WitnessKind = 'ed25519'): TestWitness {
+  const ed = generateKeyPair();
+  const pq = kind === 'mldsa44' ? mldsaWitness(name) : null;
+  const keys = pq ? pq.keys : ed;
+  const other = pq ? ml_dsa44.keygen() : generateKeyPair();
+  /** The cosignature line over checkpoint text `text` at time `t` by `signer`, in this witness's scheme. */
+  const cosignLine = (text: string, signer: { name: string; publicKey: Uint8Array; secretKey: Uint8Array }, t: number) =>
+    pq ? pq.sign(signer, text, t) : cosign(text, signer, t);
   const logKeys = logs.map((v) => parseVerifierKey(v));
   const w: TestWitness = {
     name,
-    vkey: formatVerifierKey(name, keys.publicKey, COSIGNATURE_ALG),
+    kind,
+    vkey: pq ? pq.vkey : formatVerifierKey(name, ed.publicKey, COSIGNATURE_ALG),
     state: new Map(),
     seen: [],
     misbehave: null,
@@ -114,12 +179,24 @@ export function createTestWitness(name: string, logs: string[] = []): TestWitnes
     // A misbehaving witness records nothing, so each retry meets the same fault.
     if (w.misbehave === null) w.state.set(cp.origin, { size: cp.size, root: cp.rootHash });
     if (w.misbehave === 'garbage') return text(200, 'this is not a signature line\n');
-    if (w.misbehave === 'other-key') return text(200, cosign(cpText, { name, publicKey: other.publicKey, secretKey: other.secretKey }, t));
+    // Another key under this witness's name: the line names the other key's ID, so it is not ours.
+    if (w.misbehave === 'other-key')
+      return text(200, cosignLine(cpText, { name, publicKey: other.publicKey, secretKey: other.secretKey }, t));
     if (w.misbehave === 'other-checkpoint')
-      return text(200, cosign(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
-    return text(200, cosign(cpText, { name, ...keys }, t));
+      return text(200, cosignLine(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
+    const line = cosignLine(cpText, { name, ...keys }, t);
+    if (w.misbehave === 'tampered') return text(200, tamper(line));
+    return text(200, line);
   }
   return w;
+}
+
+/** The signature line with one bit of its signature flipped: our key ID and timestamp, a signature that fails. */
+export function tamper(line: string): string {
+  const at = line.lastIndexOf(' ') + 1;
+  const blob = Buffer.from(line.slice(at).trim(), 'base64');
+  blob[12 + ((blob.length - 12) >> 1)] ^= 0x01; // the middle of the signature, past key ID and timestamp
+  return `${line.slice(0, at)}${blob.toString('base64')}\n`;
 }
 
 /** A fetch that routes each witness's URL prefix to its handler (no sockets). */

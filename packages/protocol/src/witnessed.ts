@@ -48,7 +48,7 @@ export function parseLogProof(text: string): LogProof {
 }
 
 export interface WitnessOptions {
-  /** Witness verifier keys (cosignature/v1, c2sp.org/signed-note form) the caller pins. */
+  /** Witness verifier keys the caller pins (c2sp.org/signed-note form: Ed25519 type 0x04 or ML-DSA-44 type 0x06). */
   witnesses?: ReadonlyArray<string>;
   /** Valid cosignatures needed from distinct pinned witnesses (default: all of them). */
   quorum?: number;
@@ -66,7 +66,7 @@ export function witnessQuorum(opts: WitnessOptions): number {
     try {
       parseWitnessKey(v);
     } catch (e) {
-      throw new TypeError(`witnesses[${i}] is not a cosignature/v1 verifier key: ${(e as Error).message}`);
+      throw new TypeError(`witnesses[${i}] is not a witness verifier key (type 0x04 Ed25519 or 0x06 ML-DSA-44): ${(e as Error).message}`);
     }
   });
   const distinct = new Set(opts.witnesses).size;

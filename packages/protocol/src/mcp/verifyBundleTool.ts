@@ -26,7 +26,7 @@ export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
       minItems: 1,
       maxItems: 100,
       description:
-        'witness verifier keys (cosignature/v1, name+hash+base64) pinned out of band, e.g. from /.well-known/tlog-policy; the bundle must then carry a checkpoint with quorum valid cosignatures from them',
+        'witness verifier keys (name+hash+base64, Ed25519 type 0x04 or ML-DSA-44 type 0x06) pinned out of band, e.g. from /.well-known/tlog-policy; the bundle must then carry a checkpoint with quorum valid cosignatures from them',
     },
     quorum: {
       type: 'integer',
@@ -98,7 +98,7 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
         parseWitnessKey(typeof w === 'string' ? w : '');
       } catch (e) {
         throw new ToolArgumentError(
-          `witnesses/${i}: not a witness verifier key (name+hash+base64 of a cosignature/v1 key): ${(e as Error).message}`,
+          `witnesses/${i}: not a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 or 0x06 ML-DSA-44 key): ${(e as Error).message}`,
         );
       }
     });

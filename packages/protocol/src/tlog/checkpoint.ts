@@ -1,4 +1,5 @@
-// C2SP signed notes (c2sp.org/signed-note, Ed25519 type 0x01) and tlog checkpoints (c2sp.org/tlog-checkpoint).
+// C2SP signed notes (c2sp.org/signed-note, Ed25519 type 0x01), their verifier keys (also the witness
+// types 0x04 and 0x06 of c2sp.org/tlog-cosignature) and tlog checkpoints (c2sp.org/tlog-checkpoint).
 // Signing and verification are injected so this module does not depend on a crypto library.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { base64Decode, base64Encode, hexEncode } from './encoding.ts';
@@ -8,6 +9,15 @@ import { bytesEqual, HASH_SIZE } from './hash.ts';
 export const ED25519_ALG = 0x01;
 /** Signature type byte for timestamped Ed25519 witness cosignatures (c2sp.org/tlog-cosignature). */
 export const COSIGNATURE_ALG = 0x04;
+/** Signature type byte for timestamped ML-DSA-44 witness cosignatures (c2sp.org/tlog-cosignature, subtree/v1). */
+export const MLDSA_COSIGNATURE_ALG = 0x06;
+/** The public key size of each verifier key type this module reads (an ML-DSA-44 key is 1312 bytes, FIPS 204). */
+const KEY_BYTES: Record<number, number> = { [ED25519_ALG]: 32, [COSIGNATURE_ALG]: 32, [MLDSA_COSIGNATURE_ALG]: 1312 };
+const KEY_KIND: Record<number, string> = {
+  [ED25519_ALG]: 'Ed25519',
+  [COSIGNATURE_ALG]: 'Ed25519',
+  [MLDSA_COSIGNATURE_ALG]: 'ML-DSA-44',
+};
 /** Notes with more signature lines than this are rejected as malformed (spec minimum is 16). */
 export const MAX_NOTE_SIGNATURES = 100;
 
@@ -121,11 +131,14 @@ export function verifyNote(note: string, verifier: NoteVerifier): { text: string
   return { text, verified };
 }
 
-/** "name+hex(keyId)+base64(alg || publicKey)" verifier key encoding. */
+/** "name+hex(keyId)+base64(alg || publicKey)" verifier key encoding (types 0x01, 0x04 and 0x06). */
 export function formatVerifierKey(name: string, publicKey: Uint8Array, alg: number = ED25519_ALG): string {
   checkKeyName(name);
-  checkPublicKey(publicKey);
-  const blob = new Uint8Array(33);
+  const size = KEY_BYTES[alg];
+  if (size === undefined) throw new TypeError(`unknown verifier key type 0x${alg.toString(16).padStart(2, '0')}`);
+  if (!(publicKey instanceof Uint8Array) || publicKey.length !== size)
+    throw new TypeError(`${KEY_KIND[alg]} public key must be ${size} bytes`);
+  const blob = new Uint8Array(1 + size);
   blob[0] = alg;
   blob.set(publicKey, 1);
   return `${name}+${hexEncode(noteKeyHash(name, publicKey, alg))}+${base64Encode(blob)}`;
@@ -133,8 +146,8 @@ export function formatVerifierKey(name: string, publicKey: Uint8Array, alg: numb
 
 /**
  * Parses a verifier key, splitting on the first two '+' only (base64 may contain '+'). Accepts
- * Ed25519 (0x01) and Ed25519 cosignature (0x04) keys; throws TypeError on anything else or when
- * the key ID does not match the key.
+ * Ed25519 (0x01), Ed25519 cosignature (0x04) and ML-DSA-44 cosignature (0x06) keys; throws
+ * TypeError on anything else or when the key ID does not match the key. Callers check `alg`.
  */
 export function parseVerifierKey(vkey: string): VerifierKey {
   const i1 = vkey.indexOf('+');
@@ -146,8 +159,13 @@ export function parseVerifierKey(vkey: string): VerifierKey {
   if (!/^[0-9a-f]{8}$/.test(idHex)) throw new TypeError('verifier key ID must be 8 lowercase hex digits');
   const blob = base64Decode(vkey.slice(i2 + 1));
   const alg = blob[0];
-  if (alg !== ED25519_ALG && alg !== COSIGNATURE_ALG) throw new TypeError('unknown verifier key algorithm');
-  if (blob.length !== 33) throw new TypeError('Ed25519 verifier key must be 32 bytes');
+  const size = KEY_BYTES[alg];
+  if (size === undefined)
+    throw new TypeError(
+      `unknown verifier key type ${alg === undefined ? '(no key bytes)' : `0x${alg.toString(16).padStart(2, '0')}`} (known: 0x01 and 0x04 Ed25519, 0x06 ML-DSA-44)`,
+    );
+  if (blob.length !== 1 + size)
+    throw new TypeError(`a type 0x0${alg} verifier key holds a ${size}-byte ${KEY_KIND[alg]} public key, got ${blob.length - 1} bytes`);
   const publicKey = blob.slice(1);
   const keyId = noteKeyHash(name, publicKey, alg);
   if (hexEncode(keyId) !== idHex) throw new TypeError('verifier key ID does not match the key');

@@ -1,17 +1,22 @@
-// Witness cosignatures (c2sp.org/tlog-cosignature, cosignature/v1): a witness's Ed25519 signature over
-// "cosignature/v1\ntime <T>\n" followed by the checkpoint text, carried as a signed-note line whose
-// blob is keyID (4) || timestamp (8, big-endian seconds) || signature (64), key type 0x04.
+// Witness cosignatures (c2sp.org/tlog-cosignature), carried as signed-note lines whose blob is
+// keyID (4) || timestamp (8, big-endian seconds) || signature. Two types: Ed25519 (key type 0x04,
+// cosignature/v1: a 64-byte signature over "cosignature/v1\ntime <T>\n" and the checkpoint text) and
+// ML-DSA-44 (key type 0x06, subtree/v1: a 2420-byte signature over the binary cosigned_message of
+// "ML-DSA-44 signed message", which names the cosigner and the origin, size and root hash).
 import { sign as edSign, verify as edVerify } from '../crypto/ed25519.ts';
+import { MLDSA44_SIGNATURE_BYTES, verifyMlDsa44 } from '../crypto/mldsa44.ts';
 import {
   COSIGNATURE_ALG,
   formatSignatureLine,
+  MLDSA_COSIGNATURE_ALG,
   noteKeyHash,
+  parseCheckpoint,
   parseVerifierKey,
   splitNote,
   type NoteSignature,
   type VerifierKey,
 } from './checkpoint.ts';
-import { bytesEqual } from './hash.ts';
+import { bytesEqual, HASH_SIZE } from './hash.ts';
 
 const utf8 = new TextEncoder();
 
@@ -21,12 +26,60 @@ export function cosignedMessage(checkpointText: string, timestamp: number): Uint
   return utf8.encode(`cosignature/v1\ntime ${timestamp}\n${checkpointText}`);
 }
 
-/** A witness key: a cosignature/v1 verifier key (type 0x04), parsed. Throws TypeError on anything else. */
+const SUBTREE_LABEL = utf8.encode('subtree/v1\n\0');
+
+/**
+ * The bytes an ML-DSA-44 cosignature signs (tlog-cosignature "ML-DSA-44 signed message"): the
+ * 12-byte label, the u8-length-prefixed cosigner name, the u64 timestamp, the u8-length-prefixed log
+ * origin, u64 start and end of the subtree (0 and the size for a checkpoint), the 32-byte root hash.
+ */
+export function subtreeCosignedMessage(m: {
+  cosigner: string;
+  timestamp: number;
+  origin: string;
+  start: number;
+  end: number;
+  hash: Uint8Array;
+}): Uint8Array {
+  const name = utf8.encode(m.cosigner);
+  const origin = utf8.encode(m.origin);
+  if (name.length < 1 || name.length > 255 || origin.length < 1 || origin.length > 255)
+    throw new RangeError('the cosigner name and the log origin must each be 1 to 255 bytes');
+  for (const n of [m.timestamp, m.start, m.end])
+    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError('timestamp, start and end must be non-negative safe integers');
+  if (m.hash.length !== HASH_SIZE) throw new TypeError('the subtree hash must be 32 bytes');
+  const out = new Uint8Array(SUBTREE_LABEL.length + 1 + name.length + 8 + 1 + origin.length + 16 + HASH_SIZE);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  out.set(SUBTREE_LABEL, at);
+  at += SUBTREE_LABEL.length;
+  out[at++] = name.length;
+  out.set(name, at);
+  at += name.length;
+  view.setBigUint64(at, BigInt(m.timestamp));
+  at += 8;
+  out[at++] = origin.length;
+  out.set(origin, at);
+  at += origin.length;
+  view.setBigUint64(at, BigInt(m.start));
+  view.setBigUint64(at + 8, BigInt(m.end));
+  out.set(m.hash, at + 16);
+  return out;
+}
+
+/**
+ * A witness key, parsed: an Ed25519 cosignature/v1 verifier key (type 0x04) or an ML-DSA-44 one
+ * (type 0x06). Throws TypeError on anything else.
+ */
 export function parseWitnessKey(vkey: string): VerifierKey {
   const key = parseVerifierKey(vkey);
-  if (key.alg !== COSIGNATURE_ALG) throw new TypeError(`witness key ${key.name} is not a cosignature/v1 key (type 0x04)`);
+  if (key.alg !== COSIGNATURE_ALG && key.alg !== MLDSA_COSIGNATURE_ALG)
+    throw new TypeError(`witness key ${key.name} is not a witness cosignature key (type 0x04 Ed25519 or 0x06 ML-DSA-44)`);
   return key;
 }
+
+/** The witness's signature scheme, for people: "Ed25519" or "ML-DSA-44". */
+export const witnessKeyKind = (key: VerifierKey): string => (key.alg === MLDSA_COSIGNATURE_ALG ? 'ML-DSA-44' : 'Ed25519');
 
 /** A cosignature line for `checkpointText` (the witness side; tests and tools). */
 export function cosign(
@@ -42,15 +95,29 @@ export function cosign(
 }
 
 /**
- * The timestamp of `sig` when it is a valid cosignature/v1 by `witness` over `checkpointText`, else
- * null (another key, a malformed blob, a bad signature).
+ * The timestamp of `sig` when it is a valid cosignature by `witness` over `checkpointText` (the
+ * cosignature type the witness key's type names), else null (another key, a malformed blob, a bad
+ * signature, a checkpoint that does not parse).
  */
 export function cosignatureTime(checkpointText: string, sig: NoteSignature, witness: VerifierKey): number | null {
-  if (sig.name !== witness.name || !bytesEqual(sig.keyId, witness.keyId) || sig.signature.length !== 72) return null;
+  if (sig.name !== witness.name || !bytesEqual(sig.keyId, witness.keyId)) return null;
+  const mldsa = witness.alg === MLDSA_COSIGNATURE_ALG;
+  if (!mldsa && witness.alg !== COSIGNATURE_ALG) return null;
+  if (sig.signature.length !== 8 + (mldsa ? MLDSA44_SIGNATURE_BYTES : 64)) return null;
   const t = new DataView(sig.signature.buffer, sig.signature.byteOffset, 8).getBigUint64(0);
   if (t > BigInt(Number.MAX_SAFE_INTEGER)) return null;
   const timestamp = Number(t);
-  return edVerify(sig.signature.slice(8), cosignedMessage(checkpointText, timestamp), witness.publicKey) ? timestamp : null;
+  const signature = sig.signature.slice(8);
+  if (!mldsa) return edVerify(signature, cosignedMessage(checkpointText, timestamp), witness.publicKey) ? timestamp : null;
+  let message: Uint8Array;
+  try {
+    // A checkpoint is the subtree [0, size); its extension lines are not signed (and no statement on them).
+    const cp = parseCheckpoint(checkpointText);
+    message = subtreeCosignedMessage({ cosigner: witness.name, timestamp, origin: cp.origin, start: 0, end: cp.size, hash: cp.rootHash });
+  } catch {
+    return null;
+  }
+  return verifyMlDsa44(signature, message, witness.publicKey) ? timestamp : null;
 }
 
 export interface WitnessCount {
