@@ -135,7 +135,7 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
   {
     route: 'GET /v1/log/checkpoint',
     summary:
-      "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature/v1 lines (503 until one has); without: the current head.",
+      "A C2SP tlog-checkpoint signed note (origin = LOG_ORIGIN, signed by the active issuer key under that name). With WITNESSES configured: the newest checkpoint that has WITNESS_QUORUM cosignatures, the issuer signature followed by the witnesses' cosignature lines (Ed25519 cosignature/v1 or ML-DSA-44 subtree/v1) (503 until one has); without: the current head.",
     success: {
       status: 200,
       description: 'text/plain signed note: origin, size, base64 root hash, blank line, Ed25519 signature line, then any cosignature lines',

@@ -4,7 +4,7 @@
 import { parseWitnessKey } from '@escrow-settlement/protocol/tlog/cosignature';
 
 export interface WitnessConfig {
-  /** The witness's cosignature/v1 verifier key, as configured (c2sp.org/signed-note form). */
+  /** The witness's verifier key, as configured (c2sp.org/signed-note form; Ed25519 type 0x04 or ML-DSA-44 type 0x06). */
   vkey: string;
   /** Its key name (the name on its cosignature lines). */
   name: string;
@@ -21,11 +21,21 @@ export interface WitnessSettings {
 
 type Fail = (variable: string, message: string) => Error;
 
+// An entry is split where its URL begins ("=http://" or "=https://"), not at the first "=": an
+// ML-DSA-44 vkey's base64 (1313 bytes) ends in "=" padding, an Ed25519 one's (33 bytes) has none.
+// Base64 has no ":", so a URL of another scheme is found too, and refused below by name.
+const URL_START = /=(?=https?:\/\/)/i;
+const ANY_SCHEME = /=(?=[a-z][a-z0-9+.-]*:)/i;
+const shown = (s: string) => JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+
 function witnessEntry(item: string, fail: Fail): WitnessConfig {
-  // The vkey's base64 of 33 bytes never has "=" padding, so the first "=" ends it.
-  const eq = item.indexOf('=');
-  if (eq < 0)
-    throw fail('WITNESSES', `each entry must be <witness vkey>=<submission URL prefix>, got ${JSON.stringify(item.slice(0, 200))}`);
+  const m = URL_START.exec(item) ?? ANY_SCHEME.exec(item);
+  if (!m)
+    throw fail(
+      'WITNESSES',
+      `each entry must be <witness vkey>=<submission URL prefix>, the URL starting with http:// or https://, got ${shown(item)}`,
+    );
+  const eq = m.index;
   const vkey = item.slice(0, eq);
   let name: string;
   try {
@@ -33,7 +43,7 @@ function witnessEntry(item: string, fail: Fail): WitnessConfig {
   } catch (e) {
     throw fail(
       'WITNESSES',
-      `${JSON.stringify(vkey.slice(0, 200))} is not a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 key): ${(e as Error).message}`,
+      `${shown(vkey)} is not a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 or 0x06 ML-DSA-44 key): ${(e as Error).message}`,
     );
   }
   let url: URL | null;

@@ -20,7 +20,7 @@ signature the closing relied on, against issuer keys you trust. Give at least on
                        fetched and kept; repeatable, combines with --trusted-key.
 --trust-bundle-keys    trust the keys inside the bundle itself (prints a warning: anyone can make
                        a bundle that passes this way).
---witness VKEY         pin a witness (its cosignature/v1 verifier key, name+hash+base64); repeatable.
+--witness VKEY         pin a witness (its verifier key, name+hash+base64: Ed25519 type 0x04 or ML-DSA-44 type 0x06); repeatable.
                        The bundle's checkpoint must then carry --quorum valid cosignatures.
 --quorum K             cosignatures needed from distinct pinned witnesses (default: all of them).
 The monitor follows the log's checkpoints and tiles (see the service's witnessing documentation) and exits non-zero on
@@ -67,7 +67,7 @@ function parseArgs(argv: string[]): Args | string {
       try {
         parseWitnessKey(v ?? '');
       } catch (e) {
-        return `--witness needs a witness verifier key (name+hash+base64 of a cosignature/v1 key), got ${JSON.stringify(v ?? '')}: ${(e as Error).message}`;
+        return `--witness needs a witness verifier key (name+hash+base64 of a type 0x04 Ed25519 or 0x06 ML-DSA-44 key), got ${JSON.stringify(v ?? '')}: ${(e as Error).message}`;
       }
       witnesses.push(v!);
       i = next;
