@@ -60,6 +60,43 @@ type AppCtx = Ctx & { route?: RouteDef; rate?: RateDecision | null; tellNow?: bo
 export interface RequestInfo {
   /** Client address from the edge (node:http socket, Deno.serve info). */
   ip?: string;
+  /**
+   * The edge's per-client concurrency cap, for the requests the app runs on the client's behalf
+   * inside this one (the calls of an MCP batch): takes one more place for the client and returns
+   * the function that gives it back, or the edge's 429 answer when the client has none left.
+   * Absent: the edge caps nothing (Deno, tests).
+   */
+  admit?: () => (() => void) | Response;
+}
+
+/**
+ * ctx.refetch of one request: each inner request counts against the client's concurrency cap as the
+ * same request sent on its own would (docs/security.md "The edge"). The outer request's own place
+ * serves one inner request at a time; every further one open at once takes a place of its own, or is
+ * answered with the edge's 429. The inner answer is read in full before its place is given back.
+ */
+function refetcher(fetch: (r: Request, info: RequestInfo) => Promise<Response>, info: RequestInfo): (r: Request) => Promise<Response> {
+  let ownPlaceFree = true;
+  return async (sub) => {
+    let leave: (() => void) | undefined;
+    if (ownPlaceFree) {
+      ownPlaceFree = false;
+      leave = () => {
+        ownPlaceFree = true;
+      };
+    } else if (info.admit) {
+      const place = info.admit();
+      if (place instanceof Response) return place;
+      leave = place;
+    }
+    try {
+      const res = await fetch(sub, info);
+      const body = await res.arrayBuffer();
+      return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, headers: res.headers });
+    } finally {
+      leave?.();
+    }
+  };
 }
 
 export interface App {
@@ -173,7 +210,7 @@ export function createApp(deps: AppDeps): App {
       caller: { keyId: null, ip: info.ip ?? 'unknown' },
       requestId,
       routes,
-      refetch: (sub) => fetch(sub, info),
+      refetch: refetcher(fetch, info),
     };
     let response: Response;
     let corsOrigin: string | null = null;

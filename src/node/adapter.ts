@@ -11,7 +11,7 @@ import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
 import type { App } from '../app.ts';
-import { createClientCap } from './clientCap.ts';
+import { createClientCap, type ClientCap } from './clientCap.ts';
 import { edgeResponse, refuseParsed, sendEdge } from './edgeAnswer.ts';
 
 export interface AdapterOptions {
@@ -126,8 +126,8 @@ const UNFETCHABLE = new Set(['TRACE', 'TRACK', 'CONNECT']);
 
 /** A request listener for node:http that serves app.fetch. */
 export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const listener = nodeFetchListener(app, opts);
   const cap = opts.clientMaxConcurrency === undefined ? null : createClientCap(opts.clientMaxConcurrency);
+  const listener = nodeFetchListener(app, opts, cap);
   return async (req, res) => {
     const refused = refuseParsed(req);
     if (refused) {
@@ -138,19 +138,8 @@ export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMess
     if (cap) {
       const client = clientIp(req, opts.trustProxy);
       if (!cap.enter(client)) {
-        const max = String(opts.clientMaxConcurrency);
-        return sendEdge(
-          res,
-          429,
-          'rate_limited',
-          `this client already has ${max} requests open, the most CLIENT_MAX_CONCURRENCY allows at once; wait for answers before sending more`,
-          {
-            'retry-after': '1',
-            'ratelimit-limit': max,
-            'ratelimit-remaining': '0',
-            'ratelimit-reset': '1',
-          },
-        );
+        const r = capRefusal(opts.clientMaxConcurrency!);
+        return sendEdge(res, 429, 'rate_limited', r.message, r.headers);
       }
       // 'close' fires once whether the answer was sent or the client went away first.
       res.once('close', () => cap.leave(client));
@@ -182,13 +171,38 @@ export function connectListener(app: App): (req: IncomingMessage, socket: import
   };
 }
 
-function nodeFetchListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+/** The cap's 429: its message and headers, for a request at the edge and for an MCP batch's call alike. */
+function capRefusal(max: number): { message: string; headers: Record<string, string> } {
+  return {
+    message: `this client already has ${max} requests open, the most CLIENT_MAX_CONCURRENCY allows at once; wait for answers before sending more`,
+    headers: { 'retry-after': '1', 'ratelimit-limit': String(max), 'ratelimit-remaining': '0', 'ratelimit-reset': '1' },
+  };
+}
+
+/** RequestInfo.admit for one client: a further place under the cap, or the cap's 429. */
+export function admitter(cap: ClientCap, client: string, max: number): () => (() => void) | Response {
+  return () => {
+    if (cap.enter(client)) return () => cap.leave(client);
+    const r = capRefusal(max);
+    return edgeResponse(429, 'rate_limited', r.message, r.headers);
+  };
+}
+
+function nodeFetchListener(
+  app: App,
+  opts: AdapterOptions,
+  cap: ClientCap | null,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return getRequestListener(
     async (request, env) => {
       const { incoming, outgoing } = env as HttpBindings;
       let response: Response;
       try {
-        response = await app.fetch(toRequest(request, incoming, outgoing), { ip: clientIp(incoming, opts.trustProxy) });
+        const ip = clientIp(incoming, opts.trustProxy);
+        response = await app.fetch(toRequest(request, incoming, outgoing), {
+          ip,
+          ...(cap ? { admit: admitter(cap, ip, opts.clientMaxConcurrency!) } : {}),
+        });
       } catch (err) {
         opts.onError?.(err);
         response = envelope(500, 'internal', 'Internal error.');
