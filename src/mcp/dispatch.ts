@@ -7,6 +7,7 @@ import { badRequest } from '../errors.ts';
 import { errorResponse } from '../http/respond.ts';
 import { spend } from '../http/rateLimit.ts';
 import { ROUTE_TOOLS, VERIFY_BUNDLE_TOOL, type RouteTool } from './tools.ts';
+import { pathArgPattern } from './schemas.ts';
 import { runVerifyBundle, ToolArgumentError } from '@escrow-settlement/protocol/mcp/verifyBundleTool';
 
 export interface ToolResult {
@@ -42,9 +43,14 @@ function toRequest(ctx: Ctx, tool: RouteTool, args: Record<string, unknown>): Re
   if (tool.pathArg) {
     const v = rest[tool.pathArg.name];
     if (v === undefined) throw badRequest(`${tool.pathArg.name} is required`);
-    if (typeof v !== 'string') throw badRequest(`${tool.pathArg.name}: must be a string id (${tool.pathArg.description})`);
+    // Only a well-formed id of its kind becomes the path segment: `.`, `..`, `/`, `?`, `#` or `%` would
+    // make the request another route's (the list, the proof's bundle) or another resource.
+    if (typeof v !== 'string' || !new RegExp(pathArgPattern(tool.pathArg)).test(v))
+      throw badRequest(
+        `${tool.pathArg.name}: must be an id of the form ${tool.pathArg.prefix}_… (letters, digits, _ or -), ${tool.pathArg.description}`,
+      );
     delete rest[tool.pathArg.name];
-    path = pattern.replace(':id', encodeURIComponent(v));
+    path = pattern.replace(':id', v);
   }
   const url = new URL(path, ctx.request.url);
   if (method === 'GET') {

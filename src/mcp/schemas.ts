@@ -43,6 +43,13 @@ export interface PathArg {
 }
 
 /**
+ * A well-formed id of the path argument's kind: its prefix, `_`, then 1 to 60 letters, digits, `_` or
+ * `-` (docs/mcp.md "Results and errors"). Nothing else can be one path segment of its own route: no
+ * `.` or `..`, no `/`, `?`, `#` or `%`, never empty.
+ */
+export const pathArgPattern = (a: PathArg): string => `^${a.prefix}_[0-9A-Za-z_-]{1,60}$`;
+
+/**
  * The tool's input: the route's body fields plus the path argument. A route taking several body forms
  * (sandbox agent or client-signed) gets one object with every form's fields, the ones all forms need
  * required: a top-level oneOf is refused by some model APIs, and the route itself checks the form and
@@ -66,7 +73,7 @@ export function inputSchema(
   Object.assign(properties, extra);
   required = [...(required ?? []), ...alsoRequired];
   const path = pathArg
-    ? { [pathArg.name]: { type: 'string', pattern: `^${pathArg.prefix}_`, maxLength: 64, description: pathArg.description } }
+    ? { [pathArg.name]: { type: 'string', pattern: pathArgPattern(pathArg), maxLength: 64, description: pathArg.description } }
     : {};
   return selfContained({
     type: 'object',

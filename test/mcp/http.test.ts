@@ -182,8 +182,38 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     assert.match(await fails(client, 'list_escrows', { limit: 0 }, 'bad_request'), /limit/);
     assert.match(await fails(client, 'verify_bundle', { bundle: {}, trustedKeys: ['xyz'] }, 'bad_request'), /trustedKeys\/0/);
     assert.match(await fails(client, 'verify_bundle', { trustedKeys: ['ab'.repeat(32)] }, 'bad_request'), /bundle: required/);
-    // A path argument cannot reach another route.
-    await fails(client, 'get_escrow', { escrowId: 'esc_../../v1/admin/keys' }, 'not_found');
+    // A path argument that is not a well-formed id of its kind is 400 naming it, and never reaches
+    // another route ('.' made get_escrow the list, get_bundle GET /v1/proofs/bundle).
+    const tools = (await client.listTools()).tools;
+    const withPathArg = tools.filter(
+      (t) => 'escrowId' in (t.inputSchema.properties ?? {}) || 'proofId' in (t.inputSchema.properties ?? {}),
+    );
+    assert.equal(withPathArg.length, 9);
+    for (const t of withPathArg) {
+      const field = 'escrowId' in (t.inputSchema.properties ?? {}) ? 'escrowId' : 'proofId';
+      const prefix = field === 'escrowId' ? 'esc' : 'prf';
+      for (const bad of [
+        '.',
+        '..',
+        '',
+        '/',
+        '?',
+        '#',
+        '%',
+        `${prefix}_a/b`,
+        `${prefix}_..`,
+        `${prefix}_a?x=1`,
+        `${prefix}_a#b`,
+        `${prefix}_%2e%2e`,
+        `${prefix}_`,
+        'esc_../../v1/admin/keys',
+        `${prefix === 'esc' ? 'prf' : 'esc'}_01`,
+      ]) {
+        const message = await fails(client, t.name, { [field]: bad }, 'bad_request');
+        assert.match(message, new RegExp(`^${field}: must be an id of the form ${prefix}_`), `${t.name} ${JSON.stringify(bad)}`);
+      }
+    }
+    await fails(client, 'get_escrow', { escrowId: 'esc_unknown' }, 'not_found');
     await fails(client, 'get_proof', { proofId: 'prf_unknown' }, 'not_found');
     const created = await ok(client, 'create_escrow', {
       amount: '1',

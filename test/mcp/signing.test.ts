@@ -27,7 +27,7 @@ test('a delivery without a form is signed by the key over {escrowId, contentHash
   );
 });
 
-test('calls in the sandbox form, already signed, of other tools or that the route will refuse are sent unchanged', async () => {
+test('calls in the sandbox form, already signed, of other tools, with a malformed escrowId or that the route will refuse are sent unchanged', async () => {
   for (const [tool, args] of [
     ['submit_delivery', { escrowId: 'esc_1', agentId: 'agt_1', payload: {} }],
     ['submit_delivery', { escrowId: 'esc_1', payload: {}, submittedAt: 'x', signature: { signer: 'a', signature: 'b' } }],
@@ -39,6 +39,9 @@ test('calls in the sandbox form, already signed, of other tools or that the rout
     ['submit_evidence', { escrowId: 'esc_1', note: ['n'] }],
     ['resolve_dispute', { escrowId: 'esc_1', outcome: 'release', signatures: 'all of them' }],
     ['get_escrow', { escrowId: 'esc_1' }],
+    ['submit_delivery', { escrowId: '..', payload: {} }],
+    ['resolve_dispute', { escrowId: '.', outcome: 'release' }],
+    ['open_dispute', { escrowId: 'esc_1/../x' }],
   ] as Array<[string, Record<string, unknown>]>) {
     assert.deepEqual(await signArguments(tool, args, key, noDispute), args, `${tool} ${JSON.stringify(args)}`);
   }

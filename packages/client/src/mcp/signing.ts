@@ -71,6 +71,9 @@ function signedDisputeAction(
   return { escrowId, ...rest, ...signDisputeAction(key.secretKey, action(given)) };
 }
 
+/** The service's form of an escrow id argument (docs/mcp.md "Results and errors"). */
+const WELL_FORMED_ESCROW_ID = /^esc_[0-9A-Za-z_-]{1,60}$/;
+
 /**
  * The arguments with the local key's signature, or unchanged when the call needs none (another tool,
  * a sandbox agent, a body the model signed itself, or arguments the route will refuse anyway, which
@@ -83,7 +86,9 @@ export async function signArguments(
   disputeIdOf: (escrowId: string) => Promise<string>,
 ): Promise<Args> {
   const escrowId = args.escrowId;
-  if (typeof escrowId !== 'string' || !(tool in SIGNING_TOOLS)) return args;
+  // An escrowId that is not a well-formed id (`.`, `..`, with `/`, …) is sent unsigned: the service
+  // refuses it as 400 naming the field, and no request is made with it here.
+  if (typeof escrowId !== 'string' || !WELL_FORMED_ESCROW_ID.test(escrowId) || !(tool in SIGNING_TOOLS)) return args;
   switch (tool) {
     case 'submit_delivery':
       if (formChosen(args) || !('payload' in args)) return args;
