@@ -273,28 +273,33 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/sandbox/custody/fail-next': obj({ failNext: int }),
   'GET /v1/proofs/:id': ref('Proof'),
   'GET /v1/proofs/:id/verify': obj({ proofId: str, signatureValid: bool, trailIntact: bool, trailHeadMatches: bool, issuer: hex64 }),
-  'GET /v1/proofs/:id/bundle': obj({
-    proof: ref('Proof'),
-    trail: arr(ref('TrailEntry')),
-    inclusion: { type: 'object' },
-    issuerKeys: arr(ref('IssuerKey')),
-    parties: obj({
-      signatures: arr(
-        obj({
-          kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'] },
-          trailIndex: int,
-          publicKey: hex64,
-          signedBody: {},
-          signature: str,
-        }),
-      ),
-    }),
-    logProof: {
-      type: 'string',
-      description:
-        'C2SP tlog-proof: the leaf index and inclusion path in the served checkpoint, then that checkpoint with its witness cosignatures',
+  'GET /v1/proofs/:id/bundle': obj(
+    {
+      proof: ref('Proof'),
+      trail: arr(ref('TrailEntry')),
+      inclusion: { type: 'object' },
+      issuerKeys: arr(ref('IssuerKey')),
+      parties: obj({
+        signatures: arr(
+          obj({
+            kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'] },
+            trailIndex: int,
+            publicKey: hex64,
+            signedBody: {},
+            signature: str,
+          }),
+        ),
+      }),
+      terms: ref('Terms'),
+      disclosed: obj({ payload: {}, submittedAt: str }, ['payload', 'submittedAt']),
+      logProof: {
+        type: 'string',
+        description:
+          'C2SP tlog-proof: the leaf index and inclusion path in the served checkpoint, then that checkpoint with its witness cosignatures',
+      },
     },
-  }),
+    ['proof', 'trail', 'inclusion', 'issuerKeys', 'parties', 'terms', 'logProof'],
+  ),
   'POST /v1/verify': obj(
     {
       valid: bool,

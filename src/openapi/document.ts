@@ -57,6 +57,14 @@ export const QUERY: Record<string, QueryParam[]> = {
     },
     { name: 'cursor', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
   ],
+  'GET /v1/proofs/:id/bundle': [
+    {
+      name: 'disclose',
+      schema: { type: 'string', enum: ['payload'] },
+      description:
+        "payload: add disclosed {payload, submittedAt}, the delivery's payload, so verifyBundle re-runs every check of the terms (verdict.replay); without it only hash and deadline checks are re-run",
+    },
+  ],
   'GET /v1/log/entries': [
     { name: 'start', schema: { type: 'integer', minimum: 0 }, description: 'first leaf index (default 0)' },
     {

@@ -1,6 +1,7 @@
 // Transparency-log routes: head, inclusion, consistency, entries, checkpoint, offline bundle (docs/protocol.md §12).
 import { badRequest } from '../errors.ts';
 import { bundleParties } from '../proof/bundleParties.ts';
+import { bundleTerms } from '../proof/bundleTerms.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeCursor, pageQuery } from '../paging.ts';
@@ -155,22 +156,26 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
     tenant: 'proof',
     tag: 'proofs',
     summary:
-      'Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, and every party signature the closing relied on.',
+      "Everything an auditor needs to verify one matter offline: the proof, its trail up to trailLength, its log inclusion with a signed head, every issuer key era, every party signature the closing relied on, and the escrow's terms. With ?disclose=payload (for callers who may read the escrow, as this route is) it adds the delivery's payload and submittedAt, so verifyBundle can re-run every check of the terms (verdict.replay); without it only the checks that need no payload (hash, deadline) are re-run.",
     success: {
       status: 200,
       description:
-        '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}',
+        '{proof, trail: [TrailEntry], inclusion: {leafIndex, leafHash, logSize, rootHash, auditPath, head}, issuerKeys: [IssuerKey], parties: {signatures: [{kind, trailIndex, publicKey, signedBody, signature}]}, terms, disclosed?: {payload, submittedAt} (with ?disclose=payload, when a delivery was made), logProof: C2SP tlog-proof text (the leaf in the served, witness-cosigned checkpoint)}',
     },
-    errors: ['unauthorized', 'not_found', 'rate_limited', 'unavailable'],
-    async handler({ params, svc }) {
+    errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited', 'unavailable'],
+    async handler({ params, query, svc }) {
+      const { disclose } = queryParams(query, ['disclose']);
+      if (disclose !== undefined && disclose !== 'payload')
+        throw badRequest(`disclose must be payload, got ${JSON.stringify(disclose.slice(0, 40))}`);
       const leaf = await proofLeaf(svc.db, params.id);
-      const [trail, inclusion, keys, logProof] = await Promise.all([
+      const [trail, inclusion, keys, logProof, verdictSide] = await Promise.all([
         // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
         readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
         inclusionOf(svc.db, leaf),
         issuerKeys(svc.db),
         // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
         bundleLogProof(svc, leaf.leafIndex),
+        bundleTerms(svc.db, leaf.escrowId, disclose === 'payload'),
       ]);
       return json({
         proof: leaf.proof,
@@ -178,6 +183,7 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
         inclusion,
         issuerKeys: keys,
         parties: await bundleParties(svc.db, leaf.proof, trail),
+        ...verdictSide,
         logProof,
       });
     },

@@ -1,5 +1,6 @@
 // A synthetic offline bundle built with no service: node:crypto keys, an in-memory tlog tree, a hand-made trail.
 import { createHash, randomBytes } from 'node:crypto';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { createMemoryTree } from '@escrow-settlement/protocol/tlog/memory';
 import { inclusionProof, treeRoot } from '@escrow-settlement/protocol/tlog/proofs';
 import type { Bundle, IssuerKey } from '@escrow-settlement/protocol/types';
@@ -24,6 +25,7 @@ export async function makeBundle() {
   ];
   const at = '2026-11-21T10:00:00.000Z';
   const trail = makeTrail(3, at);
+  const terms = { description: 'synthetic', checks: [] };
   const body = {
     id: 'prf_01jd0000000000000000000000',
     escrowId: 'esc_01jd0000000000000000000000',
@@ -32,7 +34,7 @@ export async function makeBundle() {
     payee: 'b'.repeat(64),
     amount: '10',
     asset: 'USDC',
-    termsHash: 'c'.repeat(64),
+    termsHash: createHash('sha256').update(canonicalize(terms)).digest('hex'),
     deliveryHash: 'd'.repeat(64),
     verdictId: 'vrd_01jd0000000000000000000000',
     trailHead: trail[2].hash,
@@ -63,6 +65,7 @@ export async function makeBundle() {
       head,
     },
     issuerKeys,
+    terms,
   };
   return { bundle, old, active, tree };
 }

@@ -42,12 +42,13 @@ describe('escrow-settlement verify', () => {
       'head.trusted',
       'head.match',
       'parties.complete',
+      'verdict.replay',
     ];
     assert.deepEqual(
       r.lines.slice(0, -1).map((l) => l.split(':')[0]),
       names.map((n) => `PASS ${n}`),
     );
-    assert.equal(r.lines.at(-1), 'OK: all 12 checks passed');
+    assert.equal(r.lines.at(-1), 'OK: all 13 checks passed');
     assert.equal(r.err, '');
   });
 
@@ -65,7 +66,7 @@ describe('escrow-settlement verify', () => {
     );
     assert.ok(r.lines.some((l) => l.startsWith('FAIL leaf.hash: inclusion.leafHash')));
     assert.ok(r.lines.some((l) => l.startsWith('PASS trail.chain: ')));
-    assert.equal(r.lines.at(-1), 'FAILED: 3 of 12 checks failed');
+    assert.equal(r.lines.at(-1), 'FAILED: 3 of 13 checks failed');
   });
 
   test('a one-byte change to the head signature exits 1 with a FAIL head.signature line', () => {

@@ -31,6 +31,7 @@ const ALL = [
   'head.signature',
   'head.match',
   'parties.complete',
+  'verdict.replay',
 ];
 
 const { bundle, old, active, tree } = await makeBundle();

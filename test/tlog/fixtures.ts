@@ -94,6 +94,8 @@ export async function issueSynthetic(
     const trail = makeTrail(n + 1, at);
     const head = trail[n - 1];
     const signer = opts.signer ?? (await serviceSigner(tx));
+    // Terms with no checks: the bundle carries them and their hash is the proof's termsHash.
+    const terms = canonicalize({ description: 'synthetic', checks: [] });
     const body = {
       id: newId('prf'),
       escrowId,
@@ -102,7 +104,7 @@ export async function issueSynthetic(
       payee: 'b'.repeat(64),
       amount: '10',
       asset: 'USDC',
-      termsHash: 'c'.repeat(64),
+      termsHash: hex(sha256(terms)),
       trailHead: head.hash,
       trailLength: n,
       issuedAt: at,
@@ -113,8 +115,8 @@ export async function issueSynthetic(
     await tx.query(
       `INSERT INTO escrows (id, state, payer, payee, payer_key, payee_key, amount, asset, terms, terms_hash, timeouts,
                             custody_status, trail_length, trail_head, created_at, updated_at)
-       VALUES ($1, 'settled', '{}', '{}', $2, $3, 10000000, 'USDC', '{}', $4, '{}', 'settled', $5, $6, svc_now(), svc_now())`,
-      [escrowId, body.payer, body.payee, body.termsHash, n + 1, trail[n].hash],
+       VALUES ($1, 'settled', '{}', '{}', $2, $3, 10000000, 'USDC', $7, $4, '{}', 'settled', $5, $6, svc_now(), svc_now())`,
+      [escrowId, body.payer, body.payee, body.termsHash, n + 1, trail[n].hash, terms],
     );
     for (const e of trail) {
       await tx.query('INSERT INTO trail_entries (escrow_id, idx, prev_hash, hash, at, event, body) VALUES ($1, $2, $3, $4, $5, $6, $7)', [

@@ -208,7 +208,7 @@ describeStores(
       for (const one of [issued[0], issued[7], issued[N - 1]]) {
         const res = await h().req('GET', `/v1/proofs/${one.proof.id}/bundle`);
         assert.equal(res.status, 200);
-        assert.deepEqual(Object.keys(res.body).sort(), ['inclusion', 'issuerKeys', 'logProof', 'parties', 'proof', 'trail']);
+        assert.deepEqual(Object.keys(res.body).sort(), ['inclusion', 'issuerKeys', 'logProof', 'parties', 'proof', 'terms', 'trail']);
         assert.deepEqual(res.body.proof, one.proof);
         assert.deepEqual(res.body.trail, one.trail, 'the proof.issued entry after trailLength is left out');
         const pinned = (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys;

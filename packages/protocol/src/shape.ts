@@ -108,12 +108,21 @@ export function partiesProblem(p: unknown, at = 'parties'): Problem {
   return listProblem(p.signatures, `${at}.signatures`, 'party signatures', (s, here) => objectProblem(s, here, PARTY_SIGNATURE));
 }
 
+/** `terms` is checked by hashing it (verdict.replay); here only that it is an object when present. */
+const optionalObject: Check = (v, at, present) => (!present || isObj(v) ? null : `${at} must be an object`);
+
+/** `disclosed` is present only when asked for (`?disclose=payload`): {payload, submittedAt}. */
+const disclosedProblem: Check = (v, at, present) =>
+  present ? objectProblem(v, at, { payload: required, submittedAt: str }, 'an object {payload, submittedAt}') : null;
+
 const BUNDLE: Fields = {
   proof: proofProblem,
   trail: trailProblem,
   inclusion: inclusionProblem,
   issuerKeys: issuerKeysProblem,
   parties: partiesProblem,
+  terms: optionalObject,
+  disclosed: disclosedProblem,
 };
 
 export function bundleProblem(b: unknown): Problem {

@@ -1,4 +1,5 @@
 // Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles.
+import type { Terms } from './resources.ts';
 
 /** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body. */
 export interface Signature {
@@ -106,6 +107,10 @@ export interface Bundle {
   issuerKeys: IssuerKey[];
   /** Absent only in bundles from services that did not carry them yet; treated as no signatures. */
   parties?: BundleParties;
+  /** The escrow's terms: sha256(JCS(terms)) is proof.termsHash; verifyBundle re-runs the verdict with them. */
+  terms?: Terms;
+  /** With `?disclose=payload`: the delivery's payload and the submittedAt the payee signed, to re-run every check. */
+  disclosed?: { payload: unknown; submittedAt: string };
   /**
    * C2SP tlog-proof text: the proof's leaf index and inclusion path in the newest checkpoint the
    * service serves, with that checkpoint and its witness cosignatures (the service's witnessing documentation).

@@ -6,6 +6,7 @@ import { verifyJson } from './crypto/ed25519.ts';
 import { entryHash, GENESIS } from './trail/chain.ts';
 import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
 import { partyChecks } from './parties.ts';
+import { replayCheck } from './replay.ts';
 import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
@@ -211,8 +212,9 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 
 /**
  * Everything in an offline bundle: proof signature and issuer, trail chain and its
- * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at, and
- * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`).
+ * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at,
+ * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`), and
+ * the verdict re-run from the terms and, when disclosed, the payload (`verdict.replay`).
  * Valid only against keys the caller trusts: `trustedKeys` (pinned out of band, e.g. the issuer
  * document's keys), or explicitly `trustBundleKeys: true`, which adds a warning.
  */
@@ -271,6 +273,8 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   );
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle));
+  // The verdict, re-run from the terms (and the disclosed payload) with the service's own checks.
+  checks.push(replayCheck(bundle));
   // The witnessed checkpoint: required with pinned witnesses, checked whenever present.
   // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.
   const logKeys = trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey);

@@ -25,6 +25,7 @@ const LABELS: Record<string, string> = {
   'checkpoint.witnessed': 'Bundle carries a witnessed checkpoint',
   'checkpoint.format': 'Witnessed checkpoint format',
   'parties.complete': 'Every party signature the service relied on is included',
+  'verdict.replay': 'Verdict re-run from the terms',
 };
 
 /** What a party signed, by the `kind` of its signature in the bundle. */
@@ -32,6 +33,7 @@ const SIGNED: Record<string, string> = {
   mandate: 'mandate',
   x402: 'x402 payment',
   delivery: 'delivery',
+  'x402.void': 'x402 void',
   'dispute.open': 'dispute opening',
   'dispute.evidence': 'dispute evidence',
   ruling: 'ruling',
