@@ -67,6 +67,8 @@ export interface RequestInfo {
    * Absent: the edge caps nothing (Deno, tests).
    */
   admit?: () => (() => void) | Response;
+  /** The request target's path as sent, before URL parsing normalised it (Ctx.rawPath). */
+  rawPath?: string;
 }
 
 /**
@@ -210,7 +212,8 @@ export function createApp(deps: AppDeps): App {
       caller: { keyId: null, ip: info.ip ?? 'unknown' },
       requestId,
       routes,
-      refetch: refetcher(fetch, info),
+      refetch: refetcher(fetch, { ...info, rawPath: undefined }),
+      ...(info.rawPath !== undefined ? { rawPath: info.rawPath } : {}),
     };
     let response: Response;
     let corsOrigin: string | null = null;

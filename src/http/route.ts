@@ -38,6 +38,11 @@ export interface Ctx {
    * the route) as the same client address: the MCP endpoint runs each tool call this way (docs/mcp.md).
    */
   refetch?: (request: Request) => Promise<Response>;
+  /**
+   * The path of the request target as the client sent it, before URL parsing resolved its dot
+   * segments (`/a/../b`, `/a/%2e%2e/b`); from the edge, absent when the app is called in-process.
+   */
+  rawPath?: string;
 }
 
 export interface RouteDef {

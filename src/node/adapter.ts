@@ -171,6 +171,14 @@ export function connectListener(app: App): (req: IncomingMessage, socket: import
   };
 }
 
+/** The path of a request target as sent (origin form `/p?q`, or absolute form `http://h/p?q`). */
+function rawPathOf(target: string): string {
+  const path = target.split('?', 1)[0];
+  if (path.startsWith('/')) return path;
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*(\/.*)?$/.exec(path);
+  return m?.[1] ?? '/';
+}
+
 /** The cap's 429: its message and headers, for a request at the edge and for an MCP batch's call alike. */
 function capRefusal(max: number): { message: string; headers: Record<string, string> } {
   return {
@@ -201,6 +209,7 @@ function nodeFetchListener(
         const ip = clientIp(incoming, opts.trustProxy);
         response = await app.fetch(toRequest(request, incoming, outgoing), {
           ip,
+          rawPath: rawPathOf(incoming.url ?? '/'),
           ...(cap ? { admit: admitter(cap, ip, opts.clientMaxConcurrency!) } : {}),
         });
       } catch (err) {

@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { nodeListener } from '../../src/node/adapter.ts';
 import { describeStores, expectError } from '../harness.ts';
 import { parseCheckpoint, splitNote } from '@escrow-settlement/protocol/tlog/checkpoint';
 import {
@@ -18,6 +22,20 @@ import { hex, issueSynthetic, leafHashOf, naiveRoot, sha256, unhex, type Issued 
 
 const vectors = JSON.parse(readFileSync(new URL('../vectors/c2sp/tlog-tiles-paths.json', import.meta.url), 'utf8'));
 const AMPLE = { PUBLIC_RATE_LIMIT_MAX: '1000000' };
+
+/** GET with the request target sent byte for byte; the status and the head of the answer. */
+function rawGet(port: number, target: string): Promise<{ status: number; head: string }> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port, host: '127.0.0.1' }, () => s.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+    let text = '';
+    s.on('data', (d) => (text += d.toString('latin1')));
+    s.on('error', reject);
+    s.on('close', () => {
+      const head = text.split('\r\n\r\n', 1)[0];
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), head });
+    });
+  });
+}
 const N = 260;
 
 test('tile index path form follows the tlog-tiles vectors, both ways', () => {
@@ -156,6 +174,46 @@ describeStores(
       for (const old of [1, 7, 100, 255, 256, 259]) {
         const { body } = await h().req('GET', `/v1/log/consistency/${old}/${N}`);
         assert.equal(hex(await rootFromReader(old, reader)), body.firstRoot, `size ${old}`);
+      }
+    });
+
+    test('a tile is served only at its canonical path: other spellings of it are 404 or 400, never the tile', async () => {
+      for (const spelling of ['0/%30%30%30', '0/00%30', 'entries/%30%30%30', '%30/000', 'entr%69es/000', '0/001.p/%34', '0/000/']) {
+        const r = await bytesOf(spelling);
+        assert.ok(r.res.status === 404 || r.res.status === 400, `${spelling}: ${r.res.status}`);
+        assert.equal(r.res.headers.get('cache-control'), null, spelling);
+      }
+      // Through the Node edge, with raw request targets (a Request's URL would have resolved the dots).
+      const server = createServer(nodeListener(h().app, { trustProxy: false }));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as AddressInfo).port;
+      try {
+        const canonical = await rawGet(port, '/v1/log/tile/0/000');
+        assert.equal(canonical.status, 200);
+        assert.match(canonical.head, /cache-control: public, max-age=31536000, immutable/i);
+        for (const target of [
+          '/v1/log/tile/0/../0/000',
+          '/v1/log/tile/0/%2e%2e/0/000',
+          '/v1/log/tile/0/%2E%2E/0/000',
+          '/v1/log/tile/0/.%2e/0/000',
+          '/v1/log/tile/0/./000',
+          '/v1/log/tile/0/%2e/000',
+          '/v1/log/tile/entries/../entries/000',
+          '/v1/log/tile/x/../0/000',
+          '/v1/log/./tile/0/000',
+          '/v1/log/tile//0/000',
+          '/v1//log/tile/0/000',
+          '/v1/log/tile/0//000',
+          '/v1/log/tile/0/%30%30%30',
+          '/v1/log/tile/0/000/.',
+          'http://127.0.0.1/v1/log/tile/0/../0/000',
+        ]) {
+          const r = await rawGet(port, target);
+          assert.ok(r.status === 404 || r.status === 400, `${target}: ${r.status}`);
+          assert.doesNotMatch(r.head, /immutable/i, target);
+        }
+      } finally {
+        await new Promise((r) => server.close(r));
       }
     });
 
