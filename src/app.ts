@@ -1,4 +1,5 @@
 // createApp(deps) → { fetch }: router, auth, limits and the one error boundary. Web APIs only.
+import type { Ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { IttyRouter } from 'itty-router';
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
@@ -34,6 +35,8 @@ export interface AppDeps {
   resolveHost?: ResolveHost;
   /** Witness submissions (c2sp.org/tlog-witness add-checkpoint; default: global fetch). */
   witnessFetch?: typeof fetch;
+  /** The trusted AP2 issuer keys AP2_ISSUERS names (read by the edge, src/node/ap2Files.ts); absent: AP2 is off. */
+  ap2Issuers?: Ap2Issuers;
 }
 
 /** One request, as the request log records it: never a secret, an Authorization header or a body. */
@@ -130,6 +133,9 @@ export function createApp(deps: AppDeps): App {
     webhookTransport: deps.webhookTransport,
     resolveHost: deps.resolveHost,
     witnessFetch: deps.witnessFetch,
+    ap2: deps.ap2Issuers
+      ? { issuers: deps.ap2Issuers, audience: deps.config.ap2Audience ?? deps.config.publicUrl, pisp: deps.config.ap2Pisp }
+      : null,
   };
   const routes = allRoutes();
   const router = IttyRouter();

@@ -1,7 +1,8 @@
 // Configuration: parseConfig(env) turns the environment into one frozen Config (README.md "Configuration"; docs/design.md §6). Pure.
 import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
+import { parseAp2Settings, type Ap2Settings } from './mandate/ap2Config.ts';
 
-export interface Config extends WitnessSettings {
+export interface Config extends WitnessSettings, Ap2Settings {
   port: number;
   host: string;
   databaseUrl?: string;
@@ -293,5 +294,6 @@ export function parseConfig(env: Env): Config {
     workers: workers(env, databaseUrl),
     x402Network: x402Network(env),
     ...parseWitnessSettings(env, (variable, message) => new ConfigError(variable, message)),
+    ...parseAp2Settings(env, (variable, message) => new ConfigError(variable, message)),
   });
 }

@@ -6,6 +6,7 @@ import type { RateLimiter } from './http/rateTypes.ts';
 import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
+import type { Ap2Trust } from './mandate/ap2.ts';
 
 /** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
@@ -35,6 +36,8 @@ export interface Services {
   resolveHost?: ResolveHost;
   /** How witness submissions leave the process (default: global fetch; tests route them to in-process witnesses). */
   witnessFetch?: typeof fetch;
+  /** What AP2 mandates are checked against (docs/ap2.md §1); null: AP2 is off (no AP2_ISSUERS). */
+  ap2: Ap2Trust | null;
 }
 
 export { VERSION } from './version.ts';

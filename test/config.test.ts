@@ -90,8 +90,8 @@ test('API_KEY must be printable ASCII without spaces: a key an Authorization hea
 });
 
 test('every variable the configuration reads is in the configuration table that --help prints, and only those', () => {
-  // src/config.ts, the witness settings it includes, and the postgres.js options the Node edge reads.
-  const source = ['../src/config.ts', '../src/witness/config.ts', '../src/db/pgOptions.ts']
+  // src/config.ts, the witness and AP2 settings it includes, and the postgres.js options the Node edge reads.
+  const source = ['../src/config.ts', '../src/witness/config.ts', '../src/mandate/ap2Config.ts', '../src/db/pgOptions.ts']
     .map((f) => readFileSync(new URL(f, import.meta.url), 'utf8'))
     .join('\n');
   const read = new Set(
@@ -118,4 +118,29 @@ test('arguments: none starts, --help/-h/help print the table, anything else is r
   const other = readArguments(['--verbose']);
   assert.doesNotMatch((other as { line: string }).line, /set .*=…/, 'no variable is suggested for an argument that names none');
   assert.equal(readArguments(['--help', '--port']).action, 'refuse');
+});
+
+test('AP2: AP2_ISSUERS is a file: source, AP2_PISP exactly {legal_name, brand_name, domain_name}; each refusal names its variable', () => {
+  const c = parseConfig({
+    AP2_ISSUERS: 'file:/etc/ap2/issuers.json',
+    AP2_PISP: '{"legal_name":"L","brand_name":"B","domain_name":"d.example"}',
+  });
+  assert.equal(c.ap2IssuersSource, 'file:/etc/ap2/issuers.json');
+  assert.deepEqual(c.ap2Pisp, { legal_name: 'L', brand_name: 'B', domain_name: 'd.example' });
+  assert.equal(parseConfig({}).ap2IssuersSource, undefined);
+  assert.equal(parseConfig({}).ap2Pisp, null);
+  for (const [env, variable] of [
+    [{ AP2_ISSUERS: '/etc/ap2/issuers.json' }, 'AP2_ISSUERS'],
+    [{ AP2_ISSUERS: 'file:' }, 'AP2_ISSUERS'],
+    [{ AP2_PISP: '{"legal_name":"L","brand_name":"B"}' }, 'AP2_PISP'],
+    [{ AP2_PISP: '{"legal_name":"L","brand_name":"B","domain_name":"d","extra":"x"}' }, 'AP2_PISP'],
+    [{ AP2_PISP: 'not json' }, 'AP2_PISP'],
+    [{ AP2_AUDIENCE: 'has space' }, 'AP2_AUDIENCE'],
+  ] as const) {
+    assert.throws(
+      () => parseConfig(env),
+      (e: unknown) => e instanceof ConfigError && e.variable === variable,
+      JSON.stringify(env),
+    );
+  }
 });

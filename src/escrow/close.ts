@@ -270,6 +270,15 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
     ...(e.mandateId && amounts.payer > 0n
       ? [{ text: 'UPDATE mandates SET spent = spent - $2 WHERE id = $1', params: [e.mandateId, amounts.payer.toString()] }]
       : []),
+    // An AP2 escrow (a mandateHash without a mandateId): what returns to the payer goes back to its open mandate's budget (docs/ap2.md §5).
+    ...(!e.mandateId && e.mandateHash && amounts.payer > 0n
+      ? [
+          {
+            text: 'UPDATE ap2_mandates m SET spent = m.spent - $2 FROM ap2_escrows a WHERE a.escrow_id = $1 AND m.budget_key = a.budget_key',
+            params: [e.id, amounts.payer.toString()],
+          },
+        ]
+      : []),
     ...(disputeId && ruling
       ? [{ text: `UPDATE disputes SET state = 'resolved', ruling = $2 WHERE id = $1`, params: [disputeId, JSON.stringify(ruling)] }]
       : []),

@@ -12,6 +12,7 @@ import { advanceEscrow, lockEscrow, toJson, trailWrite, type EscrowRow, type Key
 import { transition } from './states.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Metadata } from './metadata.ts';
+import { ap2TrailRecord, claimAp2, prepareAp2, type Ap2Input, type Ap2Trust } from '../mandate/ap2.ts';
 
 export type PartyInput = { keyRef: KeyRef } | { agentId: string };
 
@@ -23,6 +24,8 @@ export interface CreateInput {
   payee: PartyInput;
   arbiter?: PartyInput;
   mandateId?: string;
+  /** An AP2 Payment Mandate chain as the escrow's authority (docs/ap2.md), with the trust it is checked against. */
+  ap2?: { input: Ap2Input; trust: Ap2Trust };
   timeouts: Timeouts;
   /** The minted key the creator is confined to (tenancy, src/access/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
   scope?: string | null;
@@ -92,12 +95,28 @@ async function resolveParties(
 
 export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
   const { parties, now: readAt, tenants } = await resolveParties(svc, input);
+  // The chain and its binding need no state: checked before the transaction, at the clock read with the parties.
+  const ap2 = input.ap2
+    ? prepareAp2(
+        input.ap2.input,
+        input.ap2.trust,
+        { amount: input.amount, asset: input.asset, payeeKey: parties.payee.publicKey },
+        readAt,
+        input.scope ?? null,
+      )
+    : null;
   return svc.db.tx(async (tx) => {
     await idemClaim(tx, idem);
     const writes: Stmt[] = [];
     let mandateHash: string | null = null;
     let now: Date;
-    if (input.mandateId) {
+    const escrowId = newId('esc');
+    if (ap2) {
+      const claimed = await claimAp2(tx, ap2, escrowId, input.amount);
+      now = claimed.now;
+      mandateHash = ap2.chain.closedHash;
+      writes.push(...claimed.writes);
+    } else if (input.mandateId) {
       // Lock: the mandate row (FOR UPDATE) — serialises escrow creations under one mandate so
       // the cumulative cap check and the spent increment are atomic; others wait, then see it.
       // A confined creator uses only a mandate it registered (docs/protocol.md §18.3): another key's is 404.
@@ -126,7 +145,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       now = readAt;
     }
     const escrow: EscrowRow = {
-      id: newId('esc'),
+      id: escrowId,
       state: 'created',
       payer: parties.payer,
       payee: parties.payee,
@@ -151,7 +170,12 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
     const entries = extend(
       0,
       GENESIS,
-      [{ event: 'escrow.created', body: { escrow: toJson({ ...escrow, metadata: null }), ...input.createdWith } }],
+      [
+        {
+          event: 'escrow.created',
+          body: { escrow: toJson({ ...escrow, metadata: null }), ...input.createdWith, ...(ap2 ? { ap2: ap2TrailRecord(ap2) } : {}) },
+        },
+      ],
       now.toISOString(),
     );
     escrow.trailLength = 1;

@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { liftoffOnlyWanted } from './wasmTiering.ts';
 import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
 import { createApp } from '../app.ts';
+import { loadAp2Issuers } from './ap2Files.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../proof/keys.ts';
@@ -84,6 +85,8 @@ async function main(env: Env, slot?: number) {
   const parsed = parseConfig(env);
   const config =
     slot !== undefined && parsed.requestLog ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) }) : parsed;
+  // AP2_ISSUERS is read before anything is opened: a bad file ends the start with one line naming it.
+  const ap2Issuers = config.ap2IssuersSource ? loadAp2Issuers(config.ap2IssuersSource) : undefined;
   // PGlite's directory: DATA_DIR, or for ':memory:' a throwaway one under os.tmpdir() that the
   // process removes when it exits (memoryDir.ts), after sweeping those of SIGKILLed sandboxes.
   let pgliteDir: string | undefined;
@@ -162,6 +165,7 @@ async function main(env: Env, slot?: number) {
   const app = createApp({
     db,
     config: appConfig,
+    ap2Issuers,
     custody,
     requestLog,
     webhookTransport: createNodeTransport(),

@@ -251,6 +251,7 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/mandates': ref('Mandate'),
   'GET /v1/mandates/:id': ref('Mandate'),
   'POST /v1/escrows': ref('Escrow'),
+  'POST /v1/ap2/challenge': obj({ nonce: str, audience: str, expiresAt: ts }, ['nonce', 'audience', 'expiresAt']),
   'GET /v1/escrows': ref('EscrowList'),
   'GET /v1/escrows/:id': ref('Escrow'),
   'POST /v1/escrows/:id/fund': ref('Escrow'),

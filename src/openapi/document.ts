@@ -204,6 +204,7 @@ const TAGS: Record<string, string> = {
   agents: 'Sandbox agents: Ed25519 keypairs the service holds for testing.',
   mandates: 'Principal-signed caps that bind an agent key, enforced at escrow creation.',
   escrows: 'Escrows through their lifecycle: create, fund, deliver, refund; the trail and events of each.',
+  ap2: "AP2 v0.2 Payment Mandates as an escrow's authority: challenges and Payment Receipts (docs/ap2.md).",
   disputes: 'Disputes, evidence and rulings (co-signed, by the arbiter, or by timeout).',
   custody: 'The custody journal of a closing and its retry.',
   sandbox: 'Open-sandbox tools: the clock and custody faults.',

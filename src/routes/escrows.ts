@@ -3,7 +3,7 @@ import { any, object, optional } from 'superstruct';
 import { defineRoutes, readById, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson, readNoBody } from '../http/body.ts';
-import { amountStr, asset, check, idOf, timestamp } from '../validate.ts';
+import { amountStr, asset, boundedString, check, idOf, timestamp } from '../validate.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
 import { parseAmount } from '../units/amounts.ts';
@@ -21,8 +21,11 @@ import { proofOfEscrow } from '../proof/proofs.ts';
 import { firstBreak } from '@escrow-settlement/protocol/trail/chain';
 import { assertOwnAgents, assertVisible, scopeOf } from '../access/tenancy.ts';
 import { KeyRefS, requiredJson, SignatureS, TimeoutsS } from './schemas.ts';
+import { AP2_CHAIN_MAX, ap2Off } from '../mandate/ap2.ts';
 
 const agentId = idOf('agt');
+/** An AP2 v0.2 Payment Mandate chain, and the open Checkout Mandate its payment.reference names (docs/ap2.md). */
+const Ap2S = object({ paymentMandate: boundedString(AP2_CHAIN_MAX, 1), checkoutMandate: optional(boundedString(AP2_CHAIN_MAX, 1)) });
 export const CreateEscrowBody = object({
   amount: amountStr,
   asset,
@@ -34,6 +37,7 @@ export const CreateEscrowBody = object({
   arbiter: optional(KeyRefS),
   arbiterAgentId: optional(agentId),
   mandateId: optional(idOf('mnd')),
+  ap2: optional(Ap2S),
   timeouts: optional(TimeoutsS),
   metadata: optional(MetadataS),
 });
@@ -66,6 +70,13 @@ function deliveryInput(body: unknown): DeliveryInput {
 }
 
 const id = (ctx: Ctx) => ctx.params.id;
+
+/** The `ap2` member with what it is checked against; 400 when AP2 is off or a mandateId is given too. */
+function ap2Of(svc: Ctx['svc'], ap2: { paymentMandate: string; checkoutMandate?: string }, mandateId: string | undefined) {
+  if (!svc.ap2) throw ap2Off('ap2');
+  if (mandateId !== undefined) throw badRequest('give mandateId or ap2, not both: an escrow has one authority');
+  return { input: ap2, trust: svc.ap2 };
+}
 
 /**
  * An ISO 8601 date-time query value (docs/protocol.md §2.5) that is a real calendar instant: Date.parse rolls
@@ -111,7 +122,16 @@ export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 
     summary: 'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
     body: CreateEscrowBody,
     success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
-    errors: ['bad_request', 'unauthorized', 'mandate_violation', 'not_found', 'unprocessable', 'payload_too_large', 'rate_limited'],
+    errors: [
+      'bad_request',
+      'unauthorized',
+      'mandate_violation',
+      'not_found',
+      'replayed',
+      'unprocessable',
+      'payload_too_large',
+      'rate_limited',
+    ],
     async handler(ctx) {
       const raw = await readJson(ctx.request);
       const b = check(raw, CreateEscrowBody);
@@ -123,6 +143,7 @@ export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 
         payee: party('payee', b.payee, b.payeeAgentId, true)!,
         arbiter: party('arbiter', b.arbiter, b.arbiterAgentId, false),
         mandateId: b.mandateId,
+        ap2: b.ap2 === undefined ? undefined : ap2Of(ctx.svc, b.ap2, b.mandateId),
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
         scope: scopeOf(ctx.caller),
         metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),

@@ -19,6 +19,7 @@ import { consoleRoutes } from './console.ts';
 import { webhookAttemptRoutes } from './webhookAttempts.ts';
 import { mcpRoutes } from '../mcp/route.ts';
 import { facilitatorRoutes } from './facilitator.ts';
+import { ap2Routes } from './ap2.ts';
 
 export function allRoutes(): RouteDef[] {
   return [
@@ -26,6 +27,7 @@ export function allRoutes(): RouteDef[] {
     ...agentRoutes,
     ...mandateRoutes,
     ...escrowRoutes,
+    ...ap2Routes,
     ...disputeRoutes,
     ...custodyRoutes,
     ...sandboxRoutes,

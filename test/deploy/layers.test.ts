@@ -23,6 +23,7 @@ export const LAYERS: Array<[number, string[]]> = [
       'src/crypto/',
       'src/units/',
       'src/witness/config.ts',
+      'src/mandate/ap2Config.ts',
     ],
   ],
   [3, ['src/db/']],

@@ -13,6 +13,7 @@ import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import type {
   Agent,
   ApiKeyRecord,
+  Ap2Challenge,
   CreateEscrowInput,
   CustodyEntry,
   DeadLetter,
@@ -70,6 +71,7 @@ export const API_ROUTES = {
   'mandates.create': ['POST /v1/mandates'],
   'mandates.get': ['GET /v1/mandates/:id'],
   'escrows.create': ['POST /v1/escrows'],
+  'ap2.challenge': ['POST /v1/ap2/challenge'],
   'escrows.list': ['GET /v1/escrows'],
   'escrows.get': ['GET /v1/escrows/:id'],
   'escrows.fund': ['POST /v1/escrows/:id/fund'],
@@ -187,6 +189,10 @@ export function createClient(opts: ClientOptions) {
       /** Body from signMandate. Resolves to the mandate, new (201) or already registered (200). */
       create: (body: SignedMandate) => call<Mandate>('mandates.create', { body }),
       get: (mandateId: string) => call<Mandate>('mandates.get', { params: id(mandateId) }),
+    },
+    ap2: {
+      /** A single-use nonce (5 minutes) and the audience an AP2 closed Payment Mandate must name. */
+      challenge: () => call<Ap2Challenge>('ap2.challenge'),
     },
     escrows: {
       create: (body: CreateEscrowInput, o?: IdempotencyOption) => call<Escrow>('escrows.create', { body, headers: idem(o) }),

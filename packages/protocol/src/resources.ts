@@ -98,9 +98,24 @@ export interface CreateEscrowInput {
   arbiter?: KeyRef;
   arbiterAgentId?: string;
   mandateId?: string;
+  /** An AP2 v0.2 Payment Mandate chain (open~…~~closed~…~) as the escrow's authority, instead of a mandateId. */
+  ap2?: Ap2Authority;
   timeouts?: EscrowTimeouts;
   /** At most 50 keys, keys of 1-40 characters, string values of at most 500 characters. */
   metadata?: Record<string, string>;
+}
+
+/** The `ap2` member of POST /v1/escrows: the chain, and the open Checkout Mandate its payment.reference names. */
+export interface Ap2Authority {
+  paymentMandate: string;
+  checkoutMandate?: string;
+}
+
+/** POST /v1/ap2/challenge: the nonce and audience the closed mandate must carry. */
+export interface Ap2Challenge {
+  nonce: string;
+  audience: string;
+  expiresAt: string;
 }
 
 export interface EscrowPage {

@@ -1,0 +1,488 @@
+// AP2 v0.2 Payment Mandates as an escrow's authority (docs/ap2.md): chains minted by test/ap2Mint.ts (node:crypto, not the
+// service's code), every refusal with its code and the check it names, units, budget (and its race), recurrence on the sandbox clock.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { expectError, makeHarness, STORES, type Harness, type Res } from '../harness.ts';
+import { agent, PASSING_TERMS } from '../fixtures.ts';
+import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
+import {
+  b64u,
+  chain,
+  closedMandate,
+  jwks,
+  openCheckout,
+  openMandate,
+  p256Key,
+  sha256hex,
+  type ClosedOpts,
+  type OpenOpts,
+} from '../ap2Mint.ts';
+
+const ISSUER = p256Key('issuer-1');
+const STRANGER = p256Key('issuer-1'); // same kid, another key: its signatures must not verify
+const OTHER_ISSUER = p256Key('issuer-2'); // a kid nobody trusts
+const PISP = { legal_name: 'Escrow Settlement Ltd', brand_name: 'Escrow', domain_name: 'escrow.example' };
+const ENV = { AP2_PISP: JSON.stringify(PISP), AP2_AUDIENCE: 'https://escrow.example' };
+
+export async function ap2Harness(kind: (typeof STORES)[number]): Promise<Harness> {
+  return makeHarness(kind, ENV, undefined, { ap2Issuers: ap2Issuers(jwks(ISSUER)) });
+}
+
+interface World {
+  h: Harness;
+  payer: { id: string; publicKey: string };
+  payee: { id: string; publicKey: string };
+}
+
+const now = async (h: Harness) => Math.floor(Date.parse((await h.req('GET', '/v1/sandbox/clock')).body.now) / 1000);
+
+async function challenge(h: Harness) {
+  const r = await h.req('POST', '/v1/ap2/challenge');
+  assert.equal(r.status, 201, r.text);
+  return r.body as { nonce: string; audience: string; expiresAt: string };
+}
+
+interface Try {
+  constraints?: object[];
+  open?: Partial<OpenOpts>;
+  closed?: Partial<ClosedOpts>;
+  amount?: string;
+  asset?: string;
+  minor?: number;
+  checkoutMandate?: string;
+  /** Rewrites the chain before it is sent. */
+  tamper?: (chain: string) => string;
+  body?: Record<string, unknown>;
+}
+
+/** Mints a chain for a fresh challenge and creates an escrow under it. */
+async function present(w: World, t: Try = {}) {
+  const agentKey = t.open?.agent ?? p256Key();
+  const clock = await now(w.h);
+  const open = openMandate({
+    issuer: ISSUER,
+    agent: agentKey,
+    constraints: t.constraints ?? [{ type: 'payment.amount_range', currency: 'USD', max: 50_000, min: 1 }],
+    iat: clock - 10,
+    exp: clock + 400 * 86_400,
+    ...t.open,
+  });
+  const c = await challenge(w.h);
+  const closed = closedMandate({
+    agent: agentKey,
+    open,
+    aud: c.audience,
+    nonce: c.nonce,
+    payeeId: w.payee.publicKey,
+    amount: t.minor ?? 19_900,
+    currency: 'USD',
+    iat: clock,
+    ...t.closed,
+  });
+  const ch = chain(open, closed);
+  const r = await w.h.req('POST', '/v1/escrows', {
+    amount: t.amount ?? '199',
+    asset: t.asset ?? 'USD',
+    terms: PASSING_TERMS,
+    payerAgentId: w.payer.id,
+    payeeAgentId: w.payee.id,
+    ap2: { paymentMandate: t.tamper ? t.tamper(ch) : ch, ...(t.checkoutMandate ? { checkoutMandate: t.checkoutMandate } : {}) },
+    ...t.body,
+  });
+  return { r, open, closed, chain: ch, nonce: c.nonce, agentKey };
+}
+
+const refused = (r: Res, field: string) => {
+  const msg = expectError(r, 422, 'mandate_violation');
+  assert.ok(msg.startsWith(`${field}:`), `expected ${field}, got: ${msg}`);
+};
+
+for (const kind of STORES) {
+  describe(`AP2 Payment Mandates [${kind}]`, () => {
+    const w = {} as World;
+    before(async () => {
+      w.h = await ap2Harness(kind);
+      w.payer = await agent(w.h, 'payer');
+      w.payee = await agent(w.h, 'payee');
+    });
+    after(async () => w.h?.close());
+
+    test('a challenge is a nonce, the audience and when it expires (5 minutes)', async () => {
+      const c = await challenge(w.h);
+      assert.deepEqual(Object.keys(c).sort(), ['audience', 'expiresAt', 'nonce']);
+      assert.equal(c.audience, 'https://escrow.example');
+      const left = Date.parse(c.expiresAt) - (await now(w.h)) * 1000;
+      assert.ok(left > 290_000 && left <= 301_000, String(left));
+      assert.notEqual((await challenge(w.h)).nonce, c.nonce);
+    });
+
+    test('a valid chain creates the escrow; the trail records the chain, mandateHash is the closed token hash', async () => {
+      const { r, open, closed } = await present(w);
+      assert.equal(r.status, 201, r.text);
+      assert.equal(r.body.mandateHash, sha256hex(closed));
+      assert.equal(r.body.mandateId, undefined);
+      const trail = await w.h.req('GET', `/v1/escrows/${r.body.id}/trail`);
+      const tx = JSON.parse(Buffer.from(closed.split('~')[1], 'base64url').toString())[1].transaction_id;
+      assert.deepEqual(trail.body.entries[0].body.ap2, { openHash: sha256hex(open), closedHash: sha256hex(closed), transactionId: tx });
+    });
+
+    test('the same closed mandate twice: the nonce is spent (409); a fresh nonce with the same transaction_id: 409', async () => {
+      const first = await present(w);
+      assert.equal(first.r.status, 201, first.r.text);
+      const again = await w.h.req('POST', '/v1/escrows', {
+        amount: '199',
+        asset: 'USD',
+        terms: PASSING_TERMS,
+        payerAgentId: w.payer.id,
+        payeeAgentId: w.payee.id,
+        ap2: { paymentMandate: first.chain },
+      });
+      assert.match(expectError(again, 409, 'replayed'), /^ap2\.nonce:/);
+      const tx = b64u(randomBytes(32));
+      assert.equal((await present(w, { closed: { transactionId: tx } })).r.status, 201);
+      assert.match(expectError((await present(w, { closed: { transactionId: tx } })).r, 409, 'replayed'), /^ap2\.transaction_id:/);
+    });
+
+    const cases: Array<[string, string, () => Try | Promise<Try>]> = [
+      ['an issuer kid nobody trusts', 'ap2.issuer', () => ({ open: { issuer: OTHER_ISSUER } })],
+      ['an issuer signature by another key under a trusted kid', 'ap2.signature', () => ({ open: { issuer: STRANGER } })],
+      ['a closed mandate signed by a key its cnf does not name', 'ap2.signature', () => ({ closed: { agent: p256Key() } })],
+      [
+        'a disclosure no digest references',
+        'ap2.disclosure',
+        () => ({ tamper: (c) => c.replace('~~', `~${b64u(JSON.stringify(['salt', { extra: 1 }]))}~~`) }),
+      ],
+      ['an open mandate of another vct', 'ap2.vct', () => ({ open: { extra: { vct: 'mandate.checkout.open.1' } } })],
+      ['a closed mandate of another vct', 'ap2.vct', () => ({ closed: { mandate: { vct: 'mandate.payment.open.1' } } })],
+      [
+        'a closed mandate whose sd_hash is not the open token',
+        'ap2.sd_hash',
+        () => ({ closed: { claims: { sd_hash: b64u(randomBytes(32)) } } }),
+      ],
+      ['a closed mandate for another audience', 'ap2.aud', () => ({ closed: { aud: 'https://elsewhere.example' } })],
+      ['a nonce this service never issued', 'ap2.nonce', () => ({ closed: { nonce: b64u(randomBytes(32)) } })],
+      ['an expired open mandate', 'ap2.exp', async () => ({ open: { exp: (await now(w.h)) - 1 } })],
+      ['a closed mandate issued in the future', 'ap2.iat', async () => ({ closed: { iat: (await now(w.h)) + 3600 } })],
+      ['a closed mandate of another typ', 'ap2.typ', () => ({ closed: { header: { typ: 'JWT' } } })],
+      ['an amount that is not the escrow amount', 'ap2.amount', () => ({ minor: 19_901 })],
+      ['an escrow amount that is no whole number of cents', 'ap2.amount', () => ({ amount: '199.005' })],
+      ['a currency that is not the asset', 'ap2.amount', () => ({ closed: { currency: 'EUR' } })],
+      ['an asset that is not an ISO 4217 code', 'ap2.amount', () => ({ asset: 'USDC', closed: { currency: 'USDC' } })],
+      ['a fractional amount', 'ap2.amount', () => ({ minor: 199.5 })],
+      ['a payee id that is not the payee key', 'ap2.payee', () => ({ closed: { payeeId: 'merchant_1' } })],
+      ['a pisp that is not this service', 'ap2.pisp', () => ({ closed: { mandate: { pisp: { ...PISP, domain_name: 'other.example' } } } })],
+      [
+        'an amount above amount_range.max',
+        'ap2.amount_range',
+        () => ({ constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 19_899 }] }),
+      ],
+      [
+        'an amount below amount_range.min',
+        'ap2.amount_range',
+        () => ({ constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 90_000, min: 20_000 }] }),
+      ],
+      [
+        'a decimal amount_range bound',
+        'ap2.amount_range',
+        () => ({ constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 100.5 }] }),
+      ],
+      [
+        'a payee not among allowed_payees',
+        'ap2.allowed_payees',
+        () => ({ constraints: [{ type: 'payment.allowed_payees', allowed: [{ id: 'f'.repeat(64), name: 'Demo Merchant' }] }] }),
+      ],
+      [
+        'an allowed payee whose name differs',
+        'ap2.allowed_payees',
+        () => ({ constraints: [{ type: 'payment.allowed_payees', allowed: [{ id: w.payee.publicKey, name: 'Someone Else' }] }] }),
+      ],
+      [
+        'an instrument not among allowed_payment_instruments',
+        'ap2.allowed_payment_instruments',
+        () => ({ constraints: [{ type: 'payment.allowed_payment_instruments', allowed: [{ id: 'card-2', type: 'card' }] }] }),
+      ],
+      [
+        'a service not among allowed_pisps',
+        'ap2.allowed_pisps',
+        () => ({ constraints: [{ type: 'payment.allowed_pisps', allowed: [{ ...PISP, brand_name: 'Other' }] }] }),
+      ],
+      [
+        'an execution window that ended (compared as instants: 23:00 at -02:00 is 01:00Z the next day)',
+        'ap2.execution_date',
+        () => ({ constraints: [{ type: 'payment.execution_date', not_after: '2020-01-01T23:00:00-02:00' }] }),
+      ],
+      [
+        'an execution window not yet open',
+        'ap2.execution_date',
+        () => ({ constraints: [{ type: 'payment.execution_date', not_before: '9999-01-01' }] }),
+      ],
+      [
+        'a date-time without a zone',
+        'ap2.execution_date',
+        () => ({ constraints: [{ type: 'payment.execution_date', not_after: '2999-01-01T00:00:00' }] }),
+      ],
+      [
+        'an unknown constraint type (fail closed)',
+        'ap2.constraints',
+        () => ({ constraints: [{ type: 'payment.loyalty_points', max: 1 }] }),
+      ],
+      ['a budget in another currency', 'ap2.budget', () => ({ constraints: [{ type: 'payment.budget', currency: 'EUR', max: 1000 }] })],
+      ['a budget the payment exceeds', 'ap2.budget', () => ({ constraints: [{ type: 'payment.budget', currency: 'USD', max: 198.99 }] })],
+      [
+        'recurrence without a budget beside it',
+        'ap2.agent_recurrence',
+        () => ({
+          constraints: [
+            { type: 'payment.amount_range', currency: 'USD', max: 90_000 },
+            { type: 'payment.agent_recurrence', frequency: 'DAILY' },
+          ],
+        }),
+      ],
+      [
+        'a payment.reference without the checkout mandate',
+        'ap2.reference',
+        () => ({ constraints: [{ type: 'payment.reference', conditional_transaction_id: b64u(randomBytes(32)) }] }),
+      ],
+      [
+        'a payment.reference naming another checkout',
+        'ap2.reference',
+        () => ({
+          constraints: [{ type: 'payment.reference', conditional_transaction_id: b64u(randomBytes(32)) }],
+          checkoutMandate: openCheckout(ISSUER, p256Key()).token,
+        }),
+      ],
+      [
+        'an open mandate whose pre-set payee differs',
+        'ap2.payee',
+        () => ({ open: { extra: { payee: { id: 'e'.repeat(64), name: 'Demo Merchant' } } } }),
+      ],
+    ];
+    for (const [what, field, make] of cases) {
+      test(`refused 422 mandate_violation naming ${field}: ${what}`, async () => {
+        const { r } = await present(w, await make());
+        refused(r, field);
+      });
+    }
+
+    test('a refused chain leaves nothing behind: its nonce and transaction_id stay usable', async () => {
+      const tx = b64u(randomBytes(32));
+      const bad = await present(w, {
+        closed: { transactionId: tx },
+        constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 1 }],
+      });
+      refused(bad.r, 'ap2.amount_range');
+      assert.equal((await present(w, { closed: { transactionId: tx } })).r.status, 201);
+    });
+
+    test('malformed: a chain that is not two SD-JWTs, and ap2 with a mandateId, are 400 naming the field', async () => {
+      const bad = await present(w, { tamper: (c) => c.replace('~~', '~') });
+      assert.match(expectError(bad.r, 400, 'bad_request'), /ap2\.paymentMandate/);
+      const both = await present(w, { body: { mandateId: 'mnd_01' } });
+      assert.match(expectError(both.r, 400, 'bad_request'), /mandateId or ap2/);
+    });
+
+    test('payment.reference is satisfied by the open checkout mandate it names', async () => {
+      const checkout = openCheckout(ISSUER, p256Key());
+      const ok = await present(w, {
+        constraints: [{ type: 'payment.reference', conditional_transaction_id: checkout.hash }],
+        checkoutMandate: checkout.token,
+      });
+      assert.equal(ok.r.status, 201, ok.r.text);
+    });
+
+    test('every constraint satisfied at once, the payee listed by id, name and website', async () => {
+      const r = await present(w, {
+        constraints: [
+          { type: 'payment.amount_range', currency: 'USD', max: 19_900, min: 19_900 },
+          {
+            type: 'payment.allowed_payees',
+            allowed: [{ id: w.payee.publicKey, name: 'Demo Merchant', website: 'https://merchant.example' }],
+          },
+          { type: 'payment.allowed_payment_instruments', allowed: [{ id: 'card-1', type: 'card' }] },
+          { type: 'payment.allowed_pisps', allowed: [PISP] },
+          { type: 'payment.execution_date', not_before: '2000-01-01', not_after: '9999-12-31' },
+          { type: 'payment.budget', currency: 'USD', max: 199 },
+          { type: 'payment.agent_recurrence', frequency: 'ON_DEMAND', max_occurrences: 1 },
+        ],
+        closed: { mandate: { pisp: PISP } },
+      });
+      assert.equal(r.r.status, 201, r.r.text);
+    });
+
+    test('minor units follow ISO 4217: JPY has none, BHD three', async () => {
+      const jpy = await present(w, {
+        amount: '500',
+        asset: 'JPY',
+        minor: 500,
+        closed: { currency: 'JPY' },
+        constraints: [{ type: 'payment.budget', currency: 'JPY', max: 500 }],
+      });
+      assert.equal(jpy.r.status, 201, jpy.r.text);
+      const bhd = await present(w, { amount: '1.234', asset: 'BHD', minor: 1234, closed: { currency: 'BHD' }, constraints: [] });
+      assert.equal(bhd.r.status, 201, bhd.r.text);
+      refused(
+        (await present(w, { amount: '500', asset: 'JPY', minor: 50_000, closed: { currency: 'JPY' }, constraints: [] })).r,
+        'ap2.amount',
+      );
+    });
+
+    test('a budget is spent across escrows under one open mandate, and a refund gives it back', async () => {
+      const agentKey = p256Key();
+      const clock = await now(w.h);
+      const open = openMandate({
+        issuer: ISSUER,
+        agent: agentKey,
+        constraints: [{ type: 'payment.budget', currency: 'USD', max: 300 }],
+        iat: clock - 10,
+        exp: clock + 86_400,
+      });
+      const pay = async () => {
+        const c = await challenge(w.h);
+        const closed = closedMandate({
+          agent: agentKey,
+          open,
+          aud: c.audience,
+          nonce: c.nonce,
+          payeeId: w.payee.publicKey,
+          amount: 15_000,
+          currency: 'USD',
+        });
+        return w.h.req('POST', '/v1/escrows', {
+          amount: '150',
+          asset: 'USD',
+          terms: PASSING_TERMS,
+          payerAgentId: w.payer.id,
+          payeeAgentId: w.payee.id,
+          ap2: { paymentMandate: chain(open, closed) },
+        });
+      };
+      const a = await pay();
+      assert.equal(a.status, 201, a.text);
+      assert.equal((await pay()).status, 201);
+      refused(await pay(), 'ap2.budget');
+      assert.equal((await w.h.req('POST', `/v1/escrows/${a.body.id}/fund`)).status, 200);
+      assert.equal((await w.h.req('POST', `/v1/escrows/${a.body.id}/refund`)).status, 200);
+      assert.equal((await pay()).status, 201, 'the refunded 150 is back in the budget');
+      refused(await pay(), 'ap2.budget');
+    });
+
+    test('10 concurrent escrows under a budget that allows 5: exactly 5 are created, the rest refused naming ap2.budget', async () => {
+      const agentKey = p256Key();
+      const clock = await now(w.h);
+      const open = openMandate({
+        issuer: ISSUER,
+        agent: agentKey,
+        constraints: [{ type: 'payment.budget', currency: 'USD', max: 50 }],
+        iat: clock - 10,
+        exp: clock + 86_400,
+      });
+      const nonces = [];
+      for (let i = 0; i < 10; i++) nonces.push((await challenge(w.h)).nonce);
+      const results = await Promise.all(
+        nonces.map((nonce) =>
+          w.h.req('POST', '/v1/escrows', {
+            amount: '10',
+            asset: 'USD',
+            terms: PASSING_TERMS,
+            payerAgentId: w.payer.id,
+            payeeAgentId: w.payee.id,
+            ap2: {
+              paymentMandate: chain(
+                open,
+                closedMandate({
+                  agent: agentKey,
+                  open,
+                  aud: 'https://escrow.example',
+                  nonce,
+                  payeeId: w.payee.publicKey,
+                  amount: 1000,
+                  currency: 'USD',
+                }),
+              ),
+            },
+          }),
+        ),
+      );
+      assert.equal(results.filter((r) => r.status === 201).length, 5, results.map((r) => r.status).join(','));
+      for (const r of results.filter((x) => x.status !== 201)) refused(r, 'ap2.budget');
+      const [row] = await w.h.db.query('SELECT spent::text AS spent, occurrences FROM ap2_mandates WHERE spent = 50000000');
+      assert.equal(Number(row.occurrences), 5);
+    });
+
+    test('recurrence on the service clock: MONTHLY waits a calendar month, max_occurrences counts every acceptance', async () => {
+      const agentKey = p256Key();
+      const clock = await now(w.h);
+      const open = openMandate({
+        issuer: ISSUER,
+        agent: agentKey,
+        constraints: [
+          { type: 'payment.amount_range', currency: 'USD', max: 1000 },
+          { type: 'payment.budget', currency: 'USD', max: 100 },
+          { type: 'payment.agent_recurrence', frequency: 'MONTHLY', max_occurrences: 2 },
+        ],
+        iat: clock - 10,
+        exp: clock + 400 * 86_400,
+      });
+      const pay = async () => {
+        const c = await challenge(w.h);
+        const closed = closedMandate({
+          agent: agentKey,
+          open,
+          aud: c.audience,
+          nonce: c.nonce,
+          payeeId: w.payee.publicKey,
+          amount: 1000,
+          currency: 'USD',
+          iat: await now(w.h),
+        });
+        return w.h.req('POST', '/v1/escrows', {
+          amount: '10',
+          asset: 'USD',
+          terms: PASSING_TERMS,
+          payerAgentId: w.payer.id,
+          payeeAgentId: w.payee.id,
+          ap2: { paymentMandate: chain(open, closed) },
+        });
+      };
+      const advance = async (days: number) =>
+        assert.equal((await w.h.req('POST', '/v1/sandbox/clock', { advanceSeconds: days * 86_400 })).status, 200);
+      const first = await pay();
+      assert.equal(first.status, 201, first.text);
+      const firstAt = Date.parse(first.body.createdAt);
+      refused(await pay(), 'ap2.agent_recurrence');
+      await advance(27); // no calendar month is 27 days long
+      refused(await pay(), 'ap2.agent_recurrence');
+      await advance(5); // 32 days: past one calendar month from any date
+      const second = await pay();
+      assert.equal(second.status, 201, second.text);
+      assert.ok(Date.parse(second.body.createdAt) - firstAt >= 32 * 86_400_000);
+      await advance(40);
+      const third = await pay();
+      refused(third, 'ap2.agent_recurrence');
+      assert.match(third.body.error.message, /occurrences are used up/);
+    });
+  });
+}
+
+describe('AP2 off', () => {
+  test('without AP2_ISSUERS the challenge and the ap2 field are 400 naming the variable', async () => {
+    const h = await makeHarness('pglite');
+    try {
+      assert.match(expectError(await h.req('POST', '/v1/ap2/challenge'), 400, 'bad_request'), /AP2_ISSUERS/);
+      const payer = await agent(h);
+      const payee = await agent(h);
+      const r = await h.req('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USD',
+        terms: PASSING_TERMS,
+        payerAgentId: payer.id,
+        payeeAgentId: payee.id,
+        ap2: { paymentMandate: 'x~~y~' },
+      });
+      assert.match(expectError(r, 400, 'bad_request'), /AP2_ISSUERS/);
+    } finally {
+      await h.close();
+    }
+  });
+});
