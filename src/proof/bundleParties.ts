@@ -2,9 +2,11 @@
 import type { Queryable } from '../db/types.ts';
 import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { ap2Consent } from '@escrow-settlement/protocol/ap2/consent';
 
 const ORDER: Record<PartySignature['kind'], number> = {
   mandate: 0,
+  ap2: 0,
   x402: 1,
   delivery: 2,
   'x402.void': 3,
@@ -16,6 +18,7 @@ const ORDER: Record<PartySignature['kind'], number> = {
 /**
  * Gathers, for the matter `proof` closed, within the trail the proof covers:
  * - mandate: the mandate's {principal, caps} and the principal's signature (mandates table);
+ * - ap2: the AP2 Payment Mandate chain (and checkout mandate) an AP2 escrow was created under (ap2_escrows);
  * - delivery: {escrowId, contentHash, submittedAt} and the payee's signature (deliveries table);
  * - dispute.open, dispute.evidence, x402: as kept by their commands (party_signatures);
  * - x402.void: the payee's void, which its escrow.refunded entry records whole;
@@ -25,7 +28,7 @@ const ORDER: Record<PartySignature['kind'], number> = {
  */
 export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntry[]): Promise<BundleParties> {
   const escrowId = proof.escrowId;
-  const [deliveries, mandates, kept] = await Promise.all([
+  const [deliveries, mandates, kept, ap2] = await Promise.all([
     q.query<{ content_hash: string; submitted_at: string; signature: string }>(
       'SELECT content_hash, submitted_at, signature FROM deliveries WHERE escrow_id = $1',
       [escrowId],
@@ -38,6 +41,7 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
       'SELECT kind, trail_index, public_key, signed_body, signature FROM party_signatures WHERE escrow_id = $1 ORDER BY seq',
       [escrowId],
     ),
+    q.query<{ chain: string; checkout: string | null }>('SELECT chain, checkout FROM ap2_escrows WHERE escrow_id = $1', [escrowId]),
   ]);
   const indexOf = (event: string) => trail.findIndex((t) => t.event === event);
   const out: PartySignature[] = [];
@@ -53,6 +57,8 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
       signature: sig.signature,
     });
   }
+  // ap2: the AP2 Payment Mandate chain the escrow was created under (docs/ap2.md §6).
+  if (ap2.length && proof.mandateHash) out.push(ap2Consent(ap2[0].chain, ap2[0].checkout));
   const delivered = indexOf('delivery.submitted');
   if (deliveries.length && delivered >= 0) {
     const d = deliveries[0];

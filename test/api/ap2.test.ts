@@ -3,9 +3,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main as cli } from '@escrow-settlement/client/cli';
 import { expectError, makeHarness, STORES, type Harness, type Res } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
 import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
+import { verifyBundle } from '@escrow-settlement/protocol/verify';
+import type { Bundle } from '@escrow-settlement/protocol/types';
 import {
   b64u,
   chain,
@@ -365,6 +371,67 @@ for (const kind of STORES) {
       assert.equal((await w.h.req('POST', `/v1/escrows/${a.body.id}/refund`)).status, 200);
       assert.equal((await pay()).status, 201, 'the refunded 150 is back in the budget');
       refused(await pay(), 'ap2.budget');
+    });
+
+    test('the bundle carries the chain (kind ap2); verifyBundle re-verifies it offline against pinned AP2 issuers, and a tampered chain fails', async () => {
+      const { r, chain: ch } = await present(w);
+      assert.equal(r.status, 201, r.text);
+      assert.equal((await w.h.req('POST', `/v1/escrows/${r.body.id}/fund`)).status, 200);
+      const d = await w.h.req('POST', `/v1/escrows/${r.body.id}/delivery`, { agentId: w.payee.id, payload: { title: 'done' } });
+      assert.equal(d.status, 201, d.text);
+      assert.equal(d.body.proof.mandateHash, r.body.mandateHash);
+      const bundle = (await w.h.req('GET', `/v1/proofs/${d.body.proof.id}/bundle`)).body as Bundle;
+      const pinned = (await w.h.req('GET', '/.well-known/proof-issuer.json')).body.keys;
+      const consent = bundle.parties!.signatures.find((s) => s.kind === 'ap2')!;
+      assert.deepEqual(consent.signedBody, { paymentMandate: ch });
+      assert.equal(consent.trailIndex, 0);
+      const ok = verifyBundle(bundle, { trustedKeys: pinned, ap2Issuers: jwks(ISSUER) });
+      assert.equal(ok.ok, true, JSON.stringify(ok.checks.filter((c) => !c.ok)));
+      const check = (v: ReturnType<typeof verifyBundle>) => v.checks.find((c) => c.name.endsWith('.ap2'))!;
+      // Nothing pinned: refused, saying how to pin.
+      const unpinned = verifyBundle(bundle, { trustedKeys: pinned });
+      assert.equal(unpinned.ok, false);
+      assert.match(check(unpinned).detail, /--ap2-issuers/);
+      // Another issuer under the same kid: the issuer signature fails.
+      assert.match(check(verifyBundle(bundle, { trustedKeys: pinned, ap2Issuers: jwks(STRANGER) })).detail, /ap2\.signature/);
+      const tampered = (edit: (c: string) => string) => {
+        const copy = structuredClone(bundle);
+        const s = copy.parties!.signatures.find((x) => x.kind === 'ap2')!;
+        s.signedBody = { paymentMandate: edit(ch) };
+        return check(verifyBundle(copy, { trustedKeys: pinned, ap2Issuers: jwks(ISSUER) }));
+      };
+      // The closed mandate's disclosure altered (another amount): its digest no longer matches.
+      const [open, closed] = ch.split('~~');
+      const [cjwt, cdisc] = closed.split('~');
+      const claims = JSON.parse(Buffer.from(cdisc, 'base64url').toString());
+      claims[1].payment_amount.amount = 1;
+      const altered = tampered(() => `${open}~~${cjwt}~${b64u(JSON.stringify(claims))}~`);
+      assert.equal(altered.ok, false);
+      assert.match(altered.detail, /ap2\.disclosure/);
+      // Another valid chain from the same issuer, for another payment: verifies, but is not this matter's.
+      const other = await present(w);
+      assert.equal(other.r.status, 201);
+      const swapped = tampered(() => other.chain);
+      assert.equal(swapped.ok, false);
+      assert.match(swapped.detail, /mandateHash/);
+      // The CLI: --ap2-issuers FILE pins them; without it the AP2 matter fails; a file that is no JWKS is a usage error.
+      const dir = mkdtempSync(join(tmpdir(), 'ap2-cli-'));
+      const file = (name: string, v: unknown) => {
+        writeFileSync(join(dir, name), JSON.stringify(v));
+        return join(dir, name);
+      };
+      const lines: string[] = [];
+      const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+      const args = ['verify', file('bundle.json', bundle), ...pinned.flatMap((k: { publicKey: string }) => ['--trusted-key', k.publicKey])];
+      assert.equal(await cli([...args, '--ap2-issuers', file('jwks.json', jwks(ISSUER))], io), 0, lines.join('\n'));
+      assert.equal(await cli(args, io), 1);
+      assert.ok(lines.some((l) => /^FAIL parties\[\d+\]\.ap2: .*--ap2-issuers/.test(l)));
+      assert.equal(await cli([...args, '--ap2-issuers', file('bad.json', { keys: [{ kty: 'OKP' }] })], io), 2);
+      // Dropped: parties.complete fails.
+      const copy = structuredClone(bundle);
+      copy.parties!.signatures = copy.parties!.signatures.filter((x) => x.kind !== 'ap2');
+      const gone = verifyBundle(copy, { trustedKeys: pinned, ap2Issuers: jwks(ISSUER) });
+      assert.match(gone.checks.find((c) => c.name === 'parties.complete')!.detail, /no ap2 chain is carried/);
     });
 
     test('10 concurrent escrows under a budget that allows 5: exactly 5 are created, the rest refused naming ap2.budget', async () => {

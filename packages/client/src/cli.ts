@@ -4,9 +4,10 @@ import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { issuerDocumentKeys } from '@escrow-settlement/protocol/issuer';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import { parseWitnessKey } from '@escrow-settlement/protocol/tlog/cosignature';
+import { ap2Issuers as parseAp2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { runMonitor } from './monitorCli.ts';
 
-export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys) [--witness VKEY ... [--quorum K]]
+export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trusted-key HEX ... | --issuer-doc FILE | --trust-bundle-keys) [--witness VKEY ... [--quorum K]] [--ap2-issuers FILE]
        escrow-settlement monitor <base URL> --issuer-doc FILE [--state FILE] [--once] [--interval-ms N]
        escrow-settlement mcp --url URL [--api-key K] [--key-file F]   MCP tools over stdio
        escrow-settlement help | --help       this text
@@ -23,6 +24,8 @@ signature the closing relied on, against issuer keys you trust. Give at least on
 --witness VKEY         pin a witness (its verifier key, name+hash+base64: Ed25519 type 0x04 or ML-DSA-44 type 0x06); repeatable.
                        The bundle's checkpoint must then carry --quorum valid cosignatures.
 --quorum K             cosignatures needed from distinct pinned witnesses (default: all of them).
+--ap2-issuers FILE     pin the AP2 issuers' keys (a JWKS of P-256 keys by kid): a matter created under an
+                       AP2 Payment Mandate verifies only when its chain verifies with one of them.
 The monitor follows the log's checkpoints and tiles (see the service's witnessing documentation) and exits non-zero on
 a split view or a bad entry; --state keeps the last checkpoint it verified between runs.
 Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
@@ -43,6 +46,7 @@ interface Args {
   trustBundleKeys?: boolean;
   witnesses?: string[];
   quorum?: number;
+  ap2Issuers?: unknown;
 }
 
 function parseArgs(argv: string[]): Args | string {
@@ -53,6 +57,7 @@ function parseArgs(argv: string[]): Args | string {
   const witnesses: string[] = [];
   let quorum: number | undefined;
   let trustBundleKeys = false;
+  let ap2Issuers: unknown;
   // --name VALUE or --name=VALUE; undefined when the option is something else.
   const value = (a: string, name: string, i: number): [string | undefined, number] | undefined =>
     a === name ? [rest[i + 1], i + 1] : a.startsWith(`${name}=`) ? [a.slice(name.length + 1), i] : undefined;
@@ -62,7 +67,18 @@ function parseArgs(argv: string[]): Args | string {
     const doc = value(a, '--issuer-doc', i);
     const witness = value(a, '--witness', i);
     const q = value(a, '--quorum', i);
-    if (witness) {
+    const ap2 = value(a, '--ap2-issuers', i);
+    if (ap2) {
+      const [file, next] = ap2;
+      if (!file) return '--ap2-issuers needs a file';
+      try {
+        ap2Issuers = JSON.parse(readFileSync(file, 'utf8'));
+        parseAp2Issuers(ap2Issuers, file);
+      } catch (e) {
+        return `--ap2-issuers ${file}: ${(e as Error).message}`;
+      }
+      i = next;
+    } else if (witness) {
       const [v, next] = witness;
       try {
         parseWitnessKey(v ?? '');
@@ -115,6 +131,7 @@ function parseArgs(argv: string[]): Args | string {
     ...(trustBundleKeys ? { trustBundleKeys } : {}),
     ...(witnesses.length ? { witnesses } : {}),
     ...(quorum !== undefined ? { quorum } : {}),
+    ...(ap2Issuers !== undefined ? { ap2Issuers } : {}),
   };
 }
 
@@ -172,6 +189,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     trustBundleKeys: args.trustBundleKeys,
     witnesses: args.witnesses,
     quorum: args.quorum,
+    ap2Issuers: args.ap2Issuers,
   });
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
   for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.detail}`);

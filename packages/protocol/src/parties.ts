@@ -3,6 +3,12 @@ import { canonicalize } from './crypto/jcs.ts';
 import { sha256Hex } from './crypto/hash.ts';
 import { verifyJson } from './crypto/ed25519.ts';
 import type { Bundle, Check, PartySignature, TrailEntry } from './types.ts';
+import { ap2ConsentCheck, ap2Record } from './ap2/consent.ts';
+
+/** What the party checks need from the caller: the AP2 issuer keys it pins (a JWKS), for kind ap2. */
+export interface PartyOptions {
+  ap2Issuers?: unknown;
+}
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -24,6 +30,7 @@ function roles(trail: ReadonlyArray<TrailEntry>): { payer?: string; payee?: stri
 /** The event each kind is bound to. */
 const EVENT: Record<PartySignature['kind'], string> = {
   mandate: 'escrow.created',
+  ap2: 'escrow.created',
   x402: 'escrow.created',
   delivery: 'delivery.submitted',
   'x402.void': 'escrow.refunded',
@@ -72,6 +79,8 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
   const data = (isObj(entry.body) ? entry.body : {}) as Obj;
   const r = roles(trail);
   switch (s.kind) {
+    case 'ap2':
+      return 'checked by ap2ConsentCheck';
     case 'mandate':
       if (body.principal !== s.publicKey) return "signer is not the mandate's principal";
       if (!proof.mandateHash || sha256Hex(canonicalize({ principal: body.principal, caps: body.caps })) !== proof.mandateHash)
@@ -115,7 +124,9 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
   }
 }
 
-function one(s: PartySignature, i: number, b: Bundle): Check {
+function one(s: PartySignature, i: number, b: Bundle, opts: PartyOptions): Check {
+  // An AP2 chain carries its own ES256 signatures (src/ap2/consent.ts).
+  if (s.kind === 'ap2') return ap2ConsentCheck(s, i, b, opts.ap2Issuers);
   const name = `parties[${i}].${s.kind}`;
   try {
     if (!verifyJson(s.signedBody, s.signature, s.publicKey)) {
@@ -138,8 +149,9 @@ function one(s: PartySignature, i: number, b: Bundle): Check {
 function missing(b: Bundle, sigs: PartySignature[]): string | null {
   const has = (kind: PartySignature['kind'], index: number, key?: string) =>
     sigs.some((s) => s.kind === kind && s.trailIndex === index && (key === undefined || s.publicKey === key));
-  if (b.proof.mandateHash && !sigs.some((s) => s.kind === 'mandate'))
-    return 'the proof names a mandateHash but no mandate signature is carried';
+  const authority = ap2Record(b.trail) ? 'ap2' : 'mandate';
+  if (b.proof.mandateHash && !sigs.some((s) => s.kind === authority))
+    return `the proof names a mandateHash but no ${authority === 'ap2' ? 'ap2 chain' : 'mandate signature'} is carried`;
   const r = roles(b.trail);
   if (collected(b.trail) !== undefined && !has('x402', 0, r.payer))
     return "trail entry 0 (escrow.created) records an x402 collect but the payer's x402 authorization is not carried";
@@ -177,9 +189,9 @@ function missing(b: Bundle, sigs: PartySignature[]): string | null {
  * the trail shows the service relied on is carried. A bundle without `parties` (from a service that did
  * not carry them yet) carries none, so it passes only for matters that relied on no party signature.
  */
-export function partyChecks(b: Bundle): Check[] {
+export function partyChecks(b: Bundle, opts: PartyOptions = {}): Check[] {
   const sigs = b.parties?.signatures ?? [];
-  const checks = sigs.map((s, i) => one(s, i, b));
+  const checks = sigs.map((s, i) => one(s, i, b, opts));
   const gap = missing(b, sigs);
   checks.push(
     gap

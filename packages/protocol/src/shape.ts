@@ -91,7 +91,7 @@ export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
   return listProblem(k, at, 'issuer keys', (e, here) => objectProblem(e, here, ISSUER_KEY));
 }
 
-const PARTY_KINDS = ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'];
+const PARTY_KINDS = ['mandate', 'ap2', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'];
 
 const PARTY_SIGNATURE: Fields = {
   kind: (v, at) => (typeof v === 'string' && PARTY_KINDS.includes(v) ? null : `${at} must be one of ${PARTY_KINDS.join(', ')}`),

@@ -79,9 +79,13 @@ export interface ConsistencyProof {
 }
 
 /** What a party signed that the service relied on to close the matter. */
-export type PartySignatureKind = 'mandate' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
+export type PartySignatureKind = 'mandate' | 'ap2' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
 
 /**
+ * Kind `ap2` is the exception (docs/ap2.md §6): `signedBody` is `{paymentMandate, checkoutMandate?}`, the
+ * AP2 chain whose ES256 signatures are inside it; `publicKey` is the hex RFC 7638 thumbprint of the agent key
+ * that signed the closed mandate and `signature` that signature (base64url), both as the chain carries them.
+ *
  * One party signature: Ed25519 by `publicKey` over JCS(`signedBody`), bound to the trail entry at
  * `trailIndex` (escrow.created for mandate and x402; delivery.submitted, escrow.refunded for
  * x402.void, dispute.opened, dispute.evidence, dispute.resolved for the others).

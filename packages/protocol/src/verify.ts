@@ -24,6 +24,8 @@ export interface VerifyOptions extends WitnessOptions {
    * the result carries a warning. Without it, verifyBundle needs trustedKeys.
    */
   trustBundleKeys?: boolean;
+  /** verifyBundle only: the AP2 issuer keys (a JWKS) an AP2 matter's Payment Mandate chain must verify with (docs/ap2.md §6). */
+  ap2Issuers?: unknown;
 }
 
 /** The warning a result carries when the caller trusted the bundle's own keys. */
@@ -272,7 +274,7 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
     }),
   );
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
-  checks.push(...partyChecks(bundle));
+  checks.push(...partyChecks(bundle, { ap2Issuers: opts.ap2Issuers }));
   // The verdict, re-run from the terms (and the disclosed payload) with the service's own checks.
   checks.push(replayCheck(bundle));
   // The witnessed checkpoint: required with pinned witnesses, checked whenever present.
