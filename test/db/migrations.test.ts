@@ -33,9 +33,9 @@ test('each released migration keeps its version, its name and its SQL text to th
   });
 });
 
-test('versions count up from 1 and each name starts with its version', () => {
+test('versions count up from 1 (a number reserved by a migration still to land may be skipped) and each name starts with its version', () => {
   MIGRATIONS.forEach((m, i) => {
-    assert.equal(m.version, i + 1, m.name);
+    assert.ok(m.version === 1 || m.version > MIGRATIONS[i - 1].version, m.name);
     assert.match(m.name, new RegExp(`^${String(m.version).padStart(3, '0')}_[a-z0-9_]+$`));
   });
 });
