@@ -74,7 +74,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     route: 'POST /v1/escrows',
     annotations: write('Create an escrow', false),
     description:
-      "Create an escrow: amount (decimal string, up to 6 places) of asset held for the payee until a delivery passes the terms' checks, a ruling or a timeout. Give payer and payee as agent ids (payerAgentId, payeeAgentId) or KeyRefs ({publicKey}); optional arbiter, mandateId, timeouts, metadata. Returns the escrow in state created.",
+      "Create an escrow: amount (decimal string, up to 6 places) of asset held for the payee until a delivery passes the terms' checks, a ruling or a timeout. Give payer and payee as agent ids (payerAgentId, payeeAgentId) or KeyRefs ({publicKey}); optional arbiter, mandateId, timeouts, metadata. Or, as its authority instead of a mandateId, ap2: {paymentMandate, checkoutMandate?}, an AP2 v0.2 Payment Mandate chain whose closed mandate carries a nonce from POST /v1/ap2/challenge (docs/ap2.md). Returns the escrow in state created.",
   },
   {
     name: 'fund_escrow',

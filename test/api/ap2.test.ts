@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { main as cli } from '@escrow-settlement/client/cli';
 import { expectError, makeHarness, STORES, type Harness, type Res } from '../harness.ts';
 import { agent, PASSING_TERMS } from '../fixtures.ts';
+import { connectHttp, fails, ok } from '../mcp/helpers.ts';
 import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import type { Bundle } from '@escrow-settlement/protocol/types';
@@ -432,6 +433,37 @@ for (const kind of STORES) {
       copy.parties!.signatures = copy.parties!.signatures.filter((x) => x.kind !== 'ap2');
       const gone = verifyBundle(copy, { trustedKeys: pinned, ap2Issuers: jwks(ISSUER) });
       assert.match(gone.checks.find((c) => c.name === 'parties.complete')!.detail, /no ap2 chain is carried/);
+    });
+
+    test('MCP create_escrow takes the same ap2 chain, verified the same way (a replayed nonce is the same 409)', async () => {
+      const client = await connectHttp(w.h);
+      try {
+        const agentKey = p256Key();
+        const open = openMandate({ issuer: ISSUER, agent: agentKey, constraints: [] });
+        const c = await challenge(w.h);
+        const closed = closedMandate({
+          agent: agentKey,
+          open,
+          aud: c.audience,
+          nonce: c.nonce,
+          payeeId: w.payee.publicKey,
+          amount: 700,
+          currency: 'USD',
+        });
+        const args = {
+          amount: '7',
+          asset: 'USD',
+          terms: PASSING_TERMS,
+          payerAgentId: w.payer.id,
+          payeeAgentId: w.payee.id,
+          ap2: { paymentMandate: chain(open, closed) },
+        };
+        const e = await ok(client, 'create_escrow', args);
+        assert.equal(e.mandateHash, sha256hex(closed));
+        assert.match(await fails(client, 'create_escrow', args, 'replayed'), /^ap2\.nonce:/);
+      } finally {
+        await client.close();
+      }
     });
 
     test('10 concurrent escrows under a budget that allows 5: exactly 5 are created, the rest refused naming ap2.budget', async () => {
