@@ -10,6 +10,7 @@ import postgres from 'postgres';
 import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App } from '../src/app.ts';
 import { openPostgres, socketUrl } from '../src/db/postgres.ts';
+import { PG_DRIVER_DEFAULTS, pgDriverOptions } from '../src/db/pgOptions.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
@@ -69,7 +70,15 @@ export const CFG = {
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
   only: env.BENCH_ONLY ? (env.BENCH_ONLY.split(',').map((s) => s.trim()) as Section[]) : [...SECTIONS],
   out: env.BENCH_OUT || join(ROOT, 'bench', 'results.json'),
+  /**
+   * GROUP_COMMIT of the service under test (src/db/groupCommit.ts), on or off (default off): handed
+   * to every service child and to the in-process services' pools, and printed with the results.
+   */
+  groupCommit: pgDriverOptions({ GROUP_COMMIT: env.GROUP_COMMIT }).groupCommit,
 };
+
+/** The driver settings of the service's own pools (in-process runs): the defaults with this run's GROUP_COMMIT. */
+const SERVICE_DRIVER = { ...PG_DRIVER_DEFAULTS, groupCommit: CFG.groupCommit };
 
 export const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -105,6 +114,9 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type StoreKind = 'postgres' | 'pglite';
 export const STORE: StoreKind = CFG.databaseUrl ? 'postgres' : 'pglite';
+
+/** How the output names the modes that ran. */
+export const MODE_LABEL = `GROUP_COMMIT ${CFG.groupCommit ? 'on' : 'off'}${STORE === 'pglite' ? ' (no effect on PGlite)' : ''}`;
 
 /** One of the bench's own postgres.js clients (admin, sampler): it reaches the server as the service does, Unix sockets included. */
 function rawSql(opts: postgres.Options<Record<string, never>> = {}): postgres.Sql {
@@ -162,7 +174,12 @@ export async function newStore(name: string, opts: { max?: number } = {}): Promi
   await admin.unsafe(`CREATE SCHEMA ${schema}`);
   await admin.end();
   schemas.push(schema);
-  const db = openPostgres(CFG.databaseUrl!, { schema, max: opts.max ?? 10, applicationName: inProcessAppName(schema) });
+  const db = openPostgres(CFG.databaseUrl!, {
+    schema,
+    max: opts.max ?? 10,
+    applicationName: inProcessAppName(schema),
+    driver: SERVICE_DRIVER,
+  });
   const close = once(() => db.close());
   closers.push(close);
   await migrate(db);
@@ -181,7 +198,7 @@ export const serviceAppName = (store: Store | null) => (store?.url ? new URL(sto
 /** Another pool on the same schema (a second service instance). */
 export function samePool(store: Store, max = 10): Db {
   if (store.kind === 'pglite') return store.db;
-  const db = openPostgres(CFG.databaseUrl!, { schema: store.name, max });
+  const db = openPostgres(CFG.databaseUrl!, { schema: store.name, max, driver: SERVICE_DRIVER });
   closers.push(() => db.close());
   return db;
 }
@@ -460,7 +477,15 @@ export async function startChild(store: ChildTarget, extraEnv: Record<string, st
   const args = [...CFG.nodeArgs, ...(CFG.service === 'bundle' ? [bundle] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { PATH: env.PATH ?? '', HOME: env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', ...storeEnv, ...extraEnv },
+    env: {
+      PATH: env.PATH ?? '',
+      HOME: env.HOME ?? '/tmp',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      GROUP_COMMIT: CFG.groupCommit ? 'on' : 'off',
+      ...storeEnv,
+      ...extraEnv,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.add(child);

@@ -11,7 +11,8 @@
 // BENCH_LOG_SAMPLES, BENCH_SWEEP_ESCROWS, BENCH_SWEEP_IDLE_PROBES, BENCH_WEBHOOK_SECONDS,
 // BENCH_WEBHOOK_CONCURRENCY, BENCH_WEBHOOK_DRAIN_SECONDS, BENCH_MEMORY_ESCROWS;
 // BENCH_NOTE is recorded as is in results.json (e.g. what else ran on the machine);
-// BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
+// GROUP_COMMIT=on runs the service with group commit (src/db/groupCommit.ts; default off; the
+// header says which ran); BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
 // dist/escrow-settlement.mjs (npm run build first) instead of `node --import tsx src/main.ts`.
 //
 // The service runs as a child process (main.ts: node:http + nodeListener on port 0) for runs 1, 2, 5
@@ -21,6 +22,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { relative } from 'node:path';
 import {
   CFG,
+  MODE_LABEL,
   ROOT,
   backendCpu,
   backendCpuDelta,
@@ -589,7 +591,7 @@ async function postgresVersion(): Promise<string> {
 async function main(): Promise<void> {
   const started = Date.now();
   const load0 = loadavg();
-  log(`store: ${STORE_LABEL}${CFG.quick ? ' (BENCH_QUICK)' : ''}; runs: ${CFG.only.join(', ')}`);
+  log(`store: ${STORE_LABEL}${CFG.quick ? ' (BENCH_QUICK)' : ''}; ${MODE_LABEL}; runs: ${CFG.only.join(', ')}`);
   if (CFG.only.some((r) => r === 'lifecycle' || r === 'verify' || r === 'webhooks')) {
     // The service process and the floor's store start together (each takes seconds on PGlite).
     const [{ child, store }, floorStore] = await Promise.all([
@@ -612,6 +614,7 @@ async function main(): Promise<void> {
     storeLabel: STORE_LABEL,
     database: CFG.databaseUrl ? CFG.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@') : null,
     quick: CFG.quick,
+    groupCommit: CFG.groupCommit,
     service: CFG.service,
     node: process.version,
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
@@ -625,7 +628,7 @@ async function main(): Promise<void> {
     config: { ...CFG, databaseUrl: undefined, out: relative(ROOT, CFG.out) },
   };
   const text = table();
-  const header = `escrow-settlement bench: ${STORE_LABEL}${CFG.quick ? ', BENCH_QUICK' : ''}; node ${process.version}, ${meta.cpus}; load ${load0.map((n) => n.toFixed(2)).join(' ')}; ${f(meta.seconds, 0)} s`;
+  const header = `escrow-settlement bench: ${STORE_LABEL}${CFG.quick ? ', BENCH_QUICK' : ''}; ${MODE_LABEL}; node ${process.version}, ${meta.cpus}; load ${load0.map((n) => n.toFixed(2)).join(' ')}; ${f(meta.seconds, 0)} s`;
   process.stdout.write(`${header}\n\n${text}\n`);
   const targets = rows
     .filter((r) => r.result)

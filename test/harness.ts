@@ -1,6 +1,6 @@
 // Test harness: the same suite on embedded PGlite and, when TEST_DATABASE_URL is set, on real
 // Postgres (each harness in a schema of its own, dropped afterwards).
-import { pgDriverOptions } from '../src/db/pgOptions.ts';
+import { pgDriverOptions, type PgDriverOptions } from '../src/db/pgOptions.ts';
 import { after, before, describe } from 'node:test';
 import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App, type AppDeps } from '../src/app.ts';
@@ -33,11 +33,17 @@ export interface Harness {
 
 let schemaSeq = 0;
 
+export interface StoreOptions {
+  schema?: string;
+  max?: number;
+  /** Sees every statement written to Postgres, BEGIN and COMMIT included. */
+  onStatement?: (text: string) => void;
+  /** Postgres driver settings over those of the environment (src/db/pgOptions.ts). */
+  driver?: Partial<PgDriverOptions>;
+}
+
 /** Opens a fresh, migrated store of the given kind. */
-export async function openStore(
-  kind: StoreKind,
-  opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {},
-): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function openStore(kind: StoreKind, opts: StoreOptions = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   const store = await openEmptyStore(kind, opts);
   await migrate(store.db);
   await ensureKeys(store.db);
@@ -70,10 +76,7 @@ export async function openStoreBefore(
 }
 
 /** An empty store: PGlite in memory, or a Postgres schema of its own that `drop` removes. */
-async function openEmptyStore(
-  kind: StoreKind,
-  opts: { schema?: string; max?: number; onStatement?: (text: string) => void } = {},
-): Promise<{ db: Db; drop: () => Promise<void> }> {
+async function openEmptyStore(kind: StoreKind, opts: StoreOptions = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const db = await openPglite(':memory:');
     return { db, drop: () => db.close() };
@@ -82,8 +85,9 @@ async function openEmptyStore(
   const admin = openPostgres(PG_URL!, { max: 1 });
   await admin.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   await admin.close();
-  // PG_PREPARE (src/db/pgOptions.ts) applies here too, so a driver setting can be tried against the suite.
-  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement, driver: pgDriverOptions(process.env) });
+  // PG_PREPARE, GROUP_COMMIT … (src/db/pgOptions.ts) apply here too, so a driver setting can be tried against the suite.
+  const driver = { ...pgDriverOptions(process.env), ...opts.driver };
+  const db = openPostgres(PG_URL!, { schema, max: opts.max ?? 10, onStatement: opts.onStatement, driver });
   return {
     db,
     drop: async () => {

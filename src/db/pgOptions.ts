@@ -9,6 +9,8 @@
 //                   set to force_generic_plan. One fused write was planned anew on every execution
 //                   under auto (pg_prepared_statements: 40 custom plans of 40); generic plans gave
 //                   5-16% more lifecycles/s at c=16 in three alternating pairs (docs/performance.md §4.4).
+//   GROUP_COMMIT=on  commands that arrive together share one transaction, so one COMMIT and one WAL
+//                   flush serve many of them (src/db/groupCommit.ts; default off).
 //
 // Not offered: fetch_types=false. Its array-type lookup runs once per new connection, not per
 // statement, and with postgres.js 3.4.9 a reserved connection (every transaction, src/db/pgTx.ts)
@@ -19,9 +21,11 @@ export interface PgDriverOptions {
   prepare: boolean;
   /** The session's plan_cache_mode: force_generic_plan, or Postgres's own choice ('auto'). */
   planCache: 'generic' | 'auto';
+  /** Commands that arrive together share one transaction (src/db/groupCommit.ts). */
+  groupCommit: boolean;
 }
 
-export const PG_DRIVER_DEFAULTS: PgDriverOptions = { prepare: true, planCache: 'generic' };
+export const PG_DRIVER_DEFAULTS: PgDriverOptions = { prepare: true, planCache: 'generic', groupCommit: false };
 
 function onOff(env: Record<string, string | undefined>, name: string, dflt: boolean): boolean {
   const raw = env[name];
@@ -39,5 +43,9 @@ function planCache(env: Record<string, string | undefined>): PgDriverOptions['pl
 }
 
 export function pgDriverOptions(env: Record<string, string | undefined>): PgDriverOptions {
-  return { prepare: onOff(env, 'PG_PREPARE', PG_DRIVER_DEFAULTS.prepare), planCache: planCache(env) };
+  return {
+    prepare: onOff(env, 'PG_PREPARE', PG_DRIVER_DEFAULTS.prepare),
+    planCache: planCache(env),
+    groupCommit: onOff(env, 'GROUP_COMMIT', PG_DRIVER_DEFAULTS.groupCommit),
+  };
 }

@@ -1,6 +1,7 @@
 // The Db interface over postgres.js, for DATABASE_URL deployments.
 import postgres from 'postgres';
-import type { Db, Queryable, Row, Stmt, Tx } from './types.ts';
+import type { Db, Queryable, Row, Stmt, Tx, TxOptions } from './types.ts';
+import { groupCommit } from './groupCommit.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { pipelinedTx } from './pgTx.ts';
 import { PG_DRIVER_DEFAULTS, type PgDriverOptions } from './pgOptions.ts';
@@ -131,13 +132,16 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
     }
     throw err;
   };
+  const ownTx = <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage);
+  const group = driver.groupCommit ? groupCommit(ownTx) : undefined;
   return {
     kind: 'postgres',
     query: <T extends Row>(text: string, params?: unknown[]) =>
       deadline(wrap(sql, driver.prepare).query<T>(text, params)).catch(renewOnOutage),
     batch: (stmts: Stmt[]) => deadline(wrap(sql, driver.prepare).batch(stmts)).catch(renewOnOutage),
-    // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts).
-    tx: <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage),
+    // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts); with
+    // GROUP_COMMIT, transactions naming their keys may share them (groupCommit.ts).
+    tx: <T>(fn: (tx: Tx) => Promise<T>, txOpts?: TxOptions) => (group && txOpts?.group ? group.run(txOpts.group, fn) : ownTx(fn)),
     exec: async (text: string) => {
       await sql.unsafe(text).catch(renewOnOutage);
     },

@@ -55,10 +55,22 @@ export interface Tx extends Queryable {
   sent(): Promise<void>;
 }
 
+/** How a transaction may run. */
+export interface TxOptions {
+  /**
+   * The keys of what fn locks or reads to decide (an escrow, an idempotency scope, a mandate): with
+   * group commit on (GROUP_COMMIT, Postgres only), fn may share one transaction with others that name
+   * none of the same keys (src/db/groupCommit.ts says what that asks of fn: no savepoint, nothing
+   * outside the database that a second run would repeat, every row it decides on under a key).
+   * Absent: always a transaction of its own.
+   */
+  group?: readonly string[];
+}
+
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs fn in one transaction: commits when it resolves, rolls back when it throws. */
-  tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  tx<T>(fn: (tx: Tx) => Promise<T>, opts?: TxOptions): Promise<T>;
   /** Runs multi-statement SQL text without parameters (migrations). */
   exec(text: string): Promise<void>;
   close(): Promise<void>;

@@ -1,6 +1,6 @@
 // Delivery: the payee's signed submission, verified synchronously against the terms; a passing
 // verdict closes the matter in the same transaction (docs/protocol.md §5).
-import type { CommandDeps } from './deps.ts';
+import { commandTx, type CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { sha256 } from '@escrow-settlement/protocol/crypto/hash';
@@ -45,6 +45,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
   const bytes = utf8(jcs);
   const contentHash = toHex(sha256(bytes));
   const sizeBytes = bytes.byteLength;
+  const txOpts = commandTx(svc, [`escrow:${escrowId}`]);
   return svc.db.tx(async (tx) => {
     // The sandbox agent's key is read by the escrow lock's own statement.
     const { e, agent } = await lockEscrowWith(tx, escrowId, input.form === 'sandbox' ? input.agentId : undefined);
@@ -121,5 +122,5 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     });
     // A passing verdict that custody cannot settle: 201 with delivery and verdict, no proof (docs/protocol.md §4.4).
     return closed.ok ? { delivery, verdict, proof: closed.proof } : { delivery, verdict };
-  });
+  }, txOpts);
 }

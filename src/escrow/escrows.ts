@@ -1,6 +1,6 @@
 // Escrow commands: create (with mandate enforcement), fund, list (docs/protocol.md §3.2, §4.1, §8).
-import type { CommandDeps } from './deps.ts';
-import type { Stmt } from '../db/types.ts';
+import { commandTx, type CommandDeps } from './deps.ts';
+import type { Stmt, TxOptions } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { AppError, badRequest, notFound } from '../errors.ts';
@@ -93,6 +93,30 @@ async function resolveParties(
   return { parties: out as { payer: KeyRef; payee: KeyRef; arbiter?: KeyRef }, now: row.now, tenants: [...tenants] };
 }
 
+/**
+ * The inputs whose reads a creation's keys cover (commandTx): the idempotency scope and the mandate it
+ * locks. A creation with any other input runs in a transaction of its own: whatever such an input
+ * makes the creation read to decide, no key of it names.
+ */
+const KEYED_INPUTS = new Set([
+  'amount',
+  'asset',
+  'terms',
+  'payer',
+  'payee',
+  'arbiter',
+  'mandateId',
+  'timeouts',
+  'scope',
+  'metadata',
+  'alsoWrite',
+]);
+
+function createTx(svc: CommandDeps, input: CreateInput, idem?: IdemSlot): TxOptions {
+  if (Object.entries(input).some(([k, v]) => v !== undefined && !KEYED_INPUTS.has(k))) return {};
+  return commandTx(svc, [idem && `idem:${idem.scope}`, input.mandateId && `mandate:${input.mandateId}`]);
+}
+
 export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: IdemSlot): Promise<Record<string, unknown>> {
   const { parties, now: readAt, tenants } = await resolveParties(svc, input);
   // The chain and its binding need no state: checked before the transaction, at the clock read with the parties.
@@ -105,6 +129,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
         input.scope ?? null,
       )
     : null;
+  const txOpts = createTx(svc, input, idem);
   return svc.db.tx(async (tx) => {
     await idemClaim(tx, idem);
     const writes: Stmt[] = [];
@@ -223,10 +248,11 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       ]),
     ]);
     return json;
-  });
+  }, txOpts);
 }
 
 export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot): Promise<Record<string, unknown>> {
+  const txOpts = commandTx(svc, [`escrow:${id}`, idem && `idem:${idem.scope}`]);
   return svc.db.tx(async (tx) => {
     await idemClaim(tx, idem);
     const e = await lockEscrow(tx, id);
@@ -263,5 +289,5 @@ export async function fundEscrow(svc: CommandDeps, id: string, idem?: IdemSlot):
       fuse([...advanceEscrow(e, entries, { state, deadlineAt, custodyStatus: 'locked' }), ...idemStore(idem, 200, json)]),
     ]);
     return json;
-  });
+  }, txOpts);
 }

@@ -1,5 +1,5 @@
 // Refund: from funded, or delivered with a failed verdict; closes in a refunded proof (docs/protocol.md §4.1).
-import type { CommandDeps } from './deps.ts';
+import { commandTx, type CommandDeps } from './deps.ts';
 import { AppError } from '../errors.ts';
 import { lockEscrow } from './escrowRow.ts';
 import { transition } from './states.ts';
@@ -18,11 +18,12 @@ export function custodyFailed(r: Extract<CloseResult, { ok: false }>): AppError 
 export type Void = { signer: string; signedAt: string; signature: string };
 
 export async function refundEscrow(svc: CommandDeps, id: string, voided?: Void): Promise<Proof> {
+  const txOpts = commandTx(svc, [`escrow:${id}`]);
   const r = await svc.db.tx(async (tx) => {
     const e = await lockEscrow(tx, id);
     transition('refund', e);
     return closeMatter(tx, svc, { e, closing: voided ? { kind: 'refund', void: voided } : { kind: 'refund' } });
-  });
+  }, txOpts);
   if (!r.ok) throw custodyFailed(r);
   return r.proof;
 }

@@ -7,10 +7,19 @@ import { ConfigError } from '../../src/config.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { PG_DRIVER_DEFAULTS, pgDriverOptions } from '../../src/db/pgOptions.ts';
 
-test('PG_PREPARE and PG_PLAN_CACHE: defaults, both spellings, and a clear refusal naming the variable', () => {
-  assert.deepEqual(pgDriverOptions({}), { prepare: true, planCache: 'generic' });
-  assert.deepEqual(pgDriverOptions({ PG_PREPARE: '', PG_PLAN_CACHE: '' }), PG_DRIVER_DEFAULTS);
-  assert.deepEqual(pgDriverOptions({ PG_PREPARE: 'off', PG_PLAN_CACHE: 'auto' }), { prepare: false, planCache: 'auto' });
+test('PG_PREPARE, PG_PLAN_CACHE and GROUP_COMMIT: defaults, both spellings, and a clear refusal naming the variable', () => {
+  assert.deepEqual(pgDriverOptions({}), { prepare: true, planCache: 'generic', groupCommit: false });
+  assert.deepEqual(pgDriverOptions({ PG_PREPARE: '', PG_PLAN_CACHE: '', GROUP_COMMIT: '' }), PG_DRIVER_DEFAULTS);
+  assert.deepEqual(pgDriverOptions({ PG_PREPARE: 'off', PG_PLAN_CACHE: 'auto', GROUP_COMMIT: 'on' }), {
+    prepare: false,
+    planCache: 'auto',
+    groupCommit: true,
+  });
+  assert.equal(pgDriverOptions({ GROUP_COMMIT: 'off' }).groupCommit, false);
+  assert.throws(
+    () => pgDriverOptions({ GROUP_COMMIT: 'yes' }),
+    (e: unknown) => e instanceof ConfigError && /GROUP_COMMIT/.test(e.message),
+  );
   assert.throws(
     () => pgDriverOptions({ PG_PLAN_CACHE: 'custom' }),
     (e: unknown) => e instanceof ConfigError && /PG_PLAN_CACHE/.test(e.message),
