@@ -1,7 +1,8 @@
 // Node adapter benchmark: which IncomingMessage → Request → ServerResponse bridge to serve app.fetch with.
 //
 //   npx tsx bench/adapter.ts
-//   (env: BENCH_SECONDS=5 BENCH_WARMUP_SECONDS=1 BENCH_ROUNDS=3 BENCH_CONNECTIONS=32 BENCH_VARIANTS=naive,current,hono)
+//   (env: BENCH_SECONDS=5 BENCH_WARMUP_SECONDS=1 BENCH_ROUNDS=3 BENCH_CONNECTIONS=32 BENCH_VARIANTS=naive,current,hono;
+//   BENCH_VARIANTS=current,current-direct is the A/B of HTTP_BODY)
 //
 // One run measures every variant. Each variant serves the real app (PGlite in memory, migrated, keys
 // ensured) from a child process of its own, one at a time, so that one adapter's global side effects
@@ -9,7 +10,8 @@
 // The load comes from another process on loopback: wrk when it is installed (apt-get install wrk),
 // otherwise a small keep-alive node client. Variants:
 //   naive           the original adapter (Headers + new Request + Readable.toWeb; arrayBuffer()), kept here as the baseline
-//   current         src/node/adapter.ts nodeListener, as main.ts serves it
+//   current         src/node/adapter.ts nodeListener, as main.ts serves it (HTTP_BODY=stream, the default)
+//   current-direct  the same with HTTP_BODY=direct: POST bodies read from the message without a web stream
 //   hono            @hono/node-server getRequestListener(fetch) with its default (lightweight global Request/Response)
 //   hono-noglobals  the same with overrideGlobalObjects: false
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -22,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import type { App } from '../src/app.ts';
 
 const SELF = fileURLToPath(import.meta.url);
-const ALL_VARIANTS = ['naive', 'current', 'hono', 'hono-noglobals'] as const;
+const ALL_VARIANTS = ['naive', 'current', 'current-direct', 'hono', 'hono-noglobals'] as const;
 type Variant = (typeof ALL_VARIANTS)[number];
 
 interface Route {
@@ -117,9 +119,9 @@ async function serve(variant: Variant) {
     fetch: (r: Request, i?: { ip?: string }) => appRef!.fetch(r, i),
   } as App;
   if (variant === 'naive') listener = naiveListener(lazyApp, { trustProxy: false });
-  else if (variant === 'current') {
+  else if (variant === 'current' || variant === 'current-direct') {
     const { nodeListener } = await import('../src/node/adapter.ts');
-    listener = nodeListener(lazyApp, { trustProxy: false });
+    listener = nodeListener(lazyApp, { trustProxy: false, body: variant === 'current-direct' ? 'direct' : 'stream' });
   } else listener = (await honoListener(lazyApp, variant === 'hono')) as typeof listener;
 
   const { createApp } = await import('../src/app.ts');

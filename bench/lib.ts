@@ -11,6 +11,7 @@ import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App } from '../src/app.ts';
 import { openPostgres, socketUrl } from '../src/db/postgres.ts';
 import { PG_DRIVER_DEFAULTS, pgDriverOptions } from '../src/db/pgOptions.ts';
+import { httpBodyMode } from '../src/node/adapter.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
@@ -75,6 +76,8 @@ export const CFG = {
    * to every service child and to the in-process services' pools, and printed with the results.
    */
   groupCommit: pgDriverOptions({ GROUP_COMMIT: env.GROUP_COMMIT }).groupCommit,
+  /** HTTP_BODY of the service children (src/node/adapter.ts): stream (default) or direct; printed with the results. */
+  httpBody: httpBodyMode({ HTTP_BODY: env.HTTP_BODY }),
 };
 
 /** The driver settings of the service's own pools (in-process runs): the defaults with this run's GROUP_COMMIT. */
@@ -116,7 +119,7 @@ export type StoreKind = 'postgres' | 'pglite';
 export const STORE: StoreKind = CFG.databaseUrl ? 'postgres' : 'pglite';
 
 /** How the output names the modes that ran. */
-export const MODE_LABEL = `GROUP_COMMIT ${CFG.groupCommit ? 'on' : 'off'}${STORE === 'pglite' ? ' (no effect on PGlite)' : ''}`;
+export const MODE_LABEL = `GROUP_COMMIT ${CFG.groupCommit ? 'on' : 'off'}${STORE === 'pglite' ? ' (no effect on PGlite)' : ''}, HTTP_BODY ${CFG.httpBody}`;
 
 /** One of the bench's own postgres.js clients (admin, sampler): it reaches the server as the service does, Unix sockets included. */
 function rawSql(opts: postgres.Options<Record<string, never>> = {}): postgres.Sql {
@@ -483,6 +486,7 @@ export async function startChild(store: ChildTarget, extraEnv: Record<string, st
       PORT: '0',
       HOST: '127.0.0.1',
       GROUP_COMMIT: CFG.groupCommit ? 'on' : 'off',
+      HTTP_BODY: CFG.httpBody,
       ...storeEnv,
       ...extraEnv,
     },

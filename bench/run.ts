@@ -11,8 +11,8 @@
 // BENCH_LOG_SAMPLES, BENCH_SWEEP_ESCROWS, BENCH_SWEEP_IDLE_PROBES, BENCH_WEBHOOK_SECONDS,
 // BENCH_WEBHOOK_CONCURRENCY, BENCH_WEBHOOK_DRAIN_SECONDS, BENCH_MEMORY_ESCROWS;
 // BENCH_NOTE is recorded as is in results.json (e.g. what else ran on the machine);
-// GROUP_COMMIT=on runs the service with group commit (src/db/groupCommit.ts; default off; the
-// header says which ran); BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
+// GROUP_COMMIT=on runs the service with group commit (src/db/groupCommit.ts; default off) and
+// HTTP_BODY=direct with bodies read without a web stream (src/node/adapter.ts); the header says which ran; BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
 // dist/escrow-settlement.mjs (npm run build first) instead of `node --import tsx src/main.ts`.
 //
 // The service runs as a child process (main.ts: node:http + nodeListener on port 0) for runs 1, 2, 5
@@ -615,6 +615,7 @@ async function main(): Promise<void> {
     database: CFG.databaseUrl ? CFG.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@') : null,
     quick: CFG.quick,
     groupCommit: CFG.groupCommit,
+    httpBody: CFG.httpBody,
     service: CFG.service,
     node: process.version,
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,

@@ -11,10 +11,37 @@ function tooLarge(limit: number) {
   return new AppError('payload_too_large', `request body is over the ${limit === MAX_BODY ? '1 MB' : '32 KB'} limit for this route`);
 }
 
+/**
+ * A request body an edge reads for the app without a web stream (src/node/adapter.ts, HTTP_BODY=direct):
+ * resolves with every byte, or with 'over' as soon as more than `limit` have arrived (reading stops
+ * there); rejects when the body cannot be read to its end.
+ */
+export type DirectBody = (limit: number) => Promise<Uint8Array | 'over'>;
+
+const directBodies = new WeakMap<Request, DirectBody>();
+
+/** Gives `request` a body read by `read` instead of its (absent) stream; readBytes uses it once. */
+export function withDirectBody(request: Request, read: DirectBody): Request {
+  directBodies.set(request, read);
+  return request;
+}
+
 /** Reads at most `limit` bytes; stops reading (and cancels the stream) as soon as it is over. */
 export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  const direct = directBodies.get(request);
+  if (direct) {
+    directBodies.delete(request);
+    let bytes: Uint8Array | 'over';
+    try {
+      bytes = await direct(limit);
+    } catch {
+      throw badRequest('request body could not be read');
+    }
+    if (bytes === 'over') throw tooLarge(limit);
+    return bytes;
+  }
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -13,12 +13,20 @@ import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-
 import type { App } from '../app.ts';
 import { createClientCap, type ClientCap } from './clientCap.ts';
 import { edgeResponse, refuseParsed, sendEdge } from './edgeAnswer.ts';
+import { withDirectBody, type DirectBody } from '../http/body.ts';
+import { ConfigError } from '../config.ts';
 
 export interface AdapterOptions {
   trustProxy: boolean;
   onError?: (err: unknown) => void;
   /** CLIENT_MAX_CONCURRENCY: requests one client address may have open at once (unlimited when absent). */
   clientMaxConcurrency?: number;
+  /**
+   * HTTP_BODY: how the app reads a request body. 'stream' (the default): through a web ReadableStream
+   * over the message (bodyStream). 'direct': straight from the message's chunks into one buffer when
+   * the app asks (directBody), with the same cap and the same errors; no stream is built.
+   */
+  body?: 'stream' | 'direct';
 }
 
 function clientIp(req: IncomingMessage, trustProxy: boolean): string {
@@ -97,6 +105,53 @@ function bodyStream(incoming: IncomingMessage, outgoing: ServerResponse): Readab
   );
 }
 
+/**
+ * The request body read straight from the IncomingMessage, the first time the app asks (src/http/body.ts
+ * readBytes): its chunks gathered into one buffer, nothing taken off the socket before. More than
+ * `limit` bytes: reading stops at once ('over'; the message is paused and let go, as bodyStream's
+ * cancel does). The same ends as bodyStream: the client closing first or an answer sent before the
+ * body was read rejects.
+ */
+function directBody(incoming: IncomingMessage, outgoing: ServerResponse): DirectBody {
+  return (limit) =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let total = 0;
+      const onData = (chunk: Buffer) => {
+        total += chunk.byteLength;
+        if (total > limit) {
+          release();
+          resolve('over');
+        } else chunks.push(chunk);
+      };
+      const onEnd = () => {
+        release();
+        const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total);
+        resolve(new Uint8Array(all.buffer, all.byteOffset, all.byteLength));
+      };
+      const onError = (err: unknown) => {
+        release();
+        reject(err);
+      };
+      const onClose = () => onError(new Error('the client closed the connection before the request body ended'));
+      const onFinish = () => onError(new Error('the response was sent before the request body was read'));
+      const release = () => {
+        incoming.off('data', onData);
+        incoming.off('end', onEnd);
+        incoming.off('error', onError);
+        incoming.off('close', onClose);
+        outgoing.off('finish', onFinish);
+        incoming.pause();
+      };
+      incoming.on('data', onData);
+      incoming.once('end', onEnd);
+      incoming.once('error', onError);
+      incoming.once('close', onClose);
+      outgoing.once('finish', onFinish);
+      incoming.resume();
+    });
+}
+
 /** Header pairs for a Request, leaving out values Headers would throw on. */
 function headerPairs(raw: string[]): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
@@ -108,10 +163,12 @@ function headerPairs(raw: string[]): Array<[string, string]> {
  * The request as the app sees it. A GET/HEAD with ordinary headers: hono's lazy request, nothing
  * built. A body, or a header value Headers refuses: a Request of our own (the body still unread).
  */
-function toRequest(request: Request, incoming: IncomingMessage, outgoing: ServerResponse): Request {
+function toRequest(request: Request, incoming: IncomingMessage, outgoing: ServerResponse, body: AdapterOptions['body']): Request {
   const method = request.method;
   const hasBody = method !== 'GET' && method !== 'HEAD';
   if (!hasBody && !hasInvalidValue(incoming.rawHeaders)) return request;
+  if (hasBody && body === 'direct')
+    return withDirectBody(new Request(request.url, { method, headers: headerPairs(incoming.rawHeaders) }), directBody(incoming, outgoing));
   return new Request(request.url, {
     method,
     headers: headerPairs(incoming.rawHeaders),
@@ -123,6 +180,14 @@ function toRequest(request: Request, incoming: IncomingMessage, outgoing: Server
 
 /** Methods node:http parses but no fetch Request can carry: the core's 405 is sent for them directly. */
 const UNFETCHABLE = new Set(['TRACE', 'TRACK', 'CONNECT']);
+
+/** HTTP_BODY from the environment: stream (default) or direct (AdapterOptions.body). */
+export function httpBodyMode(env: Record<string, string | undefined>): 'stream' | 'direct' {
+  const raw = env.HTTP_BODY;
+  if (raw === undefined || raw === '' || raw === 'stream') return 'stream';
+  if (raw === 'direct') return 'direct';
+  throw new ConfigError('HTTP_BODY', `must be stream or direct, got ${JSON.stringify(raw)}`);
+}
 
 /** A request listener for node:http that serves app.fetch. */
 export function nodeListener(app: App, opts: AdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
@@ -207,7 +272,7 @@ function nodeFetchListener(
       let response: Response;
       try {
         const ip = clientIp(incoming, opts.trustProxy);
-        response = await app.fetch(toRequest(request, incoming, outgoing), {
+        response = await app.fetch(toRequest(request, incoming, outgoing, opts.body), {
           ip,
           rawPath: rawPathOf(incoming.url ?? '/'),
           ...(cap ? { admit: admitter(cap, ip, opts.clientMaxConcurrency!) } : {}),

@@ -14,7 +14,7 @@ import { loadAp2Issuers } from './ap2Files.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../proof/keys.ts';
-import { connectListener, nodeListener } from './adapter.ts';
+import { connectListener, httpBodyMode, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
 import { MAX_HEADER_LINES, NOSNIFF } from './edgeAnswer.ts';
 import { lockDataDir, type DataDirLock } from './dataDirLock.ts';
@@ -83,6 +83,7 @@ function listen(server: Server, config: Config): Promise<void> {
 async function main(env: Env, slot?: number) {
   if (slot !== undefined) whoFields = { slot, pid: process.pid };
   const parsed = parseConfig(env);
+  const body = httpBodyMode(env);
   const config =
     slot !== undefined && parsed.requestLog ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) }) : parsed;
   // AP2_ISSUERS is read before anything is opened: a bad file ends the start with one line naming it.
@@ -179,6 +180,7 @@ async function main(env: Env, slot?: number) {
   serve = nodeListener(app, {
     trustProxy: config.trustProxy,
     clientMaxConcurrency: config.clientMaxConcurrency,
+    body,
     onError: (err) => log('adapter error', { error: String(err) }),
   });
   // CONNECT never reaches the request listener: answer it with the core's 405, not a dropped socket.
