@@ -95,7 +95,8 @@ async function resolveParties(
 
 /**
  * The inputs whose reads a creation's keys cover (commandTx): the idempotency scope and the mandate it
- * locks. A creation with any other input runs in a transaction of its own: whatever such an input
+ * locks; the others read nothing in the transaction (alsoWrite's and createdWith's are written as
+ * given). A creation with any other input runs in a transaction of its own: whatever such an input
  * makes the creation read to decide, no key of it names.
  */
 const KEYED_INPUTS = new Set([
@@ -110,6 +111,7 @@ const KEYED_INPUTS = new Set([
   'scope',
   'metadata',
   'alsoWrite',
+  'createdWith',
 ]);
 
 function createTx(svc: CommandDeps, input: CreateInput, idem?: IdemSlot): TxOptions {
