@@ -1,6 +1,7 @@
 // Configuration: parseConfig(env) turns the environment into one frozen Config (README.md "Configuration"; docs/design.md §6). Pure.
 import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
 import { parseAp2Settings, type Ap2Settings } from './mandate/ap2Config.ts';
+import { targetSessionAttrs, WRITABLE_SESSION_ATTRS } from './db/sessionAttrs.ts';
 
 export interface Config extends WitnessSettings, Ap2Settings {
   port: number;
@@ -251,6 +252,13 @@ export function parseConfig(env: Env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  }
+  const attrs = databaseUrl === undefined ? undefined : targetSessionAttrs(databaseUrl);
+  if (attrs !== undefined && !(WRITABLE_SESSION_ATTRS as readonly string[]).includes(attrs)) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      `target_session_attrs=${attrs} would let the service use a standby; it writes, so only read-write or primary (the default) are accepted`,
+    );
   }
   const dataDir = env.DATA_DIR || './.escrow-data';
   const host = env.HOST || (apiKey ? '0.0.0.0' : '127.0.0.1');

@@ -42,6 +42,8 @@ const bad: Array<[Record<string, string>, string]> = [
   [{ TRUST_PROXY: '2' }, 'TRUST_PROXY'],
   [{ RATE_LIMIT_MAX: '0' }, 'RATE_LIMIT_MAX'],
   [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+  [{ DATABASE_URL: 'postgres://h1:5432,h2:5433/db?target_session_attrs=any' }, 'DATABASE_URL'],
+  [{ DATABASE_URL: 'postgres://h1:5432,h2:5433/db?target_session_attrs=prefer-standby' }, 'DATABASE_URL'],
   [{ API_KEY: 'short' }, 'API_KEY'],
   [{ REQUEST_LOG_MAX_LINES: 'lots' }, 'REQUEST_LOG_MAX_LINES'],
 ];
@@ -53,6 +55,19 @@ for (const [env, variable] of bad) {
     );
   });
 }
+
+test('DATABASE_URL names several hosts in libpq form; target_session_attrs, when given, asks for a writable primary', () => {
+  for (const url of [
+    'postgres://u@h1:5432,h2:5433/db',
+    'postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write',
+    'postgresql://u@h1,h2/db?sslmode=disable&target_session_attrs=primary',
+  ])
+    assert.equal(parseConfig({ DATABASE_URL: url, DATA_DIR: ':memory:' }).databaseUrl, url);
+  assert.throws(
+    () => parseConfig({ DATABASE_URL: 'postgres://h1,h2/db?target_session_attrs=standby' }),
+    /target_session_attrs=standby would let the service use a standby/,
+  );
+});
 
 test('WEBHOOK_BACKOFF_MS gives the waits between attempts', () => {
   assert.deepEqual(parseConfig({ WEBHOOK_BACKOFF_MS: '10, 20,30' }).webhookBackoffMs, [10, 20, 30]);

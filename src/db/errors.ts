@@ -33,9 +33,12 @@ const CONNECTION_CODES = new Set([
 /**
  * SQLSTATEs the server sends when it cannot serve anyone for now: class 08 (connection exception),
  * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting or in recovery),
- * 53300 too_many_connections. A client's bad value or a constraint never lands here.
+ * 53300 too_many_connections, and 25006 read_only_sql_transaction: the server is (or has just become)
+ * a standby, so writes wait for a primary (docs/operations.md §1). The service's own statements
+ * never ask for a read-only transaction, so 25006 is never a client's mistake. A client's bad value
+ * or a constraint never lands here.
  */
-const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 
 /** True when `err` (from postgres.js, PGlite or the socket below them) says the database is unreachable. */
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {

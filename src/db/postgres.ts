@@ -109,6 +109,13 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   const make = () =>
     postgres(url, {
       ...(host ? { host } : {}),
+      // Only a primary, whatever the URL says (docs/operations.md §1). postgres.js 3.4.9 judges
+      // `read-write` by default_transaction_read_only alone, which a hot standby leaves off (it is
+      // read-only through in_hot_standby), so a connection that landed on a standby during a
+      // failover was used and every write on it failed with 25006. Under `primary` postgres.js reads
+      // in_hot_standby from the start-up answer (Postgres 14+; before, it asks pg_is_in_recovery())
+      // and closes such a connection before any statement of ours, then tries the next host.
+      target_session_attrs: 'primary',
       ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
       max: opts.max ?? 10,
       onnotice: () => {},

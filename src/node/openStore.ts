@@ -14,6 +14,9 @@ export const CONNECT_DEADLINE_MS = 5_000;
 /** host:port/database of a postgres URL, never its user or password. */
 export function describeDatabaseUrl(url: string): string {
   try {
+    // A libpq multi-host list (docs/operations.md §1) is no URL host: name every host as written.
+    const multi = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?([^/?#]*,[^/?#]*)(\/[^?#]*)?/.exec(url);
+    if (multi) return `${multi[1]}${multi[2] && multi[2].length > 1 ? multi[2] : ''}`;
     const socket = socketUrl(url);
     const u = new URL(socket.url);
     if (socket.host)

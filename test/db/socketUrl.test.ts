@@ -6,6 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { socketUrl, openPostgres } from '../../src/db/postgres.ts';
+import { describeDatabaseUrl } from '../../src/node/openStore.ts';
+import { isDatabaseUnavailable } from '../../src/db/errors.ts';
 import { PG_URL } from '../harness.ts';
 
 test('socketUrl: ?host=/dir becomes the host option; other parameters, user and port stay', () => {
@@ -68,4 +70,13 @@ test("openPostgres connects through the Unix socket of TEST_DATABASE_URL's serve
       await db.close();
     }
   }
+});
+
+test('a libpq multi-host URL is described by its hosts, never its password', () => {
+  assert.equal(describeDatabaseUrl('postgres://u:secret@h1:5432,h2:5433/escrow?target_session_attrs=read-write'), 'h1:5432,h2:5433/escrow');
+});
+
+test('a read-only refusal (25006: the server is, or has become, a standby) is an outage, not a fault', () => {
+  assert.equal(isDatabaseUnavailable({ code: '25006' }), true);
+  assert.equal(isDatabaseUnavailable({ code: '23505' }), false);
 });

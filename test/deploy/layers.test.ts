@@ -24,6 +24,7 @@ export const LAYERS: Array<[number, string[]]> = [
       'src/units/',
       'src/witness/config.ts',
       'src/mandate/ap2Config.ts',
+      'src/db/sessionAttrs.ts',
     ],
   ],
   [3, ['src/db/']],
