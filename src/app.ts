@@ -18,6 +18,7 @@ import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './custody/simulated.ts';
 import { createProofLog } from './proof/proofLog.ts';
+import { createAnchor } from './witness/anchor.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 export interface AppDeps {
@@ -119,10 +120,20 @@ const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
 export function createApp(deps: AppDeps): App {
   const nowMs = deps.nowMs ?? (() => Date.now());
+  // The log's anchor in its witnesses is also the proof log's gate (src/witness/anchor.ts); it opens
+  // and closes only once the jobs run its checks (src/witness/check.ts), and is open without witnesses.
+  const anchor = createAnchor({
+    enabled: deps.config.witnesses.length > 0,
+    bestEffort: deps.config.witnessStart === 'best-effort',
+    retryAfterS: Math.max(1, Math.ceil(deps.config.witnessIntervalMs / 1000)),
+  });
+  const proofLog = createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs, gate: anchor });
+  anchor.onOpen = () => proofLog.poke();
   const svc: Services = {
     db: deps.db,
     config: deps.config,
-    proofLog: createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs }),
+    proofLog,
+    anchor,
     custody: deps.custody ?? createSimulatedCustody(),
     version: VERSION,
     startedAt: nowMs(),

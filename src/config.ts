@@ -4,6 +4,12 @@ import { parseAp2Settings, type Ap2Settings } from './mandate/ap2Config.ts';
 import { targetSessionAttrs, WRITABLE_SESSION_ATTRS } from './db/sessionAttrs.ts';
 
 export interface Config extends WitnessSettings, Ap2Settings {
+  /**
+   * WITNESS_START (docs/operations.md §3): `wait` (default) holds closings until the witnesses have
+   * confirmed the database's newest checkpoint at start or after another server answers;
+   * `best-effort` lets them go on meanwhile (a fork is then caught at the next submission).
+   */
+  witnessStart: 'wait' | 'best-effort';
   port: number;
   host: string;
   databaseUrl?: string;
@@ -238,6 +244,16 @@ function x402Network(env: Env): string {
   return raw;
 }
 
+function witnessStart(env: Env): Config['witnessStart'] {
+  const raw = env.WITNESS_START;
+  if (raw === undefined || raw === '') return 'wait';
+  if (raw === 'wait' || raw === 'best-effort') {
+    if (!env.WITNESSES?.trim()) throw new ConfigError('WITNESS_START', 'is set but WITNESSES names no witness');
+    return raw;
+  }
+  throw new ConfigError('WITNESS_START', `must be wait or best-effort, got ${JSON.stringify(raw)}`);
+}
+
 /**
  * Every variable is read once. An empty variable (`PORT=`) counts as unset, the same for all of
  * them, so `KEY=` lines in env files and compose files fall back to the default instead of failing.
@@ -303,5 +319,6 @@ export function parseConfig(env: Env): Config {
     x402Network: x402Network(env),
     ...parseWitnessSettings(env, (variable, message) => new ConfigError(variable, message)),
     ...parseAp2Settings(env, (variable, message) => new ConfigError(variable, message)),
+    witnessStart: witnessStart(env),
   });
 }

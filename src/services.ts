@@ -7,6 +7,7 @@ import type { AuthCache } from './http/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
 import type { Ap2Trust } from './mandate/ap2.ts';
+import type { LogAnchor } from './witness/anchor.ts';
 
 /** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
@@ -38,6 +39,8 @@ export interface Services {
   witnessFetch?: typeof fetch;
   /** What AP2 mandates are checked against (docs/ap2.md §1); null: AP2 is off (no AP2_ISSUERS). */
   ap2: Ap2Trust | null;
+  /** Whether the log may grow now, anchored in its witnesses (src/witness/anchor.ts); also the proof log's gate. */
+  anchor: LogAnchor;
 }
 
 export { VERSION } from './version.ts';

@@ -44,6 +44,8 @@ const bad: Array<[Record<string, string>, string]> = [
   [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
   [{ DATABASE_URL: 'postgres://h1:5432,h2:5433/db?target_session_attrs=any' }, 'DATABASE_URL'],
   [{ DATABASE_URL: 'postgres://h1:5432,h2:5433/db?target_session_attrs=prefer-standby' }, 'DATABASE_URL'],
+  [{ WITNESS_START: 'later' }, 'WITNESS_START'],
+  [{ WITNESS_START: 'best-effort' }, 'WITNESS_START'],
   [{ API_KEY: 'short' }, 'API_KEY'],
   [{ REQUEST_LOG_MAX_LINES: 'lots' }, 'REQUEST_LOG_MAX_LINES'],
 ];
@@ -67,6 +69,11 @@ test('DATABASE_URL names several hosts in libpq form; target_session_attrs, when
     () => parseConfig({ DATABASE_URL: 'postgres://h1,h2/db?target_session_attrs=standby' }),
     /target_session_attrs=standby would let the service use a standby/,
   );
+});
+
+test('WITNESS_START: wait by default; best-effort only with witnesses (test/witness/anchor.test.ts has them)', () => {
+  assert.equal(parseConfig({}).witnessStart, 'wait');
+  assert.throws(() => parseConfig({ WITNESS_START: 'best-effort' }), /WITNESS_START: is set but WITNESSES names no witness/);
 });
 
 test('WEBHOOK_BACKOFF_MS gives the waits between attempts', () => {

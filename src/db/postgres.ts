@@ -119,6 +119,10 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
       ...(onStatement ? { debug: (_conn: number, text: string) => onStatement(text) } : {}),
       max: opts.max ?? 10,
       onnotice: () => {},
+      // Any connection closing (lost, or ended with its pool): the next one may reach another server.
+      onclose: () => {
+        epoch++;
+      },
       // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
       // needed, timestamps come back as Date.
       connection: {
@@ -127,6 +131,7 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
         ...(driver.planCache === 'generic' ? { plan_cache_mode: 'force_generic_plan' } : {}),
       },
     });
+  let epoch = 0;
   let sql = make();
   let renewedAt = 0;
   let closing = false;
@@ -152,6 +157,7 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
     exec: async (text: string) => {
       await sql.unsafe(text).catch(renewOnOutage);
     },
+    connectionEpoch: () => epoch,
     close: () => {
       closing = true;
       return sql.end({ timeout: 5 });

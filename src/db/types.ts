@@ -73,6 +73,11 @@ export interface Db extends Queryable {
   tx<T>(fn: (tx: Tx) => Promise<T>, opts?: TxOptions): Promise<T>;
   /** Runs multi-statement SQL text without parameters (migrations). */
   exec(text: string): Promise<void>;
+  /**
+   * Counts the connections that have closed (Postgres only): after a change the next connection may
+   * reach another server (a failover), which the log's anchor checks (src/witness/anchor.ts).
+   */
+  connectionEpoch?(): number;
   close(): Promise<void>;
 }
 

@@ -186,6 +186,9 @@ async function signClosing(
 
 export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseInput): Promise<CloseResult> {
   const { e, closing } = input;
+  // Before custody moves anything and before a leaf is written: a log whose database is behind its
+  // witnesses issues nothing (docs/operations.md §3); the refusal rolls the command back whole.
+  await svc.proofLog.gate.beforeAppend();
   const pending = input.pending ?? [];
   const now = e.now;
   const at = now.toISOString();

@@ -6,6 +6,7 @@ import { SWEEP_BATCH, sweepOnce } from './sweep.ts';
 import { pruneIdempotency } from '../db/idempotency.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { submitOnce } from '../witness/submitter.ts';
+import { anchorChecks } from '../witness/check.ts';
 
 export interface Jobs {
   stop(): Promise<void>;
@@ -18,6 +19,16 @@ export const LOG_TICK_MS = 1000;
 
 export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   const tickers: Ticker[] = [];
+  const stopping = new AbortController();
+  if (svc.config.witnesses.length > 0) {
+    // The log's anchor (docs/operations.md §3): before anything is appended, the witnesses confirm
+    // the database's newest checkpoint; from then on, it watches for another server and for a
+    // database behind them. Asked at once, then every interval.
+    const checks = anchorChecks(svc, { log: opts.log, intervalMs: svc.config.witnessIntervalMs, signal: stopping.signal });
+    const checkFailed = (err: unknown) => opts.log('witness check failed', { error: String(err) });
+    void checks.tick().catch(checkFailed);
+    tickers.push(startTicker(svc.config.witnessIntervalMs, () => checks.tick(), checkFailed));
+  }
   svc.proofLog.onError = (err) => opts.log('log integration failed', { error: String((err as Error)?.stack ?? err) });
   // At start: what a crash left pending is integrated before anything else waits on it.
   void svc.proofLog.drain();
@@ -51,7 +62,6 @@ export function startJobs(svc: Services, opts: { log: Log }): Jobs {
   tickers.push(startWebhookSender(svc, { log: opts.log }));
   // The witness submitter (docs/witnessing.md): at most one submission per witness per interval;
   // stopping aborts its requests in flight, so a slow witness never delays shutdown.
-  const stopping = new AbortController();
   if (svc.config.witnesses.length > 0) {
     tickers.push(
       startTicker(

@@ -7,7 +7,7 @@ import { transition } from '../escrow/states.ts';
 import { closeMatter, presignClosing, type Closing, type Ruling, type Signed } from '../escrow/close.ts';
 
 export interface SweepResult {
-  /** Always true since passes no longer take a sweep lock (kept for callers that count passes). */
+  /** False when the pass did not run: the log may not grow now (src/tlog/gate.ts). */
   ran: boolean;
   closed: number;
   failed: number;
@@ -90,6 +90,9 @@ export async function sweepOnce(
   // integrator indexes them after the commit), so passes on several instances run side by side on
   // disjoint escrows, and a user's command waits at most for the one escrow it shares with a pass.
   const batch = opts.batch ?? SWEEP_BATCH;
+  // A log that may not grow now (its database is behind its witnesses, or they have not answered
+  // yet: docs/operations.md §3) closes nothing: the deadlines wait for the next pass.
+  if (!svc.proofLog.gate.mayAppend()) return { ran: false, closed: 0, failed: 0, errors: 0 };
   return svc.db.tx(async (tx) => {
     // Lock: every escrow of the batch is row-locked here, before any closing touches custody or the
     // fault row; escrows a command (or another instance's pass) holds are skipped until the next

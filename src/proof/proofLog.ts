@@ -4,6 +4,7 @@ import type { Db, Stmt } from '../db/types.ts';
 import { createIntegrator, type LogIntegrator } from '../tlog/integrator.ts';
 import type { Integrated } from '../tlog/integrate.ts';
 import { issuerHeadKeys } from './keys.ts';
+import { OPEN_GATE, type AppendGate } from '../tlog/gate.ts';
 
 /** Leaves per integration batch: large enough that a 10k sweep integrates in a few dozen batches. */
 export const INTEGRATE_BATCH = 1000;
@@ -11,6 +12,8 @@ export const INTEGRATE_BATCH = 1000;
 export interface ProofLog extends LogIntegrator {
   /** Where the integrator reports a failed batch (the jobs set it to the operator log). */
   onError: (err: unknown) => void;
+  /** Whether the log may grow now (src/tlog/gate.ts): closings ask before they write their leaf. */
+  gate: AppendGate;
 }
 
 /** The integrator's own statement: the proofs it integrated learn their leaf index. */
@@ -23,7 +26,8 @@ export function recordIndices(done: Integrated[]): Stmt[] {
   ];
 }
 
-export function createProofLog(db: Db, opts: { waitMs: number }): ProofLog {
+export function createProofLog(db: Db, opts: { waitMs: number; gate?: AppendGate }): ProofLog {
+  const gate = opts.gate ?? OPEN_GATE;
   const log: ProofLog = {
     ...createIntegrator(db, {
       keys: issuerHeadKeys,
@@ -31,8 +35,10 @@ export function createProofLog(db: Db, opts: { waitMs: number }): ProofLog {
       waitMs: opts.waitMs,
       indexed: recordIndices,
       onError: (err) => log.onError(err),
+      mayAppend: () => gate.mayAppend(),
     }),
     onError: () => {},
+    gate,
   };
   return log;
 }

@@ -12,14 +12,20 @@ export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
     summary: 'Liveness and database reachability; names the active issuer key.',
     success: {
       status: 200,
-      description: '{ok, service, issuer, version, uptimeSeconds}; 503 with ok false when the database is unreachable',
+      description:
+        '{ok, service, issuer, version, uptimeSeconds}, with witnesses also log: {state, size, witnessed}; 503 with ok false when the database is unreachable, or when it is behind its witnesses (log.state "behind-witnesses")',
     },
     errors: [],
     async handler({ svc }) {
       const uptimeSeconds = Math.floor((svc.nowMs() - svc.startedAt) / 1000);
       try {
         const key = await activeKey(svc.db, 'issuer');
-        return json({ ok: true, service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds });
+        // With witnesses: whether the log may grow (docs/operations.md §3). Behind them, this
+        // instance issues no proof, so it is not healthy, though reads still work.
+        const log = svc.anchor.view();
+        const body = { service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds, ...(log ? { log } : {}) };
+        if (log?.state === 'behind-witnesses') return json({ ok: false, ...body }, 503, { 'retry-after': '30' });
+        return json({ ok: true, ...body });
       } catch {
         // Retry-After as on every other 503 (docs/protocol.md §19.2, `unavailable`): load balancers and clients back off alike.
         return json({ ok: false, service: 'escrow-settlement', issuer: null, version: svc.version, uptimeSeconds }, 503, {

@@ -49,6 +49,12 @@ export interface IntegratorOptions extends IntegrateOptions {
   onBatch?: (done: Integrated[]) => void;
   /** How long (ms) to run only full batches after a one-round-trip batch found the log moved (another instance integrates too). */
   staleBackoffMs?: number;
+  /**
+   * Asked before every batch: false holds every pending leaf where it is (the database is behind its
+   * witnesses, or they have not answered yet: src/tlog/gate.ts). Whoever closes the gate pokes the
+   * integrator again when it opens.
+   */
+  mayAppend?: () => boolean;
 }
 
 interface Waiter {
@@ -98,6 +104,7 @@ export function createIntegrator(db: Db, opts: IntegratorOptions): LogIntegrator
   async function loop(): Promise<void> {
     do {
       again = false;
+      if (opts.mayAppend && !opts.mayAppend()) return;
       const batchNo = ++started;
       const leaves = known();
       let result: BatchResult;

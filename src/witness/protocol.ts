@@ -14,6 +14,10 @@ export function addCheckpointBody(old: number, proof: Uint8Array[], note: string
 export type Answer =
   | { kind: 'cosigned'; line: string; timestamp: number }
   | { kind: 'conflict'; size: number }
+  /** A 409 naming a size larger than the log: the witness has cosigned more of this log than this database holds (docs/operations.md §3). */
+  | { kind: 'ahead'; size: number }
+  /** A 422: the witness found the checkpoint inconsistent with the one it holds (a fork). */
+  | { kind: 'inconsistent'; reason: string }
   | { kind: 'failed'; reason: string };
 
 /** At most this much of a witness's answer is read (an Ed25519 cosignature line is ~130 bytes, an ML-DSA-44 one ~3.3 KB). */
@@ -37,13 +41,12 @@ export function interpretAnswer(
     if (!res.contentType.toLowerCase().startsWith('text/x.tlog.size') || !m)
       return { kind: 'failed', reason: `409 without a text/x.tlog.size body (${short(res.body)})` };
     const size = Number(m[1]);
-    if (size > logSize)
-      return {
-        kind: 'failed',
-        reason: `409 says the witness has size ${size}, larger than the log's ${logSize}: it has seen another tree under this origin, or it is lying`,
-      };
+    // More than this database holds: it was restored to an earlier point, or it is a stale standby
+    // (or the witness lies; either way nothing may be appended until it is understood).
+    if (size > logSize) return { kind: 'ahead', size };
     return { kind: 'conflict', size };
   }
+  if (res.status === 422) return { kind: 'inconsistent', reason: `answered 422 (${short(res.body)})` };
   if (res.status !== 200) return { kind: 'failed', reason: `answered ${res.status} (${short(res.body)})` };
   const key = parseWitnessKey(vkey);
   let signatures: ReturnType<typeof splitNote>['signatures'];

@@ -31,7 +31,7 @@ export interface Submitted {
 
 /** Longest wait between attempts to a failing witness. */
 export const MAX_BACKOFF_MS = 300_000;
-const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** Doubling waits from WITNESS_INTERVAL_MS, capped: the `failures`-th retry. */
 export const backoffMs = (intervalMs: number, failures: number) => Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(failures + 1, 30));
@@ -63,7 +63,8 @@ async function boundedText(res: Response): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-async function exchange(
+/** One add-checkpoint request to `w`: its answer (status, type, bounded body), or why there was none. */
+export async function exchange(
   w: WitnessConfig,
   body: string,
   doFetch: typeof fetch,
@@ -94,6 +95,9 @@ async function exchange(
 export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Submitted[]> {
   const { witnesses, logOrigin, witnessIntervalMs } = svc.config;
   if (witnesses.length === 0) return [];
+  // While the anchor asks the witnesses itself (start, another server, an adverse answer) or holds
+  // issuance (behind them), this round sends nothing: one conversation per witness at a time.
+  if (svc.anchor.state() !== 'open' && svc.anchor.state() !== 'ok') return [];
   const head = await issuerNoteAt(svc.db, logOrigin);
   if (head.size === 0) return [];
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -129,6 +133,15 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
         if ('error' in answer) return await fail(answer.error);
         const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
         if (meaning.kind === 'failed') return await fail(meaning.reason);
+        if (meaning.kind === 'ahead' || meaning.kind === 'inconsistent') {
+          // The database may be behind its witnesses: the anchor checks before anything more is appended.
+          svc.anchor.suspect('witness');
+          return await fail(
+            meaning.kind === 'ahead'
+              ? `409 says the witness has size ${meaning.size}, larger than the log's ${head.size}: this database is behind what it cosigned`
+              : meaning.reason,
+          );
+        }
         if (meaning.kind === 'conflict') {
           // A 409 naming the size we just sent from would loop: the witness contradicts itself.
           if (meaning.size === old) return await fail(`409 names size ${old}, the size this request was sent from`);
