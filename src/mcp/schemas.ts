@@ -75,12 +75,66 @@ export function inputSchema(
   const path = pathArg
     ? { [pathArg.name]: { type: 'string', pattern: pathArgPattern(pathArg), maxLength: 64, description: pathArg.description } }
     : {};
-  return selfContained({
-    type: 'object',
-    properties: { ...path, ...properties },
-    ...(pathArg || required.length ? { required: [...(pathArg ? [pathArg.name] : []), ...required] } : {}),
-    additionalProperties: false,
-  });
+  return withTypes(
+    selfContained({
+      type: 'object',
+      properties: { ...path, ...properties },
+      ...(pathArg || required.length ? { required: [...(pathArg ? [pathArg.name] : []), ...required] } : {}),
+      additionalProperties: false,
+    }),
+  );
+}
+
+/**
+ * The `type` of a value that may be any JSON (a delivery's or evidence's payload): `object`, the form
+ * the terms' shape and predicate checks read. A client converting by type then parses what is typed
+ * in as JSON (and the MCP Inspector keeps text that is not JSON as a string); a list of every JSON
+ * type would make it send `{"title": …}` as a string. The route still takes any JSON value.
+ */
+export const ANY_JSON_TYPE = 'object';
+
+/**
+ * `schema` with an explicit `type` on every property, at every depth (docs/mcp.md "Tools"): clients
+ * convert a typed-in argument by its property's `type` (the MCP Inspector parses an `object` or `array`
+ * as JSON and sends anything untyped as a string). A `$ref` gets its target's type beside it, a
+ * `const` the type of its value, an unconstrained value ANY_JSON_TYPE.
+ */
+export function withTypes(schema: JsonSchema): JsonSchema {
+  const defs = (schema.$defs ?? {}) as Record<string, JsonSchema>;
+  const typeOf = (node: Record<string, unknown>, seen: Set<string>): unknown => {
+    if (node.type !== undefined) return node.type;
+    if (typeof node.$ref === 'string' && node.$ref.startsWith('#/$defs/')) {
+      const name = node.$ref.slice('#/$defs/'.length);
+      const target = defs[name] as Record<string, unknown> | undefined;
+      if (target && !seen.has(name)) return typeOf(target, new Set([...seen, name]));
+    }
+    if ('const' in node) return node.const === null ? 'null' : Array.isArray(node.const) ? 'array' : typeof node.const;
+    if (Array.isArray(node.enum) && node.enum.every((v) => typeof v === 'string')) return 'string';
+    for (const key of ['oneOf', 'anyOf'] as const) {
+      const branches = node[key];
+      if (Array.isArray(branches)) {
+        const types = new Set(branches.map((b) => JSON.stringify(typeOf(b as Record<string, unknown>, seen))));
+        if (types.size === 1) return JSON.parse([...types][0]);
+      }
+    }
+    if (node.properties !== undefined) return 'object';
+    return ANY_JSON_TYPE;
+  };
+  const visit = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (node === null || typeof node !== 'object') return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) out[k] = visit(v);
+    if (out.properties && typeof out.properties === 'object') {
+      const props: Record<string, unknown> = {};
+      for (const [name, p] of Object.entries(out.properties as Record<string, Record<string, unknown>>)) {
+        props[name] = p.type === undefined ? { type: typeOf(p, new Set()), ...p } : p;
+      }
+      out.properties = props;
+    }
+    return out;
+  };
+  return visit(schema) as JsonSchema;
 }
 
 /**

@@ -3,7 +3,7 @@
 // front door (src/mcp/dispatch.ts), so there is no second implementation of anything.
 import type { RouteDef } from '../http/route.ts';
 import { QUERY } from '../openapi/document.ts';
-import { inputSchema, outputSchema, responseOf, selfContained, type PathArg } from './schemas.ts';
+import { inputSchema, outputSchema, responseOf, selfContained, withTypes, type PathArg } from './schemas.ts';
 import type { JsonSchema } from '../openapi/jsonSchema.ts';
 import { VERIFY_BUNDLE_INPUT, VERIFY_BUNDLE_OUTPUT } from '@escrow-settlement/protocol/mcp/verifyBundleTool';
 
@@ -47,17 +47,20 @@ const proofId: PathArg = { name: 'proofId', prefix: 'prf', description: 'the pro
 /**
  * Hints (MCP tool annotations): reads are readOnly; a state change is idempotent when calling it again
  * with the same arguments changes nothing more (the lifecycle refuses a second funding, delivery,
- * refund, opening or ruling with 409); nothing here destroys anything, every change is appended to
- * the escrow's trail. The service is a closed world: no tool reaches outside it.
+ * refund, opening or ruling with 409). A tool that moves money or may close a matter (funding, a
+ * delivery that passes, a refund, a ruling) is destructive: what it does cannot be undone, even though
+ * the record keeps every step. The service is a closed world: no tool reaches outside it.
  */
 const read = (title: string): ToolAnnotations => ({ title, readOnlyHint: true, openWorldHint: false });
-const write = (title: string, idempotentHint: boolean): ToolAnnotations => ({
+const write = (title: string, idempotentHint: boolean, destructiveHint = false): ToolAnnotations => ({
   title,
   readOnlyHint: false,
-  destructiveHint: false,
+  destructiveHint,
   idempotentHint,
   openWorldHint: false,
 });
+/** Moves money or may close a matter: irreversible. */
+const DESTRUCTIVE = true;
 
 const SIGNED = 'Sandbox form: give agentId (a sandbox agent whose key the service holds). Client-signed form: the fields the party signs';
 
@@ -80,7 +83,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'fund_escrow',
     route: 'POST /v1/escrows/:id/fund',
     pathArg: escrowId,
-    annotations: write('Fund an escrow', true),
+    annotations: write('Fund an escrow', true, DESTRUCTIVE),
     description: 'Fund a created escrow: the amount is locked and the delivery deadline starts. Returns the escrow in state funded.',
   },
   {
@@ -88,14 +91,14 @@ export const ROUTE_TOOLS: RouteTool[] = [
     route: 'POST /v1/escrows/:id/delivery',
     pathArg: escrowId,
     alsoRequired: ['payload'],
-    annotations: write('Submit a delivery', true),
+    annotations: write('Submit a delivery', true, DESTRUCTIVE),
     description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt}.`,
   },
   {
     name: 'refund_escrow',
     route: 'POST /v1/escrows/:id/refund',
     pathArg: escrowId,
-    annotations: write('Refund an escrow', true),
+    annotations: write('Refund an escrow', true, DESTRUCTIVE),
     description:
       'Refund a funded escrow, or a delivered one whose verdict failed, to the payer. Returns the settlement proof (outcome refunded).',
   },
@@ -117,7 +120,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'resolve_dispute',
     route: 'POST /v1/escrows/:id/dispute/resolve',
     pathArg: escrowId,
-    annotations: write('Resolve a dispute', true),
+    annotations: write('Resolve a dispute', true, DESTRUCTIVE),
     description:
       'Close the dispute with a ruling (release, refund, or split with shares {payerBps, payeeBps}) signed by both parties or by the arbiter: agentIds (sandbox agents) and signatures (Ed25519 over JCS {escrowId, disputeId, outcome, rationale, shares?}) may be combined. Returns the dispute and the settlement proof.',
   },
@@ -192,7 +195,7 @@ export function toolListings(routes: ReadonlyArray<RouteDef>): ToolListing[] {
     name: VERIFY_BUNDLE_TOOL.name,
     title: VERIFY_BUNDLE_TOOL.annotations.title,
     description: VERIFY_BUNDLE_TOOL.description,
-    inputSchema: selfContained(VERIFY_BUNDLE_INPUT),
+    inputSchema: withTypes(selfContained(VERIFY_BUNDLE_INPUT)),
     outputSchema: outputSchema(VERIFY_BUNDLE_OUTPUT),
     annotations: VERIFY_BUNDLE_TOOL.annotations,
   });

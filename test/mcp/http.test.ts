@@ -65,8 +65,28 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
       assert.ok(!JSON.stringify(t).includes('#/components/'), `${t.name} has no reference outside itself`);
       const a = t.annotations!;
       if (/^(get|list|verify)_/.test(t.name)) assert.equal(a.readOnlyHint, true, t.name);
-      else assert.deepEqual([a.readOnlyHint, a.destructiveHint], [false, false], t.name);
+      else
+        assert.deepEqual(
+          [a.readOnlyHint, a.destructiveHint],
+          [false, ['fund_escrow', 'submit_delivery', 'refund_escrow', 'resolve_dispute'].includes(t.name)],
+          `${t.name}: destructive when it moves money or may close a matter`,
+        );
+      // Every property at every depth has an explicit type; an object given by $ref says so beside it.
+      const untyped: string[] = [];
+      const walk = (path: string, node: unknown) => {
+        if (node === null || typeof node !== 'object') return;
+        if (Array.isArray(node)) return node.forEach((n, i) => walk(`${path}/${i}`, n));
+        const props = (node as { properties?: Record<string, { type?: unknown }> }).properties;
+        if (props) for (const [k, v] of Object.entries(props)) if (v.type === undefined) untyped.push(`${path}/properties/${k}`);
+        for (const [k, v] of Object.entries(node)) walk(`${path}/${k}`, v);
+      };
+      walk('', t.inputSchema);
+      assert.deepEqual(untyped, [], `${t.name}: properties without a type`);
     }
+    const props = (name: string) => byName.get(name)!.inputSchema.properties as Record<string, { type?: unknown; $ref?: string }>;
+    assert.deepEqual(props('create_escrow').terms, { type: 'object', $ref: '#/$defs/Terms' });
+    assert.deepEqual(props('resolve_dispute').shares, { type: 'object', $ref: '#/$defs/Shares' });
+    assert.equal(props('submit_delivery').payload.type, 'object');
     assert.equal(byName.get('fund_escrow')!.annotations!.idempotentHint, true);
     assert.equal(byName.get('create_escrow')!.annotations!.idempotentHint, false);
     assert.equal(byName.get('submit_evidence')!.annotations!.idempotentHint, false);
