@@ -111,7 +111,8 @@ async function serve(variant: Variant) {
   const { parseConfig } = await import('../src/config.ts');
   const { openPglite } = await import('../src/db/pglite.ts');
   const { migrate } = await import('../src/db/migrate.ts');
-  const { ensureKeys } = await import('../src/proof/keys.ts');
+  const { ensureKeys } = await import('../src/proof/keyEras.ts');
+  const { memoryKey } = await import('../src/proof/keys.ts');
   // For hono the global Request/Response must be replaced before the app makes any of them.
   let listener: (req: IncomingMessage, res: ServerResponse) => unknown;
   let appRef: App | undefined;
@@ -128,7 +129,7 @@ async function serve(variant: Variant) {
   const config = parseConfig({ DATA_DIR: ':memory:' });
   const db = await openPglite(':memory:');
   await migrate(db);
-  await ensureKeys(db);
+  await ensureKeys(db, { issuer: memoryKey(), webhook: memoryKey() });
   appRef = createApp({ db, config, onError: (err) => process.stderr.write(`app error: ${String(err)}\n`) });
 
   const server = createServer(listener as Parameters<typeof createServer>[1]);

@@ -15,7 +15,8 @@ import { httpBodyMode } from '../src/node/adapter.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import type { Db, Queryable, Row, Stmt, Tx } from '../src/db/types.ts';
-import { ensureKeys } from '../src/proof/keys.ts';
+import { ensureKeys, type StartKeys } from '../src/proof/keyEras.ts';
+import { generateKeyFiles, nodeKeySources } from '../src/node/serviceKeys.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -153,6 +154,22 @@ function once(fn: () => Promise<unknown>): () => Promise<unknown> {
 }
 
 /**
+ * The run's service keys (docs/keys.md): two files written once, held by the bench for the stores it
+ * fills and named to every service it starts, so each store's first eras are the keys its service signs with.
+ */
+let keysOnce: Promise<{ keys: StartKeys; env: Record<string, string> }> | undefined;
+export function benchKeys(): Promise<{ keys: StartKeys; env: Record<string, string> }> {
+  keysOnce ??= (async () => {
+    const files = generateKeyFiles(tempDir('keys'), parseConfig({}).logOrigin);
+    const sources = nodeKeySources({ logOrigin: parseConfig({}).logOrigin });
+    const issuer = await sources.load(`file:${files.issuer}`, 'ISSUER_KEY');
+    const webhook = await sources.load(`file:${files.webhook}`, 'WEBHOOK_KEY');
+    return { keys: { issuer, webhook }, env: { ISSUER_KEY: `file:${files.issuer}`, WEBHOOK_KEY: `file:${files.webhook}` } };
+  })();
+  return keysOnce;
+}
+
+/**
  * PGlite: one in-process instance for the whole run (starting one costs seconds), each store a schema
  * of its own made current with SET search_path. Stores are used one after another, never together.
  */
@@ -169,7 +186,7 @@ export async function newStore(name: string, opts: { max?: number } = {}): Promi
     const schema = `s_${name}`;
     await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
     await migrate(db);
-    await ensureKeys(db);
+    await ensureKeys(db, (await benchKeys()).keys);
     return { kind: 'pglite', name: `pglite:${name}`, db, close: once(() => db.exec(`DROP SCHEMA ${schema} CASCADE`)) };
   }
   const schema = `${RUN_ID}_${name}`;
@@ -186,7 +203,7 @@ export async function newStore(name: string, opts: { max?: number } = {}): Promi
   const close = once(() => db.close());
   closers.push(close);
   await migrate(db);
-  await ensureKeys(db);
+  await ensureKeys(db, (await benchKeys()).keys);
   return { kind: 'postgres', name: schema, db, url: withSearchPath(CFG.databaseUrl!, schema, `${RUN_ID}_svc_${name}`), close };
 }
 
@@ -485,6 +502,7 @@ export async function startChild(store: ChildTarget, extraEnv: Record<string, st
       HOME: env.HOME ?? '/tmp',
       PORT: '0',
       HOST: '127.0.0.1',
+      ...(await benchKeys()).env,
       GROUP_COMMIT: CFG.groupCommit ? 'on' : 'off',
       HTTP_BODY: CFG.httpBody,
       ...storeEnv,

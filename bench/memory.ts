@@ -4,8 +4,8 @@
 // measured separately, since it is the one route whose memory grows with the table.
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { ensureKeys } from '../src/proof/keys.ts';
-import { client, expectStatus, log, newStore, startChild, STORE, tempDir } from './lib.ts';
+import { ensureKeys } from '../src/proof/keyEras.ts';
+import { benchKeys, client, expectStatus, log, newStore, startChild, STORE, tempDir } from './lib.ts';
 import { httpLifecycle, makeAgents } from './lifecycle.ts';
 import { seedFunded } from './seed.ts';
 
@@ -40,7 +40,7 @@ export async function memoryAfter(n: number): Promise<MemoryRun> {
     const dir = tempDir('pglite');
     const db = await openPglite(dir);
     await migrate(db);
-    await ensureKeys(db);
+    await ensureKeys(db, (await benchKeys()).keys);
     await seedFunded(db, n, 'mem', 'future');
     await db.close();
     target = { pgliteDir: dir };

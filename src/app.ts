@@ -19,6 +19,7 @@ import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './custody/simulated.ts';
 import { createProofLog } from './proof/proofLog.ts';
 import { createAnchor } from './witness/anchor.ts';
+import { memoryKeySources, useKeySources, webhookSigner, type KeySources } from './proof/keys.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 export interface AppDeps {
@@ -38,6 +39,8 @@ export interface AppDeps {
   witnessFetch?: typeof fetch;
   /** The trusted AP2 issuer keys AP2_ISSUERS names (read by the edge, src/node/ap2Files.ts); absent: AP2 is off. */
   ap2Issuers?: Ap2Issuers;
+  /** How key sources load (issuer rotation; default: keys in memory only). The Node edge injects src/node/serviceKeys.ts. */
+  keySources?: KeySources;
 }
 
 /** One request, as the request log records it: never a secret, an Authorization header or a body. */
@@ -147,7 +150,10 @@ export function createApp(deps: AppDeps): App {
     ap2: deps.ap2Issuers
       ? { issuers: deps.ap2Issuers, audience: deps.config.ap2Audience ?? deps.config.publicUrl, pisp: deps.config.ap2Pisp }
       : null,
+    webhookSigner,
+    keySources: deps.keySources ?? memoryKeySources,
   };
+  if (deps.keySources) useKeySources(deps.keySources);
   const routes = allRoutes();
   const router = IttyRouter();
   for (const def of routes) {

@@ -9,6 +9,14 @@ if (args.action === 'help') {
 } else if (args.action === 'refuse') {
   process.stderr.write(`${args.line}\n`);
   process.exitCode = 2;
+} else if (args.action === 'keys') {
+  const { keysCommand } = await import('./node/keysCommand.ts');
+  process.exitCode = await keysCommand(
+    args.args,
+    process.env,
+    (s) => process.stdout.write(s),
+    (s) => process.stderr.write(s),
+  );
 } else {
   run(process.env);
 }

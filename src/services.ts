@@ -8,6 +8,7 @@ import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
 import type { Ap2Trust } from './mandate/ap2.ts';
 import type { LogAnchor } from './witness/anchor.ts';
+import type { KeySources, Signer } from './proof/keys.ts';
 
 /** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
@@ -35,6 +36,10 @@ export interface Services {
   webhookTransport?: WebhookTransport;
   /** Registration-time DNS for the webhook SSRF check; absent: only literal IPs and localhost are judged. */
   resolveHost?: ResolveHost;
+  /** The webhook key's signer by its public key (src/proof/keys.ts webhookSigner). */
+  webhookSigner(publicKeyHex: string): Signer;
+  /** How this edge loads a key source and makes a new key (issuer rotation; docs/keys.md). */
+  keySources: KeySources;
   /** How witness submissions leave the process (default: global fetch; tests route them to in-process witnesses). */
   witnessFetch?: typeof fetch;
   /** What AP2 mandates are checked against (docs/ap2.md §1); null: AP2 is off (no AP2_ISSUERS). */

@@ -112,13 +112,14 @@ test('API_KEY must be printable ASCII without spaces: a key an Authorization hea
 });
 
 test('every variable the configuration reads is in the configuration table that --help prints, and only those', () => {
-  // src/config.ts, the witness and AP2 settings it includes, the postgres.js options the Node edge reads, and its HTTP_BODY.
+  // src/config.ts, the witness and AP2 settings it includes, the postgres.js options the Node edge reads, its HTTP_BODY, and the key variables.
   const source = [
     '../src/config.ts',
     '../src/witness/config.ts',
     '../src/mandate/ap2Config.ts',
     '../src/db/pgOptions.ts',
     '../src/node/adapter.ts',
+    '../src/node/serviceKeys.ts',
   ]
     .map((f) => readFileSync(new URL(f, import.meta.url), 'utf8'))
     .join('\n');

@@ -8,7 +8,15 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { MIGRATIONS, migrate, splitStatements } from '../src/db/migrate.ts';
 import type { Db } from '../src/db/types.ts';
-import { ensureKeys } from '../src/proof/keys.ts';
+import { ensureKeys, type StartKeys } from '../src/proof/keyEras.ts';
+import { memoryKey } from '../src/proof/keys.ts';
+
+/**
+ * The service keys of every harness in this test process, held in memory as DATA_DIR=:memory:
+ * holds them: every store a test opens takes them as its first eras, and two apps on one store
+ * (twoInstances) sign with the same keys, as two instances configured alike do.
+ */
+export const TEST_KEYS: StartKeys = { issuer: memoryKey(), webhook: memoryKey() };
 
 export type StoreKind = 'pglite' | 'postgres';
 
@@ -46,7 +54,7 @@ export interface StoreOptions {
 export async function openStore(kind: StoreKind, opts: StoreOptions = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   const store = await openEmptyStore(kind, opts);
   await migrate(store.db);
-  await ensureKeys(store.db);
+  await ensureKeys(store.db, TEST_KEYS);
   return store;
 }
 
@@ -70,7 +78,7 @@ export async function openStoreBefore(
   });
   const finish = async () => {
     await migrate(db);
-    await ensureKeys(db);
+    await ensureKeys(db, TEST_KEYS);
   };
   return { db, finish, drop };
 }
@@ -163,12 +171,17 @@ export async function twoInstances(tag: string, env: Record<string, string> = {}
 /**
  * Declares the suite once per store. `h()` returns the harness inside tests.
  */
-export function describeStores(title: string, body: (h: () => Harness) => void, env: Record<string, string> = {}) {
+export function describeStores(
+  title: string,
+  body: (h: () => Harness) => void,
+  env: Record<string, string> = {},
+  deps: Partial<AppDeps> = {},
+) {
   for (const kind of STORES) {
     describe(`${title} [${kind}]`, () => {
       let harness: Harness;
       before(async () => {
-        harness = await makeHarness(kind, env);
+        harness = await makeHarness(kind, env, undefined, deps);
       });
       after(async () => {
         await harness?.close();

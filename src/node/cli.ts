@@ -1,5 +1,6 @@
 // The service's command line: it takes no arguments, only environment variables
-// (PORT=4290 npx tsx src/main.ts). `--help` prints them and exits 0; anything else is refused
+// (PORT=4290 npx tsx src/main.ts), except the `keys` command (src/node/keysCommand.ts: generate key
+// files, export an earlier version's keys). `--help` prints them and exits 0; anything else is refused
 // with one line and exit code 2, so `--port 4290` never starts a service on another port than the
 // one the operator asked for. Every way of starting it (tsx, the bundle, the Docker image, the
 // systemd unit) goes through src/main.ts, so they all answer the same.
@@ -16,6 +17,10 @@ export function helpText(): string {
     '',
     'It takes no arguments: it is configured by environment variables. An empty value counts as unset.',
     '',
+    'Keys (docs/keys.md):',
+    '  keys generate --out DIR [--name LOG_ORIGIN]   write a new issuer and webhook key (mode 0600) for ISSUER_KEY/WEBHOOK_KEY',
+    '  keys export --out DIR                         write out the keys an earlier version kept in the database',
+    '',
     ...rows,
     '',
   ].join('\n');
@@ -24,8 +29,9 @@ export function helpText(): string {
 /** What to do with the arguments: start, print the help, or refuse with one line (exit code 2). */
 export function readArguments(
   argv: readonly string[],
-): { action: 'start' } | { action: 'help'; text: string } | { action: 'refuse'; line: string } {
+): { action: 'start' } | { action: 'help'; text: string } | { action: 'refuse'; line: string } | { action: 'keys'; args: string[] } {
   if (argv.length === 0) return { action: 'start' };
+  if (argv[0] === 'keys') return { action: 'keys', args: argv.slice(1) };
   if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help')) return { action: 'help', text: helpText() };
   const first = argv[0];
   const variable = /^--([a-z][a-z0-9-]*)(=.*)?$/.exec(first);

@@ -13,7 +13,8 @@ import { createApp } from '../app.ts';
 import { loadAp2Issuers } from './ap2Files.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
-import { ensureKeys } from '../proof/keys.ts';
+import { ensureKeys } from '../proof/keyEras.ts';
+import { resolveStartKeys } from './serviceKeys.ts';
 import { connectListener, httpBodyMode, nodeListener } from './adapter.ts';
 import { answerClientError } from './clientError.ts';
 import { MAX_HEADER_LINES, NOSNIFF } from './edgeAnswer.ts';
@@ -84,26 +85,30 @@ async function main(env: Env, slot?: number) {
   if (slot !== undefined) whoFields = { slot, pid: process.pid };
   const parsed = parseConfig(env);
   const body = httpBodyMode(env);
-  const config =
+  const configured =
     slot !== undefined && parsed.requestLog ? Object.freeze({ ...parsed, requestLog: workerRequestLog(parsed.requestLog, slot) }) : parsed;
   // AP2_ISSUERS is read before anything is opened: a bad file ends the start with one line naming it.
-  const ap2Issuers = config.ap2IssuersSource ? loadAp2Issuers(config.ap2IssuersSource) : undefined;
+  const ap2Issuers = configured.ap2IssuersSource ? loadAp2Issuers(configured.ap2IssuersSource) : undefined;
   // PGlite's directory: DATA_DIR, or for ':memory:' a throwaway one under os.tmpdir() that the
   // process removes when it exits (memoryDir.ts), after sweeping those of SIGKILLed sandboxes.
   let pgliteDir: string | undefined;
-  if (!config.databaseUrl) {
+  if (!configured.databaseUrl) {
     // Before PGlite compiles its WebAssembly (wasmTiering.ts): ~50–65 MB less resident memory.
     if (liftoffOnlyWanted(process.execArgv, process.env.NODE_OPTIONS)) setFlagsFromString('--liftoff-only');
-    if (config.dataDir === ':memory:') {
+    if (configured.dataDir === ':memory:') {
       sweepMemoryDirs();
       pgliteDir = makeMemoryDir();
     } else {
-      pgliteDir = config.dataDir;
+      pgliteDir = configured.dataDir;
     }
     // One process per DATA_DIR (docs/design.md §7); in a :memory: directory the lock names the owner's
     // pid for the sweep.
     dataDirLock = lockDataDir(pgliteDir);
   }
+  // The keys, before the port and the database: a missing, open or malformed key file is one line
+  // naming its variable (docs/keys.md). A signed-note issuer key may set the log's origin.
+  const nodeKeys = await resolveStartKeys(env, configured);
+  const config = nodeKeys.config;
   // Node enforces headersTimeout/requestTimeout only when it checks its connections, every
   // connectionsCheckingInterval (default 30 s): checked each second, a slow-loris socket is closed
   // about 10 s after it connects instead of up to 40 s.
@@ -151,7 +156,12 @@ async function main(env: Env, slot?: number) {
   }
   const db: Db = await openStore(pgliteDir ? { ...config, dataDir: pgliteDir } : config);
   const applied = [...initApplied, ...(await migrate(db))];
-  await ensureKeys(db);
+  const ensured = await ensureKeys(db, nodeKeys.keys);
+  if (ensured.erased > 0)
+    log('erased the private keys this database held: the service now signs with the configured keys', {
+      erased: ensured.erased,
+      note: 'copies of the database made before this start (backups, replicas, WAL archives) still hold them: rotate the issuer key if any may leak (docs/keys.md)',
+    });
   const custody = chainOpts ? await connectChainCustody(db, { ...chainOpts, sandboxFault: takeSandboxFault }, probe) : undefined;
   if (custody) log('chain custody', { chain: custody.chain, contract: custody.contract, account: custody.account });
   const requestLog = config.requestLog
@@ -171,6 +181,7 @@ async function main(env: Env, slot?: number) {
     requestLog,
     webhookTransport: createNodeTransport(),
     resolveHost: nodeResolveHost,
+    keySources: nodeKeys.sources,
     onError: (err, requestId) =>
       isDatabaseUnavailable(err)
         ? // An outage answers 503 to every request: one line each, not a stack trace each.
@@ -214,6 +225,7 @@ async function main(env: Env, slot?: number) {
     store: config.databaseUrl ? 'postgres' : config.dataDir === ':memory:' ? 'pglite (memory)' : `pglite (${config.dataDir})`,
     migrationsApplied: applied,
     requestLog: config.requestLog ?? null,
+    ...nodeKeys.note,
   };
   if (slot === undefined) return log('listening', fields);
   // Not `listening`: supervisors wait for that line, which the primary prints once all workers listen.

@@ -1,21 +1,102 @@
-// The service's own keys: issuer key eras and the webhook signing key, kept in the database so
-// every instance signs with the same key and a restart keeps them.
-import { fromHex, toHex } from '@escrow-settlement/protocol/crypto/bytes';
-import { generateKeyPair } from '@escrow-settlement/protocol/crypto/ed25519';
-import { issuerKeyId } from '../crypto/ids.ts';
+// The service's own keys: issuer key eras and the webhook key (docs/keys.md). Their private halves
+// live outside the database (a file, a PKCS#11 token, the sandbox's DATA_DIR/keys, or this process's
+// memory); service_keys keeps each key's public half, its era, and the source that names it, so every
+// instance finds the active key and none can take a key from a copy of the database.
+import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
+import { verify } from '@escrow-settlement/protocol/crypto/ed25519';
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
-import type { Queryable } from '../db/types.ts';
 import type { IssuerKey } from '@escrow-settlement/protocol/types';
-import { createSigner } from '../crypto/signer.ts';
+import { issuerKeyId } from '../crypto/ids.ts';
+import { createSigner, type Signer } from '../crypto/signer.ts';
+import type { Queryable } from '../db/types.ts';
+import { ConfigError } from '../config.ts';
 import type { HeadKeys, HeadSigner } from '../tlog/keys.ts';
 
-export type { IssuerKey };
+export type { IssuerKey, Signer };
 
-export interface SigningKey extends IssuerKey {
-  secretKey: Uint8Array;
+export type Purpose = 'issuer' | 'webhook';
+
+/** A key this process can sign with, and where it came from. */
+export interface LoadedKey {
+  /** The one face the core signs through: the public key and sign(bytes), wherever the secret is. */
+  signer: Signer;
+  /** `file:…` or `pkcs11:…` as ISSUER_KEY would say; null for a key held only in memory. */
+  source: string | null;
+  /** A signed-note key's name (docs/keys.md: the issuer's must be LOG_ORIGIN). */
+  name?: string;
 }
 
-type KeyRow = { key_id: string; public_key: string; secret_key: string; valid_from: Date; valid_until: Date | null };
+/** How an edge turns a source into a key, and makes a new one (the Node edge: src/node/serviceKeys.ts). */
+export interface KeySources {
+  /** Loads `source` by the start-up rules; failures are ConfigError naming `variable`. */
+  load(source: string, variable: string): Promise<LoadedKey>;
+  /**
+   * A new key for a rotation without a source, present only where the keys are generated rather than
+   * named (the sandbox: the Node edge writes it to DATA_DIR/keys/, or keeps it in memory for :memory:).
+   */
+  generate?(purpose: Purpose): Promise<LoadedKey>;
+}
+
+/** An edge without key files (tests, Deno without sources): keys in memory, no source loads. */
+export const memoryKeySources: KeySources = {
+  async load(_source, variable) {
+    throw new ConfigError(variable, 'this edge cannot load key sources');
+  },
+  async generate() {
+    return memoryKey();
+  },
+};
+
+/** A fresh Ed25519 key held in this process's memory only (DATA_DIR=:memory:). */
+export function memoryKey(): LoadedKey {
+  const seed = crypto.getRandomValues(new Uint8Array(32));
+  return { signer: createSigner(seed), source: null };
+}
+
+export const keyIdOf = (purpose: Purpose, publicKey: Uint8Array): string =>
+  purpose === 'issuer' ? issuerKeyId(publicKey) : `whk_${sha256Hex(publicKey).slice(0, 16)}`;
+
+/**
+ * Checks that a key signs and that its signature verifies under the public key it claims (a token
+ * object whose public half was mislabelled, a broken module): throws naming `variable`.
+ */
+export function checkSigns(key: LoadedKey, variable: string): void {
+  const probe = utf8(`escrow-settlement key check ${Date.now()}`);
+  let sig: Uint8Array;
+  try {
+    sig = key.signer.sign(probe);
+  } catch (err) {
+    throw new ConfigError(variable, `the key does not sign (${(err as Error).message})`);
+  }
+  if (!(sig instanceof Uint8Array) || sig.length !== 64 || !verify(sig, probe, key.signer.publicKey))
+    throw new ConfigError(variable, 'the key signs, but its signatures do not verify under its public key');
+}
+
+/** A signed-note issuer key must be named as the log's origin (docs/keys.md): throws naming `variable`. */
+export function checkName(key: LoadedKey, logOrigin: string, variable: string): void {
+  if (key.name !== undefined && key.name !== logOrigin)
+    throw new ConfigError(
+      variable,
+      `the signed-note key is named ${key.name}, but the log's origin (LOG_ORIGIN) is ${logOrigin}: an issuer key's name must be the origin`,
+    );
+}
+
+// Keys this process holds, by public key hex. A key id names one key pair for good, so holding is
+// process-wide: two apps in one process (tests) that share a database share its keys.
+const held = new Map<string, Signer>();
+let sources: KeySources = memoryKeySources;
+
+/** This process's way to load an era's source when another instance rotated to it (set by the edge). */
+export function useKeySources(s: KeySources): void {
+  sources = s;
+}
+
+export function holdKey(key: LoadedKey): void {
+  held.set(toHex(key.signer.publicKey), key.signer);
+}
+
+type KeyRow = { key_id: string; public_key: string; source: string | null; valid_from: Date; valid_until: Date | null };
+const KEY_COLS = 'key_id, public_key, source, valid_from, valid_until';
 
 const toIssuerKey = (r: KeyRow): IssuerKey => ({
   keyId: r.key_id,
@@ -25,35 +106,11 @@ const toIssuerKey = (r: KeyRow): IssuerKey => ({
   ...(r.valid_until ? { validUntil: r.valid_until.toISOString() } : {}),
 });
 
-function newKeyRow(purpose: 'issuer' | 'webhook') {
-  const kp = generateKeyPair();
-  const keyId = purpose === 'issuer' ? issuerKeyId(kp.publicKey) : `whk_${sha256Hex(kp.publicKey).slice(0, 16)}`;
-  return { keyId, publicKey: toHex(kp.publicKey), secretKey: toHex(kp.secretKey) };
-}
-
-/**
- * Generates the issuer and webhook keys on first start. Two instances starting together both try;
- * the partial unique index (one active key per purpose) lets exactly one insert win.
- */
-export async function ensureKeys(db: Queryable): Promise<void> {
-  for (const purpose of ['issuer', 'webhook'] as const) {
-    const k = newKeyRow(purpose);
-    await db.query(
-      `INSERT INTO service_keys (key_id, purpose, public_key, secret_key, valid_from)
-       VALUES ($1, $2, $3, $4, svc_now())
-       ON CONFLICT (purpose) WHERE valid_until IS NULL DO NOTHING`,
-      [k.keyId, purpose, k.publicKey, k.secretKey],
-    );
-  }
-}
-
-const KEY_COLS = 'key_id, public_key, secret_key, valid_from, valid_until';
-
-/** The active key of a purpose, read from the database each time so a rotation reaches every instance. */
-export async function activeKey(q: Queryable, purpose: 'issuer' | 'webhook'): Promise<SigningKey> {
+/** The active key of a purpose as published (public half and era). */
+export async function activeKey(q: Queryable, purpose: Purpose): Promise<IssuerKey> {
   const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = $1 AND valid_until IS NULL`, [purpose]);
   if (rows.length !== 1) throw new Error(`no active ${purpose} key: ensureKeys() has not run`);
-  return { ...toIssuerKey(rows[0]), secretKey: fromHex(rows[0].secret_key, 'secret_key') };
+  return toIssuerKey(rows[0]);
 }
 
 /** The active issuer key's id as a scalar subquery, for statements that need it without a round trip. */
@@ -65,10 +122,25 @@ export interface IssuerSigner extends HeadSigner {
 }
 
 /**
- * Signers by key id. A key id names one key pair for good (it is derived from the public key), so
- * the material never goes stale; which key is *active* is read from the database in the statement
- * that needs it (ACTIVE_ISSUER_SQL), so a rotation reaches every instance at its next statement.
- * The cache keeps the derived public half (createSigner), so signing never re-derives it.
+ * The signer of a held key, or of the key its era's source names (loaded once and held): how an
+ * instance signs with a key another instance rotated to. Throws when neither works.
+ */
+async function signerOf(row: KeyRow, variable: string): Promise<Signer> {
+  const hit = held.get(row.public_key);
+  if (hit) return hit;
+  if (!row.source)
+    throw new Error(`key ${row.key_id} is held by no source this process can load (it was kept in another process's memory)`);
+  const key = await sources.load(row.source, variable);
+  if (toHex(key.signer.publicKey) !== row.public_key)
+    throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf('issuer', key.signer.publicKey)})`);
+  holdKey(key);
+  return key.signer;
+}
+
+/**
+ * Signers by key id. A key id names one key pair for good, so the material never goes stale; which
+ * key is *active* is read from the database in the statement that needs it (ACTIVE_ISSUER_SQL), so
+ * a rotation reaches every instance at its next statement.
  */
 const signers = new Map<string, IssuerSigner>();
 
@@ -77,11 +149,17 @@ export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerS
   if (hit) return hit;
   const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE key_id = $1 AND purpose = 'issuer'`, [keyId]);
   if (rows.length !== 1) throw new Error(`no issuer key ${keyId}`);
-  const signer = createSigner(fromHex(rows[0].secret_key, 'secret_key'));
-  const s: IssuerSigner = { keyId, publicKey: toHex(signer.publicKey), validFrom: rows[0].valid_from.toISOString(), sign: signer.sign };
-  if (s.publicKey !== rows[0].public_key) throw new Error(`issuer key ${keyId}: stored public key does not match its secret`);
+  const signer = await signerOf(rows[0], 'ISSUER_KEY');
+  const s: IssuerSigner = { keyId, publicKey: rows[0].public_key, validFrom: rows[0].valid_from.toISOString(), sign: signer.sign };
   if (signers.size > 1000) signers.clear();
   signers.set(keyId, s);
+  return s;
+}
+
+/** The webhook key this process signs with, by its public key (read with every claim); held since start. */
+export function webhookSigner(publicKeyHex: string): Signer {
+  const s = held.get(publicKeyHex);
+  if (!s) throw new Error(`the webhook key ${publicKeyHex} is not held by this process`);
   return s;
 }
 
@@ -94,10 +172,17 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
   return rows.map(toIssuerKey);
 }
 
-/** Retires the active issuer key and makes a fresh one active, atomically. */
-export async function rotateIssuer(db: {
-  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-}): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+/**
+ * Retires the active issuer key and makes `key` active, atomically, for every instance (each loads
+ * it from its source at its next signature). The caller has loaded it and checked that it signs.
+ */
+export async function rotateIssuer(
+  db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
+  key: LoadedKey = memoryKey(),
+): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+  const publicKey = toHex(key.signer.publicKey);
+  const keyId = keyIdOf('issuer', key.signer.publicKey);
+  holdKey(key);
   return db.tx(async (tx) => {
     // Lock: a transaction-scoped advisory lock per schema, held to commit, so concurrent rotations
     // run one after the other. A row lock alone is not enough: the second rotation, once granted
@@ -105,16 +190,17 @@ export async function rotateIssuer(db: {
     // its insert breaks service_keys_one_active. After the advisory lock, READ COMMITTED statements
     // see the first rotation's commit, so the second retires the key the first made.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':issuer-rotate'))`);
+    const known = await tx.query<{ key_id: string }>('SELECT key_id FROM service_keys WHERE public_key = $1', [publicKey]);
+    if (known.length > 0) throw new ConfigError('key', `that key is already an era of this service (${known[0].key_id}); give a new key`);
     const [old] = await tx.query<KeyRow>(
       `UPDATE service_keys SET valid_until = svc_now() WHERE key_id = (
          SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL FOR UPDATE)
        RETURNING ${KEY_COLS}`,
     );
-    const k = newKeyRow('issuer');
     const [fresh] = await tx.query<KeyRow>(
-      `INSERT INTO service_keys (key_id, purpose, public_key, secret_key, valid_from)
+      `INSERT INTO service_keys (key_id, purpose, public_key, source, valid_from)
        VALUES ($1, 'issuer', $2, $3, svc_now()) RETURNING ${KEY_COLS}`,
-      [k.keyId, k.publicKey, k.secretKey],
+      [keyId, publicKey, key.source],
     );
     return { active: toIssuerKey(fresh), retired: toIssuerKey(old) };
   });

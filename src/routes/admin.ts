@@ -1,13 +1,43 @@
 // Admin routes, root key only (docs/protocol.md §22, §18.2, §18.6): issuer rotation, bearer keys, metrics, rate counters.
-import { object, optional } from 'superstruct';
+import { object, optional, string } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { readJson, readNoBody } from '../http/body.ts';
+import { readJson } from '../http/body.ts';
 import { check, label, positiveInt } from '../validate.ts';
-import { rotateIssuer } from '../proof/keys.ts';
+import { checkName, checkSigns, rotateIssuer, type LoadedKey } from '../proof/keys.ts';
+import { ConfigError } from '../config.ts';
+import { AppError } from '../errors.ts';
+import type { Services } from '../services.ts';
 import { listKeys, mintKey, revokeKey } from '../access/apiKeys.ts';
 import { metrics } from '../ops/metrics.ts';
 import { pageOf, pageQuery } from '../paging.ts';
+
+export const RotateBody = object({ key: optional(string()) });
+
+/**
+ * The rotation's new key: loaded from `source` by the start-up rules (the edge's injected loader:
+ * files and PKCS#11 are Node's), checked to sign and, for a signed-note key, to be named LOG_ORIGIN;
+ * without a source only a service whose keys are generated (the sandbox's) may rotate, to a key the edge generates (docs/keys.md "Rotation").
+ */
+async function rotationKey(svc: Services, source: string | undefined): Promise<LoadedKey> {
+  if (source === undefined) {
+    if (!svc.keySources.generate)
+      throw new AppError(
+        'bad_request',
+        'key is required: this service signs with named keys (ISSUER_KEY), so give the new issuer key the same way (file:<path> or pkcs11:<URI>)',
+      );
+    return svc.keySources.generate('issuer');
+  }
+  try {
+    const key = await svc.keySources.load(source, 'key');
+    checkSigns(key, 'key');
+    checkName(key, svc.config.logOrigin, 'key');
+    return key;
+  } catch (err) {
+    if (err instanceof ConfigError) throw new AppError('bad_request', err.message);
+    throw err;
+  }
+}
 
 export const MintKeyBody = object({ label: optional(label), rateLimitMax: optional(positiveInt(1e9)) });
 
@@ -17,12 +47,19 @@ export const adminRoutes = defineRoutes({ tag: 'admin', access: 'root', rate: 'k
   {
     route: 'POST /v1/admin/issuer/rotate',
     summary:
-      'Generate a fresh issuer key that signs every future proof and tree head; the outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
+      'Make a new issuer key sign every future proof and tree head, on every instance. Body {key: source}: the new key as ISSUER_KEY takes it (file:<path>, mode 0600, or pkcs11:<URI>), loaded and checked to sign before anything changes; only a sandbox on generated keys may omit it (a new key is generated into DATA_DIR/keys/). The outgoing key gets validUntil and stays in the issuer document, so proofs it signed keep verifying.',
+    body: RotateBody,
     success: { status: 201, description: '{active: IssuerKey, retired: IssuerKey}' },
-    errors: ['bad_request', ...ADMIN_ERRORS],
+    errors: ['bad_request', 'payload_too_large', 'invalid_state', ...ADMIN_ERRORS],
     async handler({ request, svc }) {
-      await readNoBody(request, 'rotation');
-      return json(await rotateIssuer(svc.db), 201);
+      const body = check((await readJson(request)) ?? {}, RotateBody);
+      const key = await rotationKey(svc, body.key);
+      try {
+        return json(await rotateIssuer(svc.db, key), 201);
+      } catch (err) {
+        if (err instanceof ConfigError) throw new AppError('invalid_state', err.message);
+        throw err;
+      }
     },
   },
   {

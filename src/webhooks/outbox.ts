@@ -29,7 +29,6 @@ export interface ClaimedRow {
   owner: string;
   /** The deployment's active Ed25519 webhook key, read in the same statement (hex). */
   keyPublic: string;
-  keySecret: string;
 }
 
 export interface ClaimOptions {
@@ -191,7 +190,7 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
           AND o.next_attempt_at <= now()
         FOR UPDATE OF o SKIP LOCKED
      ), wk AS (
-       SELECT public_key, secret_key FROM service_keys WHERE purpose = 'webhook' AND valid_until IS NULL
+       SELECT public_key FROM service_keys WHERE purpose = 'webhook' AND valid_until IS NULL
      )
      UPDATE outbox o
         SET attempts = o.attempts + 1,
@@ -206,7 +205,7 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
        CROSS JOIN wk
       WHERE o.id = c.id
      RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key,
-               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, wk.secret_key AS key_secret, e.metadata,
+               (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, e.metadata,
                COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = o.url), '') AS url_owner`,
     [
       o.owner,
@@ -236,7 +235,6 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
       secret: r.secret ?? null,
       owner: r.url_owner ?? '',
       keyPublic: r.key_public,
-      keySecret: r.key_secret,
       metadata: r.metadata ? JSON.parse(r.metadata) : null,
     }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));

@@ -3,12 +3,10 @@
 // dead receivers cannot hold every slot, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/types.ts';
-import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { newId } from '../crypto/ids.ts';
 import { recordAttempts, type AttemptRecord } from './attempts.ts';
 import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
-import { signerFor } from './signer.ts';
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
@@ -20,6 +18,8 @@ export interface SenderDeps {
   nowMs: () => number;
   version: string;
   webhookTransport?: WebhookTransport;
+  /** The webhook key's signer by its public key (hex): held by the process, never read from the database (docs/keys.md). */
+  webhookSigner(publicKeyHex: string): { sign(message: Uint8Array): Uint8Array };
 }
 
 /**
@@ -91,7 +91,7 @@ export class SenderEngine {
   private toRelease: Held[] = [];
   private readonly sigCache = new Map<string, { signature: string; signer: string }>();
   private readonly keyCache = new Map<string, Uint8Array>();
-  private signerOf: { hex: string; sign: Signer } | null = null;
+  private signerOf: { publicKey: string; sign: Signer } | null = null;
   private readonly inflight = new Set<Promise<void>>();
   /** Set while the rest of a burst waits for the next turn of the event loop (pump). */
   private pumpScheduled: Promise<void> | null = null;
@@ -200,9 +200,12 @@ export class SenderEngine {
     return k;
   }
 
-  /** The Ed25519 signer of the webhook key (hex, read with every claim), expanded once per key. */
-  private signer(secretHex: string): Signer {
-    if (this.signerOf?.hex !== secretHex) this.signerOf = { hex: secretHex, sign: signerFor(fromHex(secretHex, 'webhook key')) };
+  /** The Ed25519 signer of the webhook key (its public key read with every claim), looked up once per key. */
+  private signer(publicKey: string): Signer {
+    if (this.signerOf?.publicKey !== publicKey) {
+      const held = this.svc.webhookSigner(publicKey);
+      this.signerOf = { publicKey, sign: (m) => held.sign(m) };
+    }
     return this.signerOf.sign;
   }
 
@@ -213,7 +216,7 @@ export class SenderEngine {
     const id = webhookId(row.escrowId, row.idx);
     let sig = this.sigCache.get(id);
     if (!sig) {
-      sig = { signature: signBody(body, this.signer(row.keySecret)), signer: row.keyPublic };
+      sig = { signature: signBody(body, this.signer(row.keyPublic)), signer: row.keyPublic };
       this.sigCache.set(id, sig);
       this.sigs.push({ escrowId: row.escrowId, idx: row.idx, signature: sig.signature, publicKey: sig.signer });
     }
@@ -317,7 +320,7 @@ export class SenderEngine {
         timestamp: Math.floor(this.svc.nowMs() / 1000),
         proofSignature: h.signature,
         publicKey: h.signer,
-        sign: this.signer(row.keySecret),
+        sign: this.signer(row.keyPublic),
         hmacKey: row.secret ? this.hmacKey(row.secret) : null,
         userAgent: `escrow-settlement/${this.svc.version}`,
         destination: row.url,

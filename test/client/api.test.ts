@@ -1,6 +1,11 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { makeHarness } from '../harness.ts';
+import { parseConfig } from '../../src/config.ts';
+import { generateKeyFiles, nodeKeySources } from '../../src/node/serviceKeys.ts';
 import { nodeVerifyHex } from '../fixtures.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import {
@@ -23,10 +28,16 @@ import {
 } from '@escrow-settlement/client';
 
 const h = await makeHarness('pglite', { PUBLIC_URL: 'http://sandbox.local' });
-const hosted = await makeHarness('pglite', { API_KEY: 'client-test-root-key-0123' });
+// Hosted: the rotation takes a key source, which the Node edge's loader reads (src/node/serviceKeys.ts).
+const keyDir = mkdtempSync(join(tmpdir(), 'client-keys-'));
+const newKeys = generateKeyFiles(keyDir, parseConfig({}).logOrigin);
+const hosted = await makeHarness('pglite', { API_KEY: 'client-test-root-key-0123' }, undefined, {
+  keySources: nodeKeySources({ logOrigin: parseConfig({}).logOrigin }),
+});
 after(async () => {
   await h.close();
   await hosted.close();
+  rmSync(keyDir, { recursive: true, force: true });
 });
 
 /** The client over the in-process app: no server, no sockets. Records each answer's x-request-id. */
@@ -268,7 +279,7 @@ describe('the API client', () => {
     assert.equal((await rejects(asMinted.agents.create())).code, 'unauthorized');
     assert.equal(typeof (await root.admin.metrics()).uptimeSeconds, 'number');
     assert.equal(typeof (await root.admin.rate()).windowMs, 'number');
-    const rotated = await root.admin.rotateIssuer();
+    const rotated = await root.admin.rotateIssuer({ key: `file:${newKeys.issuer}` });
     assert.notEqual(rotated.active.publicKey, rotated.retired.publicKey);
     assert.equal((await rejects(root.sandbox.advanceClock(60))).code, 'forbidden');
   });

@@ -1,11 +1,35 @@
 // Starting the real service as a child process, as operators do, and talking to it over HTTP.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseConfig } from '../../src/config.ts';
+import { generateKeyFiles } from '../../src/node/serviceKeys.ts';
 import assert from 'node:assert/strict';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+let keysOnce: Record<string, string> | undefined;
+
+/**
+ * ISSUER_KEY and WEBHOOK_KEY for services started on a database: two key files (mode 0600) written once
+ * per test process, so every service a test starts on one database signs with the same keys, as
+ * instances configured alike do (docs/keys.md). A database service needs named keys.
+ */
+export function keyEnv(): Record<string, string> {
+  if (!keysOnce) {
+    const dir = mkdtempSync(join(tmpdir(), 'test-keys-'));
+    const files = generateKeyFiles(dir, parseConfig({}).logOrigin);
+    keysOnce = { ISSUER_KEY: `file:${files.issuer}`, WEBHOOK_KEY: `file:${files.webhook}` };
+  }
+  return keysOnce;
+}
+
+/** env, plus keyEnv() when it names a database and no key variable (a test of the key variables names its own). */
+export function withKeys(env: Record<string, string>): Record<string, string> {
+  return env.DATABASE_URL && !('ISSUER_KEY' in env) && !('WEBHOOK_KEY' in env) ? { ...keyEnv(), ...env } : env;
+}
 
 export interface Proc {
   child: ChildProcess;
@@ -25,7 +49,7 @@ export async function startService(
 ): Promise<Proc> {
   const child = spawn(exec, args, {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...withKeys(env) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
@@ -80,7 +104,7 @@ export function run(
       cwd: opts.cwd ?? ROOT,
       uid: opts.uid,
       gid: opts.gid,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...withKeys(env) },
     });
     let stdout = '';
     let stderr = '';

@@ -1,10 +1,10 @@
 // Log test fixtures: synthetic proofs issued as a closing would issue them, a naive RFC 6962 reference, node:crypto checks.
 import { createHash, createPublicKey, generateKeyPairSync, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { signJson } from '@escrow-settlement/protocol/crypto/ed25519';
 import { newId } from '../../src/crypto/ids.ts';
 import type { Db, Queryable } from '../../src/db/types.ts';
-import { activeKey } from '../../src/proof/keys.ts';
+import { activeKey, issuerSigner } from '../../src/proof/keys.ts';
+import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import { sequenceLeaf } from '../../src/tlog/sequence.ts';
 import { integrateBatch } from '../../src/tlog/integrate.ts';
 import { issuerHeadKeys } from '../../src/proof/keys.ts';
@@ -75,7 +75,8 @@ type Signer = { publicKey: string; sign: (v: unknown) => string };
 
 async function serviceSigner(q: Queryable): Promise<Signer> {
   const key = await activeKey(q, 'issuer');
-  return { publicKey: key.publicKey, sign: (v) => signJson(v, key.secretKey) };
+  const held = await issuerSigner(q, key.keyId);
+  return { publicKey: key.publicKey, sign: (v) => toHex(held.sign(utf8(canonicalize(v)))) };
 }
 
 /**

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, expectError } from '../harness.ts';
-import { rotateIssuer } from '../../src/proof/keys.ts';
-import { signJson } from '@escrow-settlement/protocol/crypto/ed25519';
-import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { issuerSigner, rotateIssuer } from '../../src/proof/keys.ts';
+import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
+import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import type { Proof } from '@escrow-settlement/protocol/types';
 import { issueSynthetic, outsideKey } from './fixtures.ts';
 
@@ -83,11 +83,9 @@ describeStores(
       });
       // Signed by the retired key but dated after its era ended (a leaked old key): still a valid
       // signature by a published era, and issuedWithinEra says what is wrong with it.
-      const [{ secret_key }] = await h().db.query<{ secret_key: string }>('SELECT secret_key FROM service_keys WHERE key_id = $1', [
-        retired.keyId,
-      ]);
+      const held = await issuerSigner(h().db, retired.keyId);
       const { signature: _sig, ...body } = { ...proof, issuedAt: '2099-01-01T00:00:00.000Z' };
-      const late = { ...body, signature: { signer: retired.publicKey, signature: signJson(body, fromHex(secret_key)) } };
+      const late = { ...body, signature: { signer: retired.publicKey, signature: toHex(held.sign(utf8(canonicalize(body)))) } };
       const r2 = await h().req('POST', '/v1/verify', late);
       assert.deepEqual([r2.body.valid, r2.body.issuedWithinEra, r2.body.keyId], [true, false, retired.keyId]);
       const fresh = await h().req('POST', '/v1/verify', (await issueSynthetic(h().db)).proof);

@@ -55,7 +55,7 @@ describeStores('x402 demo', (h) => {
     assert.equal((await offer(h())).payTo, first.payTo);
     const other = await makeHarness(h().kind, {}, { db: h().db });
     assert.equal((await offer(other)).payTo, first.payTo);
-    const keys = await h().db.query(`SELECT public_key FROM service_keys WHERE purpose = 'x402-payee'`);
+    const keys = await h().db.query(`SELECT public_key FROM held_party_keys WHERE name = 'x402-payee'`);
     assert.deepEqual(
       keys.map((k) => k.public_key),
       [first.payTo],

@@ -267,7 +267,8 @@ export function createClient(opts: ClientOptions) {
         call<{ attempts: WebhookAttempt[]; nextCursor?: string }>('webhooks.attempts', { query: q }),
     },
     admin: {
-      rotateIssuer: () => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer'),
+      /** `key`: the new issuer key's source as the service's ISSUER_KEY takes it (file:… or pkcs11:…); only a sandbox may omit it. */
+      rotateIssuer: (body: { key?: string } = {}) => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer', { body }),
       createKey: (body: { label?: string; rateLimitMax?: number } = {}) => call<MintedKey>('admin.createKey', { body }),
       listKeys: (q: PageQuery = {}) => call<{ keys: ApiKeyRecord[]; nextCursor?: string | null }>('admin.listKeys', { query: q }),
       revokeKey: (keyId: string) => call<ApiKeyRecord>('admin.revokeKey', { params: { keyId } }),
