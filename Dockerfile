@@ -22,6 +22,11 @@ RUN npm run build
 # Run: only the bundle, on the same slim Node image, as the unprivileged `node` user. It listens on
 # every interface, so it starts only with API_KEY set (a hosted deployment), or with
 # SANDBOX_PUBLIC=1 for an open sandbox exposed on purpose; anything else exits with one line.
+# Keys (docs/keys.md) come from a secret mount, never from a layer of the image: files of mode 0600
+# owned by uid 1000 (the image's `node` user), made with `keys generate --out DIR`, then
+#   docker run --mount type=bind,source=DIR,target=/run/secrets,readonly \
+#     -e ISSUER_KEY=file:/run/secrets/issuer.key -e WEBHOOK_KEY=file:/run/secrets/webhook.key -e API_KEY=… IMAGE
+# (with Compose: `secrets:` with mode 0400 and uid 1000). Without them the keys are generated into /data/keys.
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production \
     PORT=4280 \

@@ -3,11 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validate } from 'dockerfile-utils';
-import { ROOT, startService } from '../process/proc.ts';
+import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { publicKeyOf } from '@escrow-settlement/protocol/crypto/ed25519';
+import { ROOT, startService, TSX } from '../process/proc.ts';
 
 const unit = readFileSync(join(ROOT, 'systemd/escrow-settlement.service'), 'utf8');
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
@@ -33,6 +35,43 @@ test('the systemd unit passes systemd-analyze verify', () => {
   assert.equal(r.error, undefined, 'systemd-analyze must be installed (.ci/run installs it)');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr.trim(), '');
+});
+
+test('the systemd unit hands the keys over by LoadCredential, and the service started as the unit says reads them from %d', {
+  timeout: 120_000,
+}, async () => {
+  const creds = [...unit.matchAll(/^LoadCredential=([^:\n]+):(\S+)$/gm)].map((m) => ({ id: m[1], from: m[2] }));
+  assert.deepEqual(
+    creds.map((c) => c.id),
+    ['issuer.key', 'webhook.key'],
+  );
+  const envLine = unit.split('\n').find((l) => l.startsWith('Environment=ISSUER_KEY='));
+  assert.ok(envLine, 'ISSUER_KEY and WEBHOOK_KEY point into the credentials directory');
+  // systemd copies each credential into $CREDENTIALS_DIRECTORY (mode 0400, the service's user), and
+  // expands %d to that directory.
+  const dir = mkdtempSync(join(tmpdir(), 'escrow-creds-'));
+  try {
+    const made = spawnSync(process.execPath, [...TSX, 'keys', 'generate', '--out', join(dir, 'etc')], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(made.status, 0, made.stderr);
+    const credentials = join(dir, 'credentials');
+    mkdirSync(credentials, { mode: 0o700 });
+    for (const c of creds) {
+      cpSync(join(dir, 'etc', c.from.split('/').pop()!), join(credentials, c.id));
+      chmodSync(join(credentials, c.id), 0o400);
+    }
+    const env = Object.fromEntries(
+      [...envLine!.slice('Environment='.length).matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2].replaceAll('%d', credentials)]),
+    );
+    const s = await startService(TSX, { ...env, DATA_DIR: ':memory:' }, 90_000);
+    try {
+      const seed = readFileSync(join(credentials, 'issuer.key'), 'utf8').trim().split('+').slice(4).join('+');
+      assert.equal((await (await fetch(`${s.url}/health`)).json()).issuer, toHex(publicKeyOf(Buffer.from(seed, 'base64').subarray(1))));
+    } finally {
+      assert.equal(await s.stop(), 0, s.stderr());
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the systemd unit runs the bundle with node, restarts on failure, stops with SIGTERM and is hardened', () => {
@@ -165,12 +204,28 @@ test("the Dockerfile's own build, start and health-check commands work outside D
     assert.deepEqual(refused.stderr.trim().split('\n'), [
       'escrow-settlement: bad configuration: HOST: 0.0.0.0 is not a loopback address and API_KEY is not set: that would serve an open sandbox to the network; set API_KEY, or SANDBOX_PUBLIC=1 to do it on purpose',
     ]);
-    for (const extra of [{ API_KEY: 'container-root-key-0123456789' }, { SANDBOX_PUBLIC: '1' }] as Array<Record<string, string>>) {
+    // The keys from the secret mount the Dockerfile documents: its /run/secrets here is a directory of
+    // 0600 files made by the bundle's own `keys generate`.
+    const secrets = join(run, 'run/secrets');
+    const gen = spawnSync(process.execPath, [...cmd.slice(1), 'keys', 'generate', '--out', secrets], { cwd: run, encoding: 'utf8' });
+    assert.equal(gen.status, 0, gen.stderr);
+    const mounted = Object.fromEntries(
+      [...dockerfile.matchAll(/-e (ISSUER_KEY|WEBHOOK_KEY)=file:\/run\/secrets\/(\S+)/g)].map((m) => [m[1], `file:${join(secrets, m[2])}`]),
+    );
+    assert.deepEqual(Object.keys(mounted).sort(), ['ISSUER_KEY', 'WEBHOOK_KEY'], 'the Dockerfile documents both keys on the secret mount');
+    const issuerSeed = readFileSync(mounted.ISSUER_KEY.slice('file:'.length), 'utf8').trim().split('+').slice(4).join('+');
+    const issuerPublic = toHex(publicKeyOf(Buffer.from(issuerSeed, 'base64').subarray(1)));
+    for (const extra of [{ API_KEY: 'container-root-key-0123456789', ...mounted }, { SANDBOX_PUBLIC: '1' }] as Array<
+      Record<string, string>
+    >) {
       const s = await startService(cmd.slice(1), { ...imageEnv, ...extra }, 60_000, run);
       try {
         const port = new URL(s.url).port;
         const hc = spawnSync(health[0], health.slice(1), { env: { PATH: process.env.PATH, PORT: port }, encoding: 'utf8' });
         assert.equal(hc.status, 0, hc.stderr);
+        const issuer = (await (await fetch(`${s.url}/health`)).json()).issuer;
+        if (extra.ISSUER_KEY) assert.equal(issuer, issuerPublic, 'signs with the mounted issuer key');
+        else assert.ok(existsSync(join(run, 'data/keys/issuer.key')), 'without mounted keys they are generated into /data/keys');
       } finally {
         assert.equal(await s.stop(), 0, s.stderr());
       }

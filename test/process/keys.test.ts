@@ -33,7 +33,7 @@ async function generate(dir: string, extra: string[] = []): Promise<{ ISSUER_KEY
 const issuerOf = async (url: string) => (await (await fetch(`${url}/health`)).json()).issuer as string;
 
 test('a key file that is missing, readable by others or malformed, or only one key named, stops the start with one line naming the variable', {
-  timeout: 120_000,
+  timeout: 300_000,
 }, async () => {
   const dir = tmp('bad');
   try {
@@ -77,17 +77,17 @@ test('with DATABASE_URL and no key variable nor DATA_DIR the service exits sayin
 });
 
 test('the sandbox generates its keys once into DATA_DIR/keys (0700, files 0600) and signs with the same key after a restart', {
-  timeout: 120_000,
+  timeout: 300_000,
 }, async () => {
   const dataDir = tmp('sandbox');
   try {
-    let s = await startService(TSX, { DATA_DIR: dataDir });
+    let s = await startService(TSX, { DATA_DIR: dataDir }, 150_000);
     const first = await issuerOf(s.url);
     assert.match(s.stderr(), /"keys":"generated into [^"]+\/keys","production":"name the keys: ISSUER_KEY and WEBHOOK_KEY/);
     assert.equal(await s.stop(), 0);
     assert.equal(statSync(join(dataDir, 'keys')).mode & 0o777, 0o700);
     for (const f of ['issuer.key', 'webhook.key']) assert.equal(statSync(join(dataDir, 'keys', f)).mode & 0o777, 0o600);
-    s = await startService(TSX, { DATA_DIR: dataDir });
+    s = await startService(TSX, { DATA_DIR: dataDir }, 150_000);
     assert.equal(await issuerOf(s.url), first);
     assert.match(s.stderr(), /"keys":"from [^"]+\/keys"/);
     assert.equal(await s.stop(), 0);
@@ -97,14 +97,14 @@ test('the sandbox generates its keys once into DATA_DIR/keys (0700, files 0600) 
 });
 
 test('a second instance configured with other keys exits naming both key ids; the first configured key became the first era', {
-  timeout: 180_000,
+  timeout: 400_000,
 }, async () => {
   const root = tmp('second');
   try {
     const a = await generate(join(root, 'a'));
     const b = await generate(join(root, 'b'));
     const dataDir = join(root, 'data');
-    const s = await startService(TSX, { DATA_DIR: dataDir, ...a });
+    const s = await startService(TSX, { DATA_DIR: dataDir, ...a }, 150_000);
     const issuer = await issuerOf(s.url);
     const keys = (await (await fetch(`${s.url}/.well-known/proof-issuer.json`)).json()).keys;
     assert.deepEqual(
@@ -128,11 +128,11 @@ test('a second instance configured with other keys exits naming both key ids; th
   }
 });
 
-test('a signed-note issuer key names the log origin when LOG_ORIGIN is unset', { timeout: 120_000 }, async () => {
+test('a signed-note issuer key names the log origin when LOG_ORIGIN is unset', { timeout: 300_000 }, async () => {
   const dir = tmp('origin');
   try {
     const keys = await generate(dir, ['--name', 'proofs.example.org/log']);
-    const s = await startService(TSX, { DATA_DIR: ':memory:', ...keys });
+    const s = await startService(TSX, { DATA_DIR: ':memory:', ...keys }, 150_000);
     const note = await (await fetch(`${s.url}/v1/log/checkpoint`)).text();
     assert.equal(note.split('\n')[0], 'proofs.example.org/log');
     assert.equal(await s.stop(), 0);
@@ -176,7 +176,7 @@ async function storedSecrets(dir: string): Promise<number> {
 }
 
 test('a database an earlier version wrote starts only with its own keys named, then erases them; export writes them as 0600 files', {
-  timeout: 240_000,
+  timeout: 600_000,
 }, async () => {
   const root = tmp('legacy');
   try {
@@ -203,7 +203,7 @@ test('a database an earlier version wrote starts only with its own keys named, t
     assert.equal(await storedSecrets(dataDir), 2);
     // Started with them: the same issuer signs, and the stored secrets are gone.
     const named = { ISSUER_KEY: `file:${join(out, 'issuer.key')}`, WEBHOOK_KEY: `file:${join(out, 'webhook.key')}` };
-    const s = await startService(TSX, { DATA_DIR: dataDir, ...named });
+    const s = await startService(TSX, { DATA_DIR: dataDir, ...named }, 150_000);
     assert.equal(await issuerOf(s.url), legacy.issuer);
     assert.match(s.stderr(), /erased the private keys this database held/);
     assert.equal(await s.stop(), 0);
