@@ -39,6 +39,15 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/**
+ * The A/B settings of the test run's own environment (src/db/pgOptions.ts, HTTP_BODY), handed to every
+ * started service as the harness applies them in-process, so the suite can be run with one on
+ * (GROUP_COMMIT=on npm run test:reliability). `env` still decides where it names one.
+ */
+const AB_SETTINGS = ['GROUP_COMMIT', 'PG_PREPARE', 'PG_PLAN_CACHE', 'HTTP_BODY'].flatMap((k) =>
+  process.env[k] ? [[k, process.env[k]!] as const] : [],
+);
+
 /** Starts `node <args>` with env; resolves once the service logs that it is listening. */
 export async function startService(
   args: string[],
@@ -49,7 +58,13 @@ export async function startService(
 ): Promise<Proc> {
   const child = spawn(exec, args, {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', ...withKeys(env) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: '0',
+      ...Object.fromEntries(AB_SETTINGS),
+      ...withKeys(env),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
