@@ -167,7 +167,7 @@ export const VERIFY_BUNDLE_TOOL = {
   name: 'verify_bundle',
   annotations: read('Verify a proof bundle offline'),
   description:
-    "Verify a proof bundle (from get_bundle) offline, with no network: the proof's signature, the trail's hash chain, the log inclusion and signed head, the party signatures. Pin the issuer with trustedKeys (hex public keys); without them the bundle's own keys are trusted and the issuer.trust check says so. Returns {valid, checks: [{name, ok, detail}]}.",
+    "Verify a proof bundle (from get_bundle) offline, with no network: the proof's signature, the trail's hash chain, the log inclusion and signed head, the party signatures. Pin the issuer with trustedKeys (hex public keys from /.well-known/proof-issuer.json): without them the answer is valid: false (issuer.trust fails) unless trustBundleKeys: true accepts the bundle's own keys, which shows self-consistency, not who issued it. verdict.replay re-runs the terms' checks (all of them when the bundle was fetched with the payload disclosed). Returns {valid, checks: [{name, ok, detail}]}.",
 };
 
 const listingCache = new WeakMap<ReadonlyArray<RouteDef>, ToolListing[]>();

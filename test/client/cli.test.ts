@@ -102,7 +102,11 @@ describe('escrow-settlement verify', () => {
       r.lines.filter((l) => l.startsWith('FAIL ')).map((l) => l.split(':')[0]),
       ['FAIL issuer.trust'],
     );
-    assert.match(r.out, /FAIL issuer.trust: no trusted issuer key given/);
+    assert.match(
+      r.out,
+      /FAIL issuer.trust: no trusted issuer key given: pin the issuer with --issuer-doc FILE .* or --trusted-key HEX, or pass --trust-bundle-keys/,
+    );
+    assert.doesNotMatch(r.out, /trustedKeys|trustBundleKeys/, "the CLI's advice names its own flags, not the library's options");
   });
 
   test('a forged bundle made with its own key fails without --trust-bundle-keys and passes with it, warning on stderr', async () => {

@@ -29,8 +29,22 @@ test(
     await page.getByTestId('verdict').waitFor();
     assert.match((await page.getByTestId('verdict').textContent()) ?? '', /^Valid: all \d+ checks pass/);
     const checks = await shownChecks(e!);
-    for (const name of ['proof.signature', 'proof.issuer.trusted', 'trail.chain', 'inclusion.path', 'head.signature', 'head.match'])
+    for (const name of [
+      'proof.signature',
+      'proof.issuer.trusted',
+      'trail.chain',
+      'inclusion.path',
+      'head.signature',
+      'head.match',
+      'verdict.replay',
+    ])
       assert.equal(checks[name], true, name);
+    // The page fetched the bundle with the payload disclosed, so the verdict was re-run in full.
+    const replay = page.locator('[data-check="verdict.replay"]');
+    assert.match(
+      (await replay.textContent()) ?? '',
+      /Verdict re-run from the terms.*re-ran all \d+ checks of the terms against the disclosed payload: passed/,
+    );
     // Remembered: a reload offers no pin button, the pin is still there.
     await page.reload();
     await page.getByText('Pinned issuer key').waitFor();

@@ -29,7 +29,8 @@ test('under Deno, /mcp serves the tools and a tool call runs its route', {
     assert.equal((await ok(client, 'fund_escrow', { escrowId: e.id })).state, 'funded');
     const d = await ok(client, 'submit_delivery', { escrowId: e.id, agentId: payee.id, payload: { title: 'from deno' } });
     const bundle = await ok(client, 'get_bundle', { proofId: d.proof.id });
-    assert.equal((await ok(client, 'verify_bundle', { bundle })).valid, true);
+    assert.equal((await ok(client, 'verify_bundle', { bundle })).valid, false, 'no pinned key: not valid');
+    assert.equal((await ok(client, 'verify_bundle', { bundle, trustBundleKeys: true })).valid, true);
   } finally {
     await client.close();
     assert.equal(await s.stop(), 0, s.stderr());

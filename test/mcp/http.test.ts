@@ -121,9 +121,28 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     const v = await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer });
     assert.equal(v.valid, true, JSON.stringify(v.checks.filter((c: { ok: boolean }) => !c.ok)));
     assert.ok(v.checks.some((c: { name: string }) => c.name === 'proof.issuer.trusted'));
-    // Without pinned keys the bundle's own are trusted, and the issuer.trust check says so.
-    const selfTrust = await ok(client, 'verify_bundle', { bundle });
+    // Without pinned keys the bundle is not valid: issuer.trust fails, saying how to pin.
+    const unpinned = await ok(client, 'verify_bundle', { bundle });
+    assert.equal(unpinned.valid, false);
+    const trust = unpinned.checks.find((c: { name: string }) => c.name === 'issuer.trust');
+    assert.equal(trust.ok, false);
+    assert.match(trust.detail, /no trusted issuer key given: pin the issuer keys \(trustedKeys.*or pass trustBundleKeys: true/);
+    assert.deepEqual(
+      unpinned.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name),
+      ['issuer.trust'],
+    );
+    // Only when asked does it accept the bundle's own keys, and the issuer.trust check says so.
+    const selfTrust = await ok(client, 'verify_bundle', { bundle, trustBundleKeys: true });
+    assert.equal(selfTrust.valid, true);
     assert.match(selfTrust.checks.find((c: { name: string }) => c.name === 'issuer.trust').detail, /^WARNING/);
+    assert.match(
+      await fails(client, 'verify_bundle', { bundle, trustedKeys: issuer, trustBundleKeys: true }, 'bad_request'),
+      /trustBundleKeys: give trustedKeys or trustBundleKeys, not both/,
+    );
+    assert.match(
+      await fails(client, 'verify_bundle', { bundle, trustBundleKeys: 'yes' }, 'bad_request'),
+      /trustBundleKeys: must be true or false/,
+    );
     // A tampered bundle fails, naming the check.
     const forged = structuredClone(bundle);
     forged.proof.amount = '1000';

@@ -128,6 +128,11 @@ describeStores('the local MCP server over stdio', (h) => {
     forged.trail[0].body = { forged: true };
     assert.equal((await ok(client, 'verify_bundle', { bundle: forged, trustedKeys: issuer })).valid, false);
     assert.match(await fails(client, 'verify_bundle', { bundle, colour: 'red' }, 'bad_request'), /colour/);
+    // The local server refuses by default too: no pinned key, no valid.
+    const unpinned = await ok(client, 'verify_bundle', { bundle });
+    assert.equal(unpinned.valid, false);
+    assert.equal(unpinned.checks.find((c: { name: string }) => c.name === 'issuer.trust').ok, false);
+    assert.equal((await ok(client, 'verify_bundle', { bundle, trustBundleKeys: true })).valid, true);
   });
 
   test('a dispute opened and argued by the local key, closed by its co-signature with the payer agent', async () => {

@@ -227,7 +227,8 @@ export function createClient(opts: ClientOptions) {
       get: (proofId: string) => call<Proof>('proofs.get', { params: id(proofId) }),
       verify: (proofId: string) => call<ProofVerification>('proofs.verify', { params: id(proofId) }),
       /** Everything to verify one matter offline with verifyBundle. */
-      bundle: (proofId: string) => call<Bundle>('proofs.bundle', { params: id(proofId) }),
+      /** `{disclose: 'payload'}` adds the delivery's payload, so verifyBundle re-runs every check of the terms. */
+      bundle: (proofId: string, q: { disclose?: 'payload' } = {}) => call<Bundle>('proofs.bundle', { params: id(proofId), query: q }),
     },
     /** POST /v1/verify: the service checks a proof document against its published key eras. */
     verify: (proof: Proof) => call<DocumentVerification>('verify', { body: proof }),

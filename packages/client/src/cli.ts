@@ -14,8 +14,10 @@ export const USAGE = `usage: escrow-settlement verify <bundle.json | -> (--trust
        escrow-settlement --version           the client package's version
 
 Verifies an offline bundle (GET /v1/proofs/{id}/bundle) with no network: the proof's issuer
-signature and key, the evidence trail, the log inclusion, the signed tree head and each party
-signature the closing relied on, against issuer keys you trust. Give at least one of:
+signature and key, the evidence trail, the log inclusion, the signed tree head, each party
+signature the closing relied on, and the verdict re-run from the terms (verdict.replay; every
+check with a bundle fetched with ?disclose=payload), against issuer keys you trust. Without one
+of these the bundle is not valid (issuer.trust fails):
 --trusted-key HEX      pin an issuer public key (repeatable); signers must be among the pinned keys.
 --issuer-doc FILE      pin every key of an issuer document (/.well-known/proof-issuer.json) you
                        fetched and kept; repeatable, combines with --trusted-key.
@@ -29,6 +31,10 @@ signature the closing relied on, against issuer keys you trust. Give at least on
 The monitor follows the log's checkpoints and tiles (see the service's witnessing documentation) and exits non-zero on
 a split view or a bad entry; --state keeps the last checkpoint it verified between runs.
 Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
+
+/** issuer.trust's failure in this command's own words (the library's names its options). */
+const HOW_TO_PIN =
+  'no trusted issuer key given: pin the issuer with --issuer-doc FILE (a saved /.well-known/proof-issuer.json fetched out of band) or --trusted-key HEX, or pass --trust-bundle-keys to accept the keys the bundle carries (self-consistency only)';
 
 interface Io {
   out: (line: string) => void;
@@ -192,7 +198,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     ap2Issuers: args.ap2Issuers,
   });
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
-  for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.detail}`);
+  for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.name === 'issuer.trust' && !c.ok ? HOW_TO_PIN : c.detail}`);
   const failed = checks.filter((c) => !c.ok).length;
   io.out(ok ? `OK: all ${checks.length} checks passed` : `FAILED: ${failed} of ${checks.length} checks failed`);
   return ok ? 0 : 1;

@@ -39,7 +39,7 @@ const EVENT: Record<PartySignature['kind'], string> = {
   ruling: 'dispute.resolved',
 };
 
-/** What escrow.created records of an x402 collect: sha256 of JCS(the payer's authorization) (docs/protocol.md §11.4). */
+/** What escrow.created records of an x402 collect: sha256 of JCS(the payer's authorization) (the service's protocol documentation, §11.4). */
 function collected(trail: ReadonlyArray<TrailEntry>): string | undefined {
   const body = trail[0]?.event === 'escrow.created' && isObj(trail[0].body) ? trail[0].body : {};
   return isObj(body.x402) && typeof body.x402.authorizationHash === 'string' ? body.x402.authorizationHash : undefined;

@@ -1,4 +1,4 @@
-// Replaying a bundle's verdict (docs/protocol.md §11.5): the terms hash to the proof's termsHash, the
+// Replaying a bundle's verdict (the service's protocol documentation, §11.5): the terms hash to the proof's termsHash, the
 // disclosed payload to the delivery's contentHash, and every check of the terms, re-run with the
 // same code the service judged with (terms/evaluate), gives the verdict the trail records. Web APIs only.
 import { canonicalize } from './crypto/jcs.ts';

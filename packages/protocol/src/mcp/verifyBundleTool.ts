@@ -18,7 +18,12 @@ export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
       minItems: 1,
       maxItems: 100,
       description:
-        "issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them the bundle's own keys are trusted, with a warning in the issuer.trust check",
+        'issuer public keys (hex) pinned out of band, e.g. from /.well-known/proof-issuer.json; without them (or trustBundleKeys: true) the bundle is not valid: the issuer.trust check fails',
+    },
+    trustBundleKeys: {
+      type: 'boolean',
+      description:
+        'accept the issuer keys inside the bundle instead of pinned ones: shows the bundle is self-consistent, not who issued it (anyone can make one that passes with a key of their own); issuer.trust then passes with a WARNING. Not with trustedKeys',
     },
     witnesses: {
       type: 'array',
@@ -69,6 +74,8 @@ export class ToolArgumentError extends Error {
   }
 }
 
+const ARGUMENTS = ['bundle', 'trustedKeys', 'trustBundleKeys', 'witnesses', 'quorum'];
+
 /**
  * Runs the tool. A bundle that is not well formed is a failing `bundle.format` check, as the CLI
  * reports it; arguments that are not the tool's (an unknown name, trustedKeys not hex keys) throw
@@ -77,8 +84,8 @@ export class ToolArgumentError extends Error {
 export function runVerifyBundle(args: Record<string, unknown> | undefined): VerifyBundleAnswer {
   const a = args ?? {};
   for (const k of Object.keys(a))
-    if (k !== 'bundle' && k !== 'trustedKeys' && k !== 'witnesses' && k !== 'quorum')
-      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle, trustedKeys, witnesses and quorum`);
+    if (!ARGUMENTS.includes(k))
+      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle, trustedKeys, trustBundleKeys, witnesses and quorum`);
   if (!('bundle' in a)) throw new ToolArgumentError('bundle: required (the bundle as get_bundle returns it)');
   const keys = a.trustedKeys;
   if (keys !== undefined) {
@@ -89,6 +96,11 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
         throw new ToolArgumentError(`trustedKeys/${i}: must be 64 lowercase hex characters (an Ed25519 public key)`);
     });
   }
+  const trustBundleKeys = a.trustBundleKeys;
+  if (trustBundleKeys !== undefined && typeof trustBundleKeys !== 'boolean')
+    throw new ToolArgumentError('trustBundleKeys: must be true or false');
+  if (trustBundleKeys === true && keys !== undefined)
+    throw new ToolArgumentError('trustBundleKeys: give trustedKeys or trustBundleKeys, not both');
   const witnesses = a.witnesses;
   if (witnesses !== undefined) {
     if (!Array.isArray(witnesses) || witnesses.length === 0 || witnesses.length > 100)
@@ -113,9 +125,10 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
   }
   const witnessed =
     witnesses === undefined ? {} : { witnesses: witnesses as string[], ...(quorum === undefined ? {} : { quorum: quorum as number }) };
+  // No pinned key and no explicit trustBundleKeys: not valid (issuer.trust fails, saying how to pin).
   const r = verifyBundle(
     a.bundle as Bundle,
-    keys ? { trustedKeys: keys as string[], ...witnessed } : { trustBundleKeys: true, ...witnessed },
+    keys ? { trustedKeys: keys as string[], ...witnessed } : { ...(trustBundleKeys ? { trustBundleKeys: true } : {}), ...witnessed },
   );
   return { valid: r.ok, checks: r.checks };
 }

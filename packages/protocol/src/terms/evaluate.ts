@@ -1,4 +1,4 @@
-// Evaluating terms against a delivery (docs/protocol.md §5.1, §5.2): the code the service judges
+// Evaluating terms against a delivery (the service's protocol documentation, §5.1, §5.2): the code the service judges
 // deliveries with and the offline verifier replays verdicts with, so both run the same checks. Web APIs only.
 
 import { resolvePointer } from './pointer.ts';
@@ -9,7 +9,7 @@ import type { CheckResult, TermCheck } from '../resources.ts';
 export const CHECK_KINDS = ['hash', 'maxBytes', 'deadline', 'shape', 'predicate'] as const;
 export type CheckKind = (typeof CHECK_KINDS)[number];
 
-// ---- timestamps (docs/protocol.md §2.5: inputs accept any ISO 8601 date-time with a zone) ----
+// ---- timestamps (the service's protocol documentation, §2.5: inputs accept any ISO 8601 date-time with a zone) ----
 
 /** YYYY-MM-DDThh:mm[:ss[.fraction]] then Z or ±hh:mm. Uppercase T and Z, as ISO 8601 writes them. */
 const ISO_DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/;
@@ -37,7 +37,7 @@ export function parseIsoDateTime(s: unknown): number | null {
 
 // ---- evaluation ----
 
-/** What the verifier knows about one delivery (docs/protocol.md §5.1). */
+/** What the verifier knows about one delivery (the service's protocol documentation, §5.1). */
 export type DeliveryFacts = {
   payload: unknown;
   /** sha256 of JCS(payload), hex. */
@@ -90,7 +90,7 @@ function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; d
 }
 
 /**
- * Run every check against one delivery, in order, one result per check (docs/protocol.md §5.2).
+ * Run every check against one delivery, in order, one result per check (the service's protocol documentation, §5.2).
  * `passed` is true when every check passed (so also for an empty list). Never throws for a
  * check that was validated; a check that cannot be evaluated fails with the reason as detail.
  */

@@ -1,4 +1,4 @@
-// RFC 6901 JSON Pointer: parse and resolve over own properties only (docs/protocol.md §3.3). The
+// RFC 6901 JSON Pointer: parse and resolve over own properties only (the service's protocol documentation, §3.3). The
 // service and the offline verifier resolve the terms' pointers with this same code. Web APIs only.
 
 /**

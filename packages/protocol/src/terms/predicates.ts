@@ -1,4 +1,4 @@
-// The named predicates of `predicate` checks, evaluated against a delivery payload (docs/protocol.md §3.3):
+// The named predicates of `predicate` checks, evaluated against a delivery payload (the service's protocol documentation, §3.3):
 // the code the service judges with and the offline verifier replays with. Web APIs only.
 
 import { canonicalize } from '../crypto/jcs.ts';

@@ -16,7 +16,8 @@ export function proofSection(proof: Proof): HTMLElement {
     out.replaceChildren(h('p', { role: 'status' }, 'Fetching the bundle…'));
     try {
       const [bundle, published] = await Promise.all([
-        api.proofs.bundle(proof.id),
+        // With the payload, so verdict.replay re-runs every check of the terms, not only hash and deadline.
+        api.proofs.bundle(proof.id, { disclose: 'payload' }),
         api.log.witnesses().then(
           (r) => r.witnesses,
           (): WitnessState[] => [],
