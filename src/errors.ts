@@ -79,8 +79,8 @@ export const ERROR_CODES = {
   },
   unauthorized_ruling: {
     status: 403,
-    cause: 'A ruling lacks the required signatures (both parties, or the named arbiter), or split shares are malformed.',
-    fix: "Sign the ruling body with both parties' keys or the arbiter's; give integer `shares` summing to 10000 only for a split.",
+    cause: 'A ruling lacks the required signatures (both parties, or the named arbiter), or a signature does not verify.',
+    fix: "Sign the ruling body with both parties' keys or the arbiter's.",
   },
   not_found: {
     status: 404,

@@ -133,6 +133,8 @@ test('every variable the configuration reads is in the configuration table that 
   assert.deepEqual([...read].sort(), [...table].sort());
   const help = helpText();
   for (const v of CONFIG_VARIABLES) assert.match(help, new RegExp(`^  ${v.name} +\\S.*\\(default: `, 'm'), v.name);
+  // One default a line: the meaning never states a second one (PG_PLAN_CACHE once did).
+  for (const line of help.split('\n').filter((l) => l.startsWith('  '))) assert.equal(line.split('default').length - 1, 1, line);
 });
 
 test('arguments: none starts, --help/-h/help print the table, anything else is refused in one line naming it', () => {

@@ -31,11 +31,17 @@ const short = (s: string) => JSON.stringify(s.length > 120 ? `${s.slice(0, 120)}
  * canonical), a 409 naming a size to resend from, or a failure and why.
  */
 export function interpretAnswer(
-  res: { status: number; contentType: string; body: string },
+  res: { status: number; contentType: string; body: string; oversized?: boolean },
   checkpointText: string,
   vkey: string,
   logSize: number,
 ): Answer {
+  // Said as what it is, not as a parse error of the part that was read.
+  if (res.oversized)
+    return {
+      kind: 'failed',
+      reason: `answered ${res.status} with a body over ${MAX_ANSWER_BYTES} bytes, more than any cosignature answer needs: oversized, not read further`,
+    };
   if (res.status === 409) {
     const m = /^(0|[1-9][0-9]{0,15})\n?$/.exec(res.body);
     if (!res.contentType.toLowerCase().startsWith('text/x.tlog.size') || !m)

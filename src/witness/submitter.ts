@@ -36,9 +36,12 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Doubling waits from WITNESS_INTERVAL_MS, capped: the `failures`-th retry. */
 export const backoffMs = (intervalMs: number, failures: number) => Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(failures + 1, 30));
 
-/** Reads at most MAX_ANSWER_BYTES of a body as text: a witness cannot make us buffer megabytes. */
-async function boundedText(res: Response): Promise<string> {
-  if (!res.body) return '';
+/**
+ * Reads at most MAX_ANSWER_BYTES of a body as text: a witness cannot make us buffer megabytes.
+ * `oversized`: the body went on beyond that, and the rest was not read.
+ */
+async function boundedText(res: Response): Promise<{ text: string; oversized: boolean }> {
+  if (!res.body) return { text: '', oversized: false };
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -60,7 +63,7 @@ async function boundedText(res: Response): Promise<string> {
     pos += take;
     if (pos >= all.length) break;
   }
-  return new TextDecoder().decode(all);
+  return { text: new TextDecoder().decode(all), oversized: total > MAX_ANSWER_BYTES };
 }
 
 /** One add-checkpoint request to `w`: its answer (status, type, bounded body), or why there was none. */
@@ -70,7 +73,7 @@ export async function exchange(
   doFetch: typeof fetch,
   timeoutMs: number,
   stop?: AbortSignal,
-): Promise<{ status: number; contentType: string; body: string } | { error: string }> {
+): Promise<{ status: number; contentType: string; body: string; oversized: boolean } | { error: string }> {
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
     const res = await doFetch(`${w.url}/add-checkpoint`, {
@@ -80,7 +83,8 @@ export async function exchange(
       redirect: 'manual',
       signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
     });
-    return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: await boundedText(res) };
+    const { text, oversized } = await boundedText(res);
+    return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: text, oversized };
   } catch (err) {
     const e = err as { name?: string; message?: string; cause?: { code?: string } };
     if (timeout.aborted || e?.name === 'TimeoutError') return { error: `no answer within ${timeoutMs} ms` };

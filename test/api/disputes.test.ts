@@ -130,7 +130,7 @@ describeStores('disputes', (h) => {
     assert.equal(custody.status, 'confirmed');
   });
 
-  test('rulings without the required signatures, or with malformed shares, are 403 unauthorized_ruling', async () => {
+  test('rulings without the required signatures are 403 unauthorized_ruling; malformed or missing shares are 400 naming the field', async () => {
     const e = await failedDelivery(h());
     const d = (await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id })).body;
     const stranger = await agent(h());
@@ -138,22 +138,6 @@ describeStores('disputes', (h) => {
       ['one party only', { outcome: 'refund', agentIds: [e.payer.id] }, /both payer and payee/],
       ['no signatures at all', { outcome: 'refund' }, /signatures/],
       ['a stranger with one party', { outcome: 'refund', agentIds: [e.payer.id, stranger.id] }, /signatures/],
-      ['a split without shares', { outcome: 'split', agentIds: [e.payer.id, e.payee.id] }, /shares/],
-      [
-        'shares not summing to 10000',
-        { outcome: 'split', shares: { payerBps: 5000, payeeBps: 4000 }, agentIds: [e.payer.id, e.payee.id] },
-        /10000/,
-      ],
-      [
-        'fractional shares',
-        { outcome: 'split', shares: { payerBps: 5000.5, payeeBps: 4999.5 }, agentIds: [e.payer.id, e.payee.id] },
-        /integer/,
-      ],
-      [
-        'shares on a refund',
-        { outcome: 'refund', shares: { payerBps: 5000, payeeBps: 5000 }, agentIds: [e.payer.id, e.payee.id] },
-        /only allowed on a split/,
-      ],
       [
         'a signature over another body',
         { outcome: 'refund', signatures: [{ signer: e.payer.publicKey, signature: 'ab'.repeat(64) }] },
@@ -162,6 +146,26 @@ describeStores('disputes', (h) => {
     ];
     for (const [what, body, msg] of rows) {
       assert.match(expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, body), 403, 'unauthorized_ruling'), msg, what);
+    }
+    const both = [e.payer.id, e.payee.id];
+    const shareRows: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['a split without shares', { outcome: 'split', agentIds: both }, /^shares: required on a split ruling/],
+      ['a split missing a share', { outcome: 'split', shares: { payerBps: 10000 }, agentIds: both }, /^shares\.payeeBps: required/],
+      ['shares not summing to 10000', { outcome: 'split', shares: { payerBps: 5000, payeeBps: 4000 }, agentIds: both }, /10000/],
+      [
+        'fractional shares',
+        { outcome: 'split', shares: { payerBps: 5000.5, payeeBps: 4999.5 }, agentIds: both },
+        /^shares\.payerBps: .*integer/,
+      ],
+      ['an unknown share', { outcome: 'split', shares: { payerBps: 5000, payeeBps: 5000, feeBps: 0 }, agentIds: both }, /^shares\.feeBps/],
+      [
+        'shares on a refund',
+        { outcome: 'refund', shares: { payerBps: 5000, payeeBps: 5000 }, agentIds: both },
+        /^shares: only allowed on a split/,
+      ],
+    ];
+    for (const [what, body, msg] of shareRows) {
+      assert.match(expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, body), 400, 'bad_request'), msg, what);
     }
     expectError(
       await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'maybe', agentIds: [e.payer.id] }),

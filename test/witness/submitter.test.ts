@@ -95,6 +95,7 @@ for (const kind of STORES) {
 
     const bad: Array<[TestWitness['misbehave'], RegExp]> = [
       ['garbage', /not signature lines|without a cosignature line/],
+      ['oversized', /answered 200 with a body over 16384 bytes.*oversized, not read further/],
       ['other-key', /does not verify/],
       ['other-checkpoint', /does not verify/],
       ['huge-409', /larger than the log/],

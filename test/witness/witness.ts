@@ -20,7 +20,7 @@ import { base64Decode } from '@escrow-settlement/protocol/tlog/encoding';
 import { bytesEqual } from '@escrow-settlement/protocol/tlog/hash';
 import { verifyConsistency } from '@escrow-settlement/protocol/tlog/verify';
 
-export type Misbehaviour = 'garbage' | 'other-key' | 'other-checkpoint' | 'tampered' | 'huge-409' | 'silent' | 'error-500';
+export type Misbehaviour = 'garbage' | 'other-key' | 'other-checkpoint' | 'tampered' | 'huge-409' | 'silent' | 'error-500' | 'oversized';
 
 /** The witness's signature scheme: Ed25519 cosignature/v1 (default) or ML-DSA-44 subtree/v1. */
 export type WitnessKind = 'ed25519' | 'mldsa44';
@@ -186,6 +186,8 @@ export function createTestWitness(name: string, logs: string[] = [], kind: Witne
       return text(200, cosignLine(cpText.replace(/\n[0-9]+\n/, `\n${cp.size + 1}\n`), { name, ...keys }, t));
     const line = cosignLine(cpText, { name, ...keys }, t);
     if (w.misbehave === 'tampered') return text(200, tamper(line));
+    // A good line buried in 40 KB more: over what the service reads of an answer.
+    if (w.misbehave === 'oversized') return text(200, `${line}${'x'.repeat(40_000)}\n`);
     return text(200, line);
   }
   return w;

@@ -55,7 +55,7 @@ export interface RulingToSign {
   disputeId: string;
   outcome: RulingOutcome;
   rationale?: string;
-  /** Required for a split, refused otherwise with unauthorized_ruling. */
+  /** Required for a split, refused otherwise (400 bad_request naming the field). */
   shares?: Shares;
 }
 
