@@ -9,6 +9,7 @@ import type { ProofLog } from './proof/proofLog.ts';
 import type { Ap2Trust } from './mandate/ap2.ts';
 import type { LogAnchor } from './witness/anchor.ts';
 import type { KeySources, Signer } from './proof/keys.ts';
+import type { ReceiptKey } from './mandate/ap2Receipt.ts';
 
 /** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
 export interface RequestLogStats {
@@ -46,6 +47,8 @@ export interface Services {
   ap2: Ap2Trust | null;
   /** Whether the log may grow now, anchored in its witnesses (src/witness/anchor.ts); also the proof log's gate. */
   anchor: LogAnchor;
+  /** The key AP2 Payment Receipts are signed with (docs/ap2.md §7); null when AP2 is off. */
+  ap2Receipt: ReceiptKey | null;
 }
 
 export { VERSION } from './version.ts';

@@ -1,4 +1,4 @@
-// AP2_ISSUERS, AP2_AUDIENCE, AP2_PISP (docs/ap2.md §1): which issuers' AP2 mandates this
+// AP2_ISSUERS, AP2_AUDIENCE, AP2_PISP, AP2_RECEIPT_KEY (docs/ap2.md §1, §7): which issuers' AP2 mandates this
 // service accepts, the audience their closed mandates must name, and its identity as a PISP. Pure:
 // parsed with the rest of the config; the Node edge reads the files the sources name.
 import type { Pisp } from '@escrow-settlement/protocol/ap2/constraints';
@@ -10,6 +10,8 @@ export interface Ap2Settings {
   ap2Audience?: string;
   /** AP2_PISP: this service's {legal_name, brand_name, domain_name}; null when not configured. */
   ap2Pisp: Pisp | null;
+  /** AP2_RECEIPT_KEY as given (`file:<path>` of a P-256 private key, JWK or PEM); absent: generated under DATA_DIR/keys. */
+  ap2ReceiptKeySource?: string;
 }
 
 type Fail = (variable: string, message: string) => Error;
@@ -55,5 +57,6 @@ export function parseAp2Settings(env: Env, fail: Fail): Ap2Settings {
     ap2IssuersSource: fileSource(env.AP2_ISSUERS, 'AP2_ISSUERS', 'a JWKS of trusted P-256 issuer keys', fail),
     ap2Audience: audience,
     ap2Pisp: pisp(env, fail),
+    ap2ReceiptKeySource: fileSource(env.AP2_RECEIPT_KEY, 'AP2_RECEIPT_KEY', 'a P-256 private key (JWK or PEM)', fail),
   };
 }

@@ -10,7 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { liftoffOnlyWanted } from './wasmTiering.ts';
 import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
 import { createApp } from '../app.ts';
-import { loadAp2Issuers } from './ap2Files.ts';
+import { loadAp2Issuers, loadAp2ReceiptKey } from './ap2Files.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Db } from '../db/types.ts';
 import { ensureKeys } from '../proof/keyEras.ts';
@@ -173,10 +173,15 @@ async function main(env: Env, slot?: number) {
   // PORT=0: the default PUBLIC_URL (x402 resources, OpenAPI servers) names the port actually bound.
   const bound = server.address();
   const appConfig = typeof bound === 'object' && bound ? withListeningPort(config, env, bound.port) : config;
+  // The AP2 receipt key, when AP2 is on: after the store, so a generated one lands in a DATA_DIR PGlite has set up.
+  const receipt = ap2Issuers ? loadAp2ReceiptKey(config, env) : undefined;
+  if (receipt?.generated)
+    log('generated the AP2 receipt key; production should name its own (AP2_RECEIPT_KEY)', { path: receipt.generated });
   const app = createApp({
     db,
     config: appConfig,
     ap2Issuers,
+    ap2ReceiptKey: receipt?.secret,
     custody,
     requestLog,
     webhookTransport: createNodeTransport(),

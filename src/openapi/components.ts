@@ -244,13 +244,20 @@ export const SCHEMAS: Record<string, unknown> = {
 export const RESPONSES: Record<string, unknown> = {
   ...FACILITATOR_RESPONSES,
   'GET /health': obj({ ok: bool, service: str, issuer: { type: ['string', 'null'] }, version: str, uptimeSeconds: int }),
-  'GET /.well-known/proof-issuer.json': obj({ keys: arr(ref('IssuerKey')) }),
+  'GET /.well-known/proof-issuer.json': obj(
+    {
+      keys: arr(ref('IssuerKey')),
+      ap2ReceiptKeys: arr(obj({ kty: str, crv: str, x: str, y: str, kid: str, alg: str, use: str })),
+    },
+    ['keys'],
+  ),
   'GET /v1/openapi.json': { type: 'object', description: 'this document' },
   'GET /docs/errors': { type: 'string', description: 'HTML page listing every error code' },
   'POST /v1/agents': ref('Agent'),
   'POST /v1/mandates': ref('Mandate'),
   'GET /v1/mandates/:id': ref('Mandate'),
   'POST /v1/escrows': ref('Escrow'),
+  'GET /v1/escrows/:id/ap2-receipt': obj({ receipt: str, claims: { type: 'object' }, kid: str }, ['receipt', 'claims', 'kid']),
   'POST /v1/ap2/challenge': obj({ nonce: str, audience: str, expiresAt: ts }, ['nonce', 'audience', 'expiresAt']),
   'GET /v1/escrows': ref('EscrowList'),
   'GET /v1/escrows/:id': ref('Escrow'),

@@ -38,12 +38,15 @@ export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
     route: 'GET /.well-known/proof-issuer.json',
     summary:
       'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
-    success: { status: 200, description: '{keys: [IssuerKey with vkey]}' },
+    success: { status: 200, description: '{keys: [IssuerKey with vkey], ap2ReceiptKeys?: [JWK with kid]}' },
     errors: [],
     async handler({ svc }) {
       // vkey = <origin>+<hex key hash>+<base64(0x01 ‖ key)> (c2sp.org/signed-note): what note.NewVerifier and witnesses take.
       const keys = (await issuerKeys(svc.db)).map((k) => ({ ...k, vkey: issuerVkey(svc.config.logOrigin, k.publicKey) }));
-      return json({ keys }, 200, { 'cache-control': 'public, max-age=60' });
+      // ap2ReceiptKeys: the JWKs AP2 Payment Receipts are signed with, when AP2 is on (docs/ap2.md §7).
+      return json({ keys, ...(svc.ap2Receipt ? { ap2ReceiptKeys: [svc.ap2Receipt.jwk] } : {}) }, 200, {
+        'cache-control': 'public, max-age=60',
+      });
     },
   },
   {

@@ -2,7 +2,7 @@
 // service's code), every refusal with its code and the check it names, units, budget (and its race), recurrence on the sandbox clock.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import {
   openMandate,
   p256Key,
   sha256hex,
+  sdHash,
   type ClosedOpts,
   type OpenOpts,
 } from '../ap2Mint.ts';
@@ -32,8 +33,11 @@ const OTHER_ISSUER = p256Key('issuer-2'); // a kid nobody trusts
 const PISP = { legal_name: 'Escrow Settlement Ltd', brand_name: 'Escrow', domain_name: 'escrow.example' };
 const ENV = { AP2_PISP: JSON.stringify(PISP), AP2_AUDIENCE: 'https://escrow.example' };
 
+const RECEIPT = p256Key();
+const receiptSecret = () => new Uint8Array(Buffer.from((RECEIPT.privateKey.export({ format: 'jwk' }) as { d: string }).d, 'base64url'));
+
 export async function ap2Harness(kind: (typeof STORES)[number]): Promise<Harness> {
-  return makeHarness(kind, ENV, undefined, { ap2Issuers: ap2Issuers(jwks(ISSUER)) });
+  return makeHarness(kind, ENV, undefined, { ap2Issuers: ap2Issuers(jwks(ISSUER)), ap2ReceiptKey: receiptSecret() });
 }
 
 interface World {
@@ -464,6 +468,68 @@ for (const kind of STORES) {
       } finally {
         await client.close();
       }
+    });
+
+    test('the AP2 Payment Receipt: ES256 by the key the issuer document lists, reference the closed hash in sd_hash form, Success or Error(refunded)', async () => {
+      const doc = (await w.h.req('GET', '/.well-known/proof-issuer.json')).body;
+      assert.equal(doc.ap2ReceiptKeys.length, 1);
+      const published = doc.ap2ReceiptKeys[0];
+      assert.equal(published.x, RECEIPT.jwk.x);
+      assert.equal(published.y, RECEIPT.jwk.y);
+      assert.equal(published.d, undefined);
+      const verifyJwt = (jwt: string) => {
+        const [hd, pl, sig] = jwt.split('.');
+        const key = createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: published.x, y: published.y }, format: 'jwk' });
+        assert.equal(
+          nodeVerify('sha256', Buffer.from(`${hd}.${pl}`), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(sig, 'base64url')),
+          true,
+        );
+        const header = JSON.parse(Buffer.from(hd, 'base64url').toString());
+        assert.deepEqual(header, { alg: 'ES256', typ: 'JWT', kid: published.kid });
+        return JSON.parse(Buffer.from(pl, 'base64url').toString());
+      };
+      // Released.
+      const paid = await present(w);
+      assert.equal(paid.r.status, 201);
+      const id = paid.r.body.id;
+      expectError(await w.h.req('GET', `/v1/escrows/${id}/ap2-receipt`), 409, 'invalid_state');
+      assert.equal((await w.h.req('POST', `/v1/escrows/${id}/fund`)).status, 200);
+      const d = await w.h.req('POST', `/v1/escrows/${id}/delivery`, { agentId: w.payee.id, payload: { title: 'done' } });
+      const ok1 = await w.h.req('GET', `/v1/escrows/${id}/ap2-receipt`);
+      assert.equal(ok1.status, 200, ok1.text);
+      const claims = verifyJwt(ok1.body.receipt);
+      assert.deepEqual(claims, ok1.body.claims);
+      assert.equal(ok1.body.kid, published.kid);
+      assert.equal(claims.status, 'Success');
+      assert.equal(claims.reference, sdHash(paid.closed));
+      assert.equal(claims.payment_id, id);
+      assert.equal(claims.psp_confirmation_id, d.body.proof.id);
+      assert.equal(typeof claims.network_confirmation_id, 'string');
+      assert.equal(claims.iss, PISP.domain_name);
+      assert.equal(claims.iat, Math.floor(Date.parse(d.body.proof.issuedAt) / 1000));
+      assert.equal((await w.h.req('GET', `/v1/escrows/${id}/ap2-receipt`)).body.receipt, ok1.body.receipt, 'the same receipt each time');
+      // Refunded.
+      const back = await present(w);
+      const rid = back.r.body.id;
+      assert.equal((await w.h.req('POST', `/v1/escrows/${rid}/fund`)).status, 200);
+      assert.equal((await w.h.req('POST', `/v1/escrows/${rid}/refund`)).status, 200);
+      const refunded = verifyJwt((await w.h.req('GET', `/v1/escrows/${rid}/ap2-receipt`)).body.receipt);
+      assert.equal(refunded.status, 'Error');
+      assert.equal(refunded.error, 'refunded');
+      assert.equal(typeof refunded.error_description, 'string');
+      assert.equal(refunded.psp_confirmation_id, undefined);
+      // An escrow under no AP2 mandate has none.
+      const plain = await w.h.req('POST', '/v1/escrows', {
+        amount: '1',
+        asset: 'USD',
+        terms: PASSING_TERMS,
+        payerAgentId: w.payer.id,
+        payeeAgentId: w.payee.id,
+      });
+      assert.match(
+        expectError(await w.h.req('GET', `/v1/escrows/${plain.body.id}/ap2-receipt`), 404, 'not_found'),
+        /not created under an AP2/,
+      );
     });
 
     test('10 concurrent escrows under a budget that allows 5: exactly 5 are created, the rest refused naming ap2.budget', async () => {

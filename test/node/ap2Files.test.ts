@@ -1,12 +1,12 @@
-// AP2_ISSUERS read at the Node edge: a JWKS file of P-256 public keys by kid; every bad file is one ConfigError naming the variable.
+// AP2_ISSUERS and AP2_RECEIPT_KEY read at the Node edge: every bad file is one ConfigError naming its variable.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { ConfigError } from '../../src/config.ts';
-import { loadAp2Issuers } from '../../src/node/ap2Files.ts';
+import { ConfigError, parseConfig } from '../../src/config.ts';
+import { loadAp2Issuers, loadAp2ReceiptKey } from '../../src/node/ap2Files.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ap2-issuers-'));
 const jwk = (kid: string, priv = false) => {
@@ -42,4 +42,46 @@ test('a missing file, non-JSON, a private key, a duplicate kid, another curve: C
       source,
     );
   }
+});
+
+test('AP2_RECEIPT_KEY: a 0600 JWK or PEM file loads; a file others may read, or whose x/y are not its d, is refused naming the variable', () => {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwkText = JSON.stringify(privateKey.export({ format: 'jwk' }));
+  const d = new Uint8Array(Buffer.from((privateKey.export({ format: 'jwk' }) as { d: string }).d, 'base64url'));
+  const secret = (name: string, text: string, mode = 0o600) => {
+    const p = join(dir, name);
+    writeFileSync(p, text, { mode });
+    chmodSync(p, mode);
+    return `file:${p}`;
+  };
+  const load = (source: string) => loadAp2ReceiptKey(parseConfig({ DATA_DIR: ':memory:', AP2_RECEIPT_KEY: source }), {});
+  assert.deepEqual(load(secret('r.jwk', jwkText)).secret, d);
+  assert.deepEqual(load(secret('r.pem', privateKey.export({ format: 'pem', type: 'pkcs8' }) as string)).secret, d);
+  const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' }) as { x: string };
+  for (const [source, why] of [
+    [secret('open.jwk', jwkText, 0o644), /group or others|chmod/],
+    [secret('mixed.jwk', JSON.stringify({ ...JSON.parse(jwkText), x: other.x })), /not a valid|not the one/],
+    [secret('pub.jwk', JSON.stringify(jwk('p'))), /private key/],
+  ] as const) {
+    assert.throws(
+      () => load(source),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'AP2_RECEIPT_KEY' && why.test(e.message),
+      source,
+    );
+  }
+});
+
+test('without AP2_RECEIPT_KEY: generated once into DATA_DIR/keys (0600) and reused; :memory: keeps one in memory; DATABASE_URL without DATA_DIR refuses', () => {
+  const dataDir = join(dir, 'data');
+  const first = loadAp2ReceiptKey(parseConfig({ DATA_DIR: dataDir }), { DATA_DIR: dataDir });
+  assert.ok(first.generated);
+  assert.equal(statSync(first.generated!).mode & 0o777, 0o600);
+  const again = loadAp2ReceiptKey(parseConfig({ DATA_DIR: dataDir }), { DATA_DIR: dataDir });
+  assert.equal(again.generated, undefined);
+  assert.deepEqual(again.secret, first.secret);
+  assert.equal(loadAp2ReceiptKey(parseConfig({ DATA_DIR: ':memory:' }), {}).secret.length, 32);
+  assert.throws(
+    () => loadAp2ReceiptKey(parseConfig({ DATABASE_URL: 'postgres://db/x' }), { DATABASE_URL: 'postgres://db/x' }),
+    (e: unknown) => e instanceof ConfigError && e.variable === 'AP2_RECEIPT_KEY' && /AP2_RECEIPT_KEY=file:/.test(e.message),
+  );
 });

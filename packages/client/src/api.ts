@@ -72,6 +72,7 @@ export const API_ROUTES = {
   'mandates.get': ['GET /v1/mandates/:id'],
   'escrows.create': ['POST /v1/escrows'],
   'ap2.challenge': ['POST /v1/ap2/challenge'],
+  'ap2.receipt': ['GET /v1/escrows/:id/ap2-receipt'],
   'escrows.list': ['GET /v1/escrows'],
   'escrows.get': ['GET /v1/escrows/:id'],
   'escrows.fund': ['POST /v1/escrows/:id/fund'],
@@ -193,6 +194,9 @@ export function createClient(opts: ClientOptions) {
     ap2: {
       /** A single-use nonce (5 minutes) and the audience an AP2 closed Payment Mandate must name. */
       challenge: () => call<Ap2Challenge>('ap2.challenge'),
+      /** The AP2 Payment Receipt of a closed AP2 escrow: the JWT, its claims and its key id. */
+      receipt: (escrowId: string) =>
+        call<{ receipt: string; claims: Record<string, unknown>; kid: string }>('ap2.receipt', { params: id(escrowId) }),
     },
     escrows: {
       create: (body: CreateEscrowInput, o?: IdempotencyOption) => call<Escrow>('escrows.create', { body, headers: idem(o) }),
