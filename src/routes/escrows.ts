@@ -119,7 +119,8 @@ async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx
 export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 'key' }, [
   {
     route: 'POST /v1/escrows',
-    summary: 'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate and with an arbiter.',
+    summary:
+      'Create an escrow between a payer and a payee (sandbox agent ids or KeyRefs), optionally under a mandate (mandateId, or an AP2 Payment Mandate chain: ap2, docs/ap2.md) and with an arbiter.',
     body: CreateEscrowBody,
     success: { status: 201, description: 'Escrow (state created); emits escrow.created. Honors Idempotency-Key.' },
     errors: [
