@@ -45,7 +45,7 @@ describeStores(
         m.uptimeSeconds,
       ];
       for (const n of numbers) assert.ok(Number.isInteger(n) && (n as number) >= 0, `${n}`);
-      assert.equal(m.version, '0.3.0');
+      assert.equal(m.version, '0.5.0');
       assert.deepEqual(m.requestLog, { lines: 0, rotations: 0 });
     });
 

@@ -9,7 +9,7 @@ describeStores('foundation', (h) => {
     assert.equal(res.body.ok, true);
     assert.equal(res.body.service, 'escrow-settlement');
     assert.match(res.body.issuer, /^[0-9a-f]{64}$/);
-    assert.equal(res.body.version, '0.3.0');
+    assert.equal(res.body.version, '0.5.0');
     assert.equal(typeof res.body.uptimeSeconds, 'number');
   });
 

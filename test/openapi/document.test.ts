@@ -15,9 +15,9 @@ const h = await makeHarness('pglite');
 const doc = (await h.req('GET', '/v1/openapi.json')).body;
 test.after(() => h.close());
 
-test('the document is OpenAPI 3.1 with info.version 0.3.0 and validates against the OpenAPI 3.1 schema', async () => {
+test('the document is OpenAPI 3.1 with info.version 0.5.0 and validates against the OpenAPI 3.1 schema', async () => {
   assert.equal(doc.openapi, '3.1.0');
-  assert.equal(doc.info.version, '0.3.0');
+  assert.equal(doc.info.version, '0.5.0');
   const v = new Validator();
   const res = await v.validate(doc);
   assert.equal(res.valid, true, JSON.stringify(res.errors, null, 1)?.slice(0, 3000));
