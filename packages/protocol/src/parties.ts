@@ -125,7 +125,7 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
 }
 
 function one(s: PartySignature, i: number, b: Bundle, opts: PartyOptions): Check {
-  // An AP2 chain carries its own ES256 signatures (src/ap2/consent.ts).
+  // An AP2 chain carries its own ES256 signatures (./ap2/consent.ts).
   if (s.kind === 'ap2') return ap2ConsentCheck(s, i, b, opts.ap2Issuers);
   const name = `parties[${i}].${s.kind}`;
   try {

@@ -82,7 +82,7 @@ export interface ConsistencyProof {
 export type PartySignatureKind = 'mandate' | 'ap2' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
 
 /**
- * Kind `ap2` is the exception (docs/ap2.md §6): `signedBody` is `{paymentMandate, checkoutMandate?}`, the
+ * Kind `ap2` is the exception (the AP2 guide (ap2.md in the repository docs) §6): `signedBody` is `{paymentMandate, checkoutMandate?}`, the
  * AP2 chain whose ES256 signatures are inside it; `publicKey` is the hex RFC 7638 thumbprint of the agent key
  * that signed the closed mandate and `signature` that signature (base64url), both as the chain carries them.
  *

@@ -24,7 +24,7 @@ export interface VerifyOptions extends WitnessOptions {
    * the result carries a warning. Without it, verifyBundle needs trustedKeys.
    */
   trustBundleKeys?: boolean;
-  /** verifyBundle only: the AP2 issuer keys (a JWKS) an AP2 matter's Payment Mandate chain must verify with (docs/ap2.md §6). */
+  /** verifyBundle only: the AP2 issuer keys (a JWKS) an AP2 matter's Payment Mandate chain must verify with (the AP2 guide (ap2.md in the repository docs) §6). */
   ap2Issuers?: unknown;
 }
 

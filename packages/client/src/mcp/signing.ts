@@ -71,7 +71,7 @@ function signedDisputeAction(
   return { escrowId, ...rest, ...signDisputeAction(key.secretKey, action(given)) };
 }
 
-/** The service's form of an escrow id argument (docs/mcp.md "Results and errors"). */
+/** The service's form of an escrow id argument (the MCP guide, "Results and errors"). */
 const WELL_FORMED_ESCROW_ID = /^esc_[0-9A-Za-z_-]{1,60}$/;
 
 /**

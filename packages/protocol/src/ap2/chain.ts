@@ -1,4 +1,4 @@
-// Verifying an AP2 v0.2 Payment Mandate chain `open~disclosures~~closed~disclosures~` against trusted issuer keys (docs/ap2.md §2); Web APIs only.
+// Verifying an AP2 v0.2 Payment Mandate chain `open~disclosures~~closed~disclosures~` against trusted issuer keys (the AP2 guide (ap2.md in the repository docs) §2); Web APIs only.
 import { sha256Hex } from '../crypto/hash.ts';
 import { utf8 } from '../crypto/bytes.ts';
 import { b64uSha256, jwkPublicKey, lowSForm, verifyEs256 } from './jose.ts';
@@ -121,7 +121,7 @@ export function verifyIssued(
 }
 
 /**
- * The whole chain, in the order of docs/ap2.md §2: the open token's ES256 signature by a trusted
+ * The whole chain, in the order of the AP2 guide (ap2.md in the repository docs) §2: the open token's ES256 signature by a trusted
  * `kid`, its disclosures, `vct` and times, its `cnf.jwk`; the closed token's ES256 signature by that
  * key, its `typ`, disclosures, `vct`, `sd_hash` over the presented open token, `aud`, `nonce` and
  * times. The first failure is thrown as an Ap2Refusal naming it.

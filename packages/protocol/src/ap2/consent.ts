@@ -1,4 +1,4 @@
-// A bundle's AP2 consent (kind `ap2`): the Payment Mandate chain an escrow was created under, re-verified offline against issuer keys the auditor pins and bound to the proof and its escrow.created entry (docs/ap2.md §6); Web APIs only.
+// A bundle's AP2 consent (kind `ap2`): the Payment Mandate chain an escrow was created under, re-verified offline against issuer keys the auditor pins and bound to the proof and its escrow.created entry (the AP2 guide (ap2.md in the repository docs) §6); Web APIs only.
 import { toHex } from '../crypto/bytes.ts';
 import type { Bundle, Check, PartySignature, TrailEntry } from '../types.ts';
 import { ap2Issuers, splitChain, verifyOpenCheckout, verifyPaymentChain, type Ap2Issuers } from './chain.ts';
@@ -97,7 +97,7 @@ export function ap2ConsentCheck(s: PartySignature, i: number, b: Bundle, ap2Issu
   }
 }
 
-/** The `parties.signatures` entry of a chain the service accepted: kind ap2, bound to escrow.created (docs/ap2.md §6). */
+/** The `parties.signatures` entry of a chain the service accepted: kind ap2, bound to escrow.created (the AP2 guide (ap2.md in the repository docs) §6). */
 export function ap2Consent(paymentMandate: string, checkoutMandate?: string | null): PartySignature {
   const [openTok, closedTok] = splitChain(paymentMandate);
   const open = delegateItem(resolveDisclosures(openTok, 'open mandate'), 'open mandate');

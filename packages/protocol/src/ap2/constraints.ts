@@ -1,4 +1,4 @@
-// An AP2 v0.2 Payment Mandate bound to one escrow: the closed mandate's claims against the escrow, then every constraint of the open mandate (docs/ap2.md §3, §4); Web APIs only.
+// An AP2 v0.2 Payment Mandate bound to one escrow: the closed mandate's claims against the escrow, then every constraint of the open mandate (the AP2 guide (ap2.md in the repository docs) §3, §4); Web APIs only.
 import { canonicalize } from '../crypto/jcs.ts';
 import { Ap2Refusal } from './sdjwt.ts';
 
@@ -73,7 +73,7 @@ export function addMonths(at: Date, months: number): Date {
   return out;
 }
 
-/** The earliest instant the next occurrence may be accepted after one accepted at `last` (docs/ap2.md §4). */
+/** The earliest instant the next occurrence may be accepted after one accepted at `last` (the AP2 guide (ap2.md in the repository docs) §4). */
 export function nextAllowed(frequency: string, last: Date): Date {
   const days = { DAILY: 1, WEEKLY: 7, BIWEEKLY: 14 }[frequency];
   if (days !== undefined) return new Date(last.getTime() + days * 86_400_000);
@@ -103,7 +103,7 @@ export interface Bound {
 }
 
 /**
- * The closed mandate's claims against the escrow (docs/ap2.md §3): `transaction_id`, `payment_amount`
+ * The closed mandate's claims against the escrow (the AP2 guide (ap2.md in the repository docs) §3): `transaction_id`, `payment_amount`
  * in integer minor units equal to the escrow's amount with `currency` its asset, `payee.id` the payee's
  * key, a `payment_instrument`, `pisp` (when present) this service's; then the open mandate's pre-set
  * claims (payee, payment_amount, payment_instrument, execution_date) equal to the closed one's.
@@ -153,7 +153,7 @@ export function bindToEscrow(open: Obj, closed: Obj, escrow: EscrowTerms, pisp: 
   return { transactionId: transactionId as string, minor: minor as bigint, currency: pa.currency, exponent };
 }
 
-/** A mandate's use so far (state keyed by the open mandate, docs/ap2.md §5). */
+/** A mandate's use so far (state keyed by the open mandate, the AP2 guide (ap2.md in the repository docs) §5). */
 export interface Usage {
   /** Micro-units accepted under the mandate, refunds given back. */
   spent: bigint;
@@ -283,7 +283,7 @@ const EVALUATORS: Record<string, [string, Evaluator]> = {
 };
 
 /**
- * Every constraint of the open mandate, in order (docs/ap2.md §4); the first that fails is thrown
+ * Every constraint of the open mandate, in order (the AP2 guide (ap2.md in the repository docs) §4); the first that fails is thrown
  * naming it. An unknown type fails closed; recurrence needs amount_range and budget beside it, as
  * AP2's reference code requires.
  */
