@@ -17,6 +17,20 @@ const orNull = async <T>(p: Promise<T>): Promise<T | null> =>
     throw e;
   });
 
+/** The escrow's custody status in words: "settled" means the funds moved; the journal says to whom. */
+function custodyLabel(e: Escrow, journal: CustodyEntry | null): string {
+  const status = e.custody?.status;
+  if (!status) return '—';
+  if (status === 'locked') return 'locked (funds held)';
+  if (status === 'settle-failed') return 'settlement failed (retry below)';
+  if (status !== 'settled') return status;
+  if (!journal) return e.state === 'refunded' ? 'settled: returned to the payer' : 'settled';
+  const [payer, payee] = [Number(journal.payerAmount), Number(journal.payeeAmount)];
+  if (payee === 0) return `settled: returned to the payer (${journal.payerAmount} ${e.asset})`;
+  if (payer === 0) return `settled: paid to the payee (${journal.payeeAmount} ${e.asset})`;
+  return `settled: split, ${journal.payerAmount} ${e.asset} to the payer and ${journal.payeeAmount} to the payee`;
+}
+
 export async function escrowView(main: HTMLElement, params: Record<string, string>) {
   const id = params.id;
   let shown = '';
@@ -75,7 +89,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         e.arbiter ? ['Arbiter', short(e.arbiter.publicKey, 16)] : null,
         ['Terms', [e.terms.description, ` (${plural(e.terms.checks.length, 'check')}: ${e.terms.checks.map((c) => c.kind).join(', ')})`]],
         ['Deadline', when(e.deadlineAt), { 'data-testid': 'deadline' }],
-        ['Custody', e.custody?.status ?? '—'],
+        ['Custody', custodyLabel(e, custody), { 'data-testid': 'custody' }],
         ['Created', when(e.createdAt)],
       ]),
       e.custody?.status === 'settle-failed' ? retryCustody() : null,

@@ -51,7 +51,16 @@ export function proofSection(proof: Proof): HTMLElement {
       ['Proof', h('code', null, proof.id)],
       ['Outcome', [proof.outcome, sharesText(proof.shares)], { 'data-testid': 'proof-outcome' }],
       ['Issued', when(proof.issuedAt)],
-      ['Trail', [`${proof.trailLength} entries, head `, short(proof.trailHead)]],
+      // trailLength/trailHead commit to the trail before the proof.issued entry (docs/protocol.md §11.1),
+      // so the escrow's trail above shows at least one entry more than the proof counts.
+      [
+        'Trail',
+        [
+          `${proof.trailLength} entries (#0–#${proof.trailLength - 1}: the trail before its proof.issued entry), head `,
+          short(proof.trailHead),
+        ],
+        { 'data-testid': 'proof-trail' },
+      ],
       ['Issuer', short(proof.signature.signer, 16)],
       proof.anchor ? ['Anchor', [`${proof.anchor.chain} tx `, short(proof.anchor.txHash)]] : null,
     ]),

@@ -133,6 +133,17 @@ export async function sandboxView(main: HTMLElement) {
         clockShown,
         '. Moving it forward makes due deadlines close in the next sweep (about a second); open an escrow page to watch.',
       ),
+      h(
+        'p',
+        { class: 'hint', 'data-testid': 'clock-note' },
+        'The clock only moves forward: there is no way back. Its offset is kept in the database, so restarting the service keeps it; to start afresh, start the service with a new ',
+        h('code', null, 'DATA_DIR'),
+        ' (or ',
+        h('code', null, 'DATA_DIR=:memory:'),
+        ', which keeps nothing), or with ',
+        h('code', null, 'DATABASE_URL'),
+        ', on a fresh database.',
+      ),
       inlineForm(
         act(async () => {
           const seconds = Number(amount.value) * UNITS[unit.value];
