@@ -73,7 +73,7 @@ export const CFG = {
   only: env.BENCH_ONLY ? (env.BENCH_ONLY.split(',').map((s) => s.trim()) as Section[]) : [...SECTIONS],
   out: env.BENCH_OUT || join(ROOT, 'bench', 'results.json'),
   /**
-   * GROUP_COMMIT of the service under test (src/db/groupCommit.ts), on or off (default off): handed
+   * GROUP_COMMIT of the service under test (src/db/groupCommit.ts), on or off (default on): handed
    * to every service child and to the in-process services' pools, and printed with the results.
    */
   groupCommit: pgDriverOptions({ GROUP_COMMIT: env.GROUP_COMMIT }).groupCommit,
@@ -446,6 +446,28 @@ export async function backendCpu(appName: string): Promise<Map<number, number>> 
     await sql.end({ timeout: 1 });
   }
   return out;
+}
+
+/**
+ * The database's commits (pg_stat_database.xact_commit, read-only transactions included) and WAL
+ * flushes and writes (pg_stat_wal.wal_sync / wal_write, every process's) so far; on PGlite zeros.
+ * Two snapshots around a run give what it asked of the database per lifecycle. The figures are the
+ * whole database's: the bench's own samplers' short reads are in them (a few per second). A backend
+ * reports its counts at most once a second while busy and within 10 s of going idle (Postgres 15's
+ * PGSTAT_IDLE_INTERVAL), so each snapshot first waits that out: `settle` (ms).
+ */
+export async function dbCounters(settle = 10_500): Promise<{ commits: number; walSyncs: number; walWrites: number }> {
+  if (STORE !== 'postgres') return { commits: 0, walSyncs: 0, walWrites: 0 };
+  await sleep(settle);
+  const sql = rawSql();
+  try {
+    const [row] = await sql<{ commits: string; syncs: string; writes: string }[]>`
+      SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits,
+             (SELECT wal_sync FROM pg_stat_wal)::text AS syncs, (SELECT wal_write FROM pg_stat_wal)::text AS writes`;
+    return { commits: Number(row.commits), walSyncs: Number(row.syncs), walWrites: Number(row.writes) };
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
 }
 
 /** CPU the backends used between two backendCpu snapshots (a backend that appeared counts from 0). */

@@ -18,6 +18,8 @@ export interface LifecycleRun {
   serviceCpu?: { msPerLifecycle: number; coreShare: number };
   /** The machine's CPU per lifecycle (ms, all cores): service process, bench client, the rest (the database). */
   cpuPerLifecycle?: { service: number; client: number; backends: number; database: number; machineCores: number };
+  /** Commits and WAL flushes (pg_stat_database / pg_stat_wal, whole database) per lifecycle; Postgres only. */
+  database?: { commits: number; walSyncs: number; walWrites: number };
   lifecycles: number;
   elapsedMs: number;
   perSecond: number;

@@ -11,7 +11,7 @@
 // BENCH_LOG_SAMPLES, BENCH_SWEEP_ESCROWS, BENCH_SWEEP_IDLE_PROBES, BENCH_WEBHOOK_SECONDS,
 // BENCH_WEBHOOK_CONCURRENCY, BENCH_WEBHOOK_DRAIN_SECONDS, BENCH_MEMORY_ESCROWS;
 // BENCH_NOTE is recorded as is in results.json (e.g. what else ran on the machine);
-// GROUP_COMMIT=on runs the service with group commit (src/db/groupCommit.ts; default off) and
+// GROUP_COMMIT=off runs the service without group commit (src/db/groupCommit.ts; default on) and
 // HTTP_BODY=direct with bodies read without a web stream (src/node/adapter.ts); the header says which ran; BENCH_ONLY=lifecycle,verify,log,sweep,webhooks,memory picks runs; BENCH_SERVICE=bundle runs
 // dist/escrow-settlement.mjs (npm run build first) instead of `node --import tsx src/main.ts`.
 //
@@ -28,6 +28,7 @@ import {
   backendCpuDelta,
   childTarget,
   cpuWindow,
+  dbCounters,
   type CpuSplit,
   cleanup,
   sleep,
@@ -65,6 +66,9 @@ interface Row {
 }
 
 const rows: Row[] = [];
+/** (b − a − less) / n for each counter: a run's counts per lifecycle, the idle service's share taken off. */
+const perEach = <T extends Record<string, number>>(a: T, b: T, n: number, less: (k: keyof T) => number = () => 0) =>
+  Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] - a[k] - less(k)) / n])) as T;
 const perLifecycle = (w: CpuSplit, n: number) => ({
   service: w.serviceMs / n,
   client: w.benchMs / n,
@@ -107,6 +111,13 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
     });
     const sampler = rssSampler(child);
     const runs: Array<{ service: LifecycleRun; floor: LifecycleRun; sessions: { service: SessionStats; floor: SessionStats } }> = [];
+    // The database's commits and WAL flushes per second with the service idle (its sweeper, outbox and
+    // integrator polling, the samplers): taken off each run's counts below, over the run's window.
+    const idle0 = await dbCounters();
+    const idleT0 = performance.now();
+    const idle1 = await dbCounters();
+    const idleRate = perEach(idle0, idle1, (performance.now() - idleT0) / 1000);
+    raw.databaseIdlePerSecond = idleRate;
     for (const c of CFG.concurrency) {
       log(`lifecycle: concurrency ${c} (${CFG.seconds} s each side)`);
       if (CFG.warmupSeconds > 0) await service.run(c, CFG.warmupSeconds);
@@ -114,8 +125,13 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       const cpu0 = child.cpuMs();
       let win = cpuWindow([child.pid]);
       let be0 = await backendCpu(serviceAppName(svcStore));
+      const db0 = await dbCounters();
+      const dbT0 = performance.now();
       const s = await service.run(c, CFG.seconds);
       const svcBackends = backendCpuDelta(be0, await backendCpu(serviceAppName(svcStore)));
+      const db1 = await dbCounters();
+      const idleS = (performance.now() - dbT0) / 1000;
+      s.database = perEach(db0, db1, s.lifecycles, (k) => idleRate[k] * idleS);
       const cpu = child.cpuMs() - cpu0;
       s.serviceCpu = { msPerLifecycle: cpu / s.lifecycles, coreShare: cpu / s.elapsedMs };
       s.cpuPerLifecycle = perLifecycle({ ...win.stop(), backendsMs: svcBackends }, s.lifecycles);
@@ -296,6 +312,16 @@ async function lifecycleAndVerify(child: Child, svcStore: Store | null, floorSto
       });
     }
     if (STORE === 'postgres') {
+      for (const { service: s } of runs) {
+        const d = s.database!;
+        add({
+          run: '1 lifecycle',
+          measure: `c=${s.concurrency}: commits / WAL flushes / WAL writes per lifecycle (pg_stat_database, pg_stat_wal; whole database, less its idle rate over the same window; the floor's are 3 commits by construction)`,
+          service: `${f(d.commits, 2)} / ${f(d.walSyncs, 2)} / ${f(d.walWrites, 2)}`,
+          target: s.concurrency === 16 ? 'commits ≤ 1' : '',
+          result: s.concurrency === 16 ? pass(d.commits <= 1) : '',
+        });
+      }
       for (const { service: s, sessions } of runs) {
         const on = (x: SessionStats) =>
           Object.entries(x.waitingOn)

@@ -35,14 +35,14 @@ test('npm run bench: BENCH_QUICK on PGlite prints one table and writes every run
     });
     assert.equal(code, 0, `bench failed:\n${stderr.slice(-4000)}`);
     assert.match(stdout, /PGlite \(fallback/, 'the store is labelled');
-    assert.match(stdout, /GROUP_COMMIT off.*, HTTP_BODY stream/, 'the modes are named');
+    assert.match(stdout, /GROUP_COMMIT on.*, HTTP_BODY stream/, 'the modes are named');
     const tables = stdout.split('\n').filter((l) => /^\| Run\s+\| Measure/.test(l));
     assert.equal(tables.length, 1, 'exactly one table');
 
     const result = JSON.parse(readFileSync(out, 'utf8'));
     assert.equal(result.meta.store, 'pglite');
     assert.equal(result.meta.quick, true);
-    assert.equal(result.meta.groupCommit, false);
+    assert.equal(result.meta.groupCommit, true);
     assert.equal(result.meta.httpBody, 'stream');
     const runs = new Set(result.table.map((r: { run: string }) => r.run));
     for (const run of ['1 lifecycle', '2 verify', '3 log', '4 sweep', '5 webhooks', '6 memory'])

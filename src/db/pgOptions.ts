@@ -9,8 +9,10 @@
 //                   set to force_generic_plan. One fused write was planned anew on every execution
 //                   under auto (pg_prepared_statements: 40 custom plans of 40); generic plans gave
 //                   5-16% more lifecycles/s at c=16 in three alternating pairs (docs/performance.md §4.4).
-//   GROUP_COMMIT=on  commands that arrive together share one transaction, so one COMMIT and one WAL
-//                   flush serve many of them (src/db/groupCommit.ts; default off).
+//   GROUP_COMMIT=off each command in a transaction of its own (default on: commands that arrive
+//                   together share one transaction, so one COMMIT and one WAL flush serve many of
+//                   them, src/db/groupCommit.ts; 1.07x lifecycles/s at c=16 and 1.46x at c=64 in
+//                   three alternating pairs, docs/performance.md §4.6).
 //
 // Not offered: fetch_types=false. Its array-type lookup runs once per new connection, not per
 // statement, and with postgres.js 3.4.9 a reserved connection (every transaction, src/db/pgTx.ts)
@@ -25,7 +27,7 @@ export interface PgDriverOptions {
   groupCommit: boolean;
 }
 
-export const PG_DRIVER_DEFAULTS: PgDriverOptions = { prepare: true, planCache: 'generic', groupCommit: false };
+export const PG_DRIVER_DEFAULTS: PgDriverOptions = { prepare: true, planCache: 'generic', groupCommit: true };
 
 function onOff(env: Record<string, string | undefined>, name: string, dflt: boolean): boolean {
   const raw = env[name];

@@ -27,6 +27,8 @@ export function helpText(): string {
 }
 
 /** What to do with the arguments: start, print the help, or refuse with one line (exit code 2). */
+export type Arguments = ReturnType<typeof readArguments>;
+
 export function readArguments(
   argv: readonly string[],
 ): { action: 'start' } | { action: 'help'; text: string } | { action: 'refuse'; line: string } | { action: 'keys'; args: string[] } {

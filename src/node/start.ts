@@ -26,6 +26,7 @@ import { fillFromTemplate, keepAsTemplate } from './memoryTemplate.ts';
 import { installPostgresGuard } from './postgresGuard.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { openRequestLog } from './requestLog.ts';
+import type { Arguments } from './cli.ts';
 import { startJobs } from '../jobs/index.ts';
 import { createNodeTransport, nodeResolveHost } from './webhookTransport.ts';
 import { connectChainCustody, probeChain } from '../custody/connect.ts';
@@ -239,6 +240,29 @@ async function main(env: Env, slot?: number) {
 }
 
 /** Starts the service from `env`; a failure ends the process with exit code 1 and one line. */
+/**
+ * What `src/main.ts` does with its arguments: print the help, refuse in one line (exit 2), run a
+ * `keys` subcommand (docs/keys.md), or start the service.
+ */
+export async function runArguments(args: Arguments, env: Env): Promise<void> {
+  if (args.action === 'help') {
+    process.stdout.write(args.text);
+  } else if (args.action === 'refuse') {
+    process.stderr.write(`${args.line}\n`);
+    process.exitCode = 2;
+  } else if (args.action === 'keys') {
+    const { keysCommand } = await import('./keysCommand.ts');
+    process.exitCode = await keysCommand(
+      args.args,
+      env,
+      (s) => process.stdout.write(s),
+      (s) => process.stderr.write(s),
+    );
+  } else {
+    run(env);
+  }
+}
+
 export function run(env: Env): void {
   // The initialisation child (pgliteInit.ts): create the database in that directory and exit.
   const initDir = env[INIT_ENV];

@@ -8,7 +8,7 @@ import { openPostgres } from '../../src/db/postgres.ts';
 import { PG_DRIVER_DEFAULTS, pgDriverOptions } from '../../src/db/pgOptions.ts';
 
 test('PG_PREPARE, PG_PLAN_CACHE and GROUP_COMMIT: defaults, both spellings, and a clear refusal naming the variable', () => {
-  assert.deepEqual(pgDriverOptions({}), { prepare: true, planCache: 'generic', groupCommit: false });
+  assert.deepEqual(pgDriverOptions({}), { prepare: true, planCache: 'generic', groupCommit: true });
   assert.deepEqual(pgDriverOptions({ PG_PREPARE: '', PG_PLAN_CACHE: '', GROUP_COMMIT: '' }), PG_DRIVER_DEFAULTS);
   assert.deepEqual(pgDriverOptions({ PG_PREPARE: 'off', PG_PLAN_CACHE: 'auto', GROUP_COMMIT: 'on' }), {
     prepare: false,

@@ -215,10 +215,12 @@ test("the Dockerfile's own build, start and health-check commands work outside D
     assert.deepEqual(Object.keys(mounted).sort(), ['ISSUER_KEY', 'WEBHOOK_KEY'], 'the Dockerfile documents both keys on the secret mount');
     const issuerSeed = readFileSync(mounted.ISSUER_KEY.slice('file:'.length), 'utf8').trim().split('+').slice(4).join('+');
     const issuerPublic = toHex(publicKeyOf(Buffer.from(issuerSeed, 'base64').subarray(1)));
-    for (const extra of [{ API_KEY: 'container-root-key-0123456789', ...mounted }, { SANDBOX_PUBLIC: '1' }] as Array<
-      Record<string, string>
-    >) {
-      const s = await startService(cmd.slice(1), { ...imageEnv, ...extra }, 60_000, run);
+    // Each on a volume of its own: a database started with the mounted keys refuses to start without them.
+    for (const [volume, extra] of [
+      ['data-mounted', { API_KEY: 'container-root-key-0123456789', ...mounted }],
+      ['data', { SANDBOX_PUBLIC: '1' }],
+    ] as Array<[string, Record<string, string>]>) {
+      const s = await startService(cmd.slice(1), { ...imageEnv, DATA_DIR: join(run, volume), ...extra }, 60_000, run);
       try {
         const port = new URL(s.url).port;
         const hc = spawnSync(health[0], health.slice(1), { env: { PATH: process.env.PATH, PORT: port }, encoding: 'utf8' });

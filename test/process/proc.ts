@@ -42,7 +42,7 @@ export interface Proc {
 /**
  * The A/B settings of the test run's own environment (src/db/pgOptions.ts, HTTP_BODY), handed to every
  * started service as the harness applies them in-process, so the suite can be run with one on
- * (GROUP_COMMIT=on npm run test:reliability). `env` still decides where it names one.
+ * (GROUP_COMMIT=off npm run test:reliability). `env` still decides where it names one.
  */
 const AB_SETTINGS = ['GROUP_COMMIT', 'PG_PREPARE', 'PG_PLAN_CACHE', 'HTTP_BODY'].flatMap((k) =>
   process.env[k] ? [[k, process.env[k]!] as const] : [],
