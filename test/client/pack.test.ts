@@ -3,13 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { readFileSync } from 'node:fs';
-import { foreignImports, packCheck, readPackageJson } from './packCheck.ts';
-
-const protocolPackage = JSON.parse(readFileSync(new URL('../../packages/protocol/package.json', import.meta.url), 'utf8'));
-const declared = Object.keys(protocolPackage.dependencies);
-// What the protocol package may import besides itself: its declared dependencies, all of them @noble/*.
-const PROTOCOL_DEPENDENCIES = new RegExp(`^(${declared.map((d) => d.replace(/[/.]/g, '\\$&')).join('|')})(/|$)`);
+import { foreignImports, packCheck, PROTOCOL_DEPENDENCIES, protocolDependencies, readPackageJson } from './packCheck.ts';
 
 test('the client package declares ESM with types, a bin, and only the protocol package as a dependency', () => {
   const pkg = readPackageJson();
@@ -26,6 +20,7 @@ test('the client package declares ESM with types, a bin, and only the protocol p
 });
 
 test('the protocol package depends on @noble/* alone', () => {
+  const declared = protocolDependencies();
   assert.ok(declared.length > 0 && declared.every((d) => d.startsWith('@noble/')), declared.join(' '));
 });
 
@@ -56,11 +51,12 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
 
   assert.equal(r.trusted.code, 0, r.trusted.out + r.trusted.err);
   assert.match(r.trusted.out, /^PASS proof.issuer.trusted: /m);
-  // 11 issuer/trail/log checks, the service bundle's one party signature (its delivery) and parties.complete,
-  // then the served checkpoint's signature and the proof's inclusion in it.
+  // 11 issuer/trail/log checks, the service bundle's one party signature (its delivery), parties.complete
+  // and the verdict's replay, then the served checkpoint's signature and the proof's inclusion in it.
   assert.match(r.trusted.out, /^PASS parties\[0\]\.delivery: /m);
+  assert.match(r.trusted.out, /^PASS verdict\.replay: /m);
   assert.match(r.trusted.out, /^PASS checkpoint\.inclusion: /m);
-  assert.match(r.trusted.out, /^OK: all 15 checks passed$/m);
+  assert.match(r.trusted.out, /^OK: all 16 checks passed$/m);
   assert.equal(r.issuerDoc.code, 0, r.issuerDoc.out + r.issuerDoc.err);
   assert.equal(r.untrusted.code, 1, r.untrusted.out);
   assert.match(r.untrusted.out, /^FAIL issuer.trust: no trusted issuer key given/m);

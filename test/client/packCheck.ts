@@ -186,4 +186,15 @@ export function foreignImports(distDir = join(CLIENT, 'dist'), allowed = /^@escr
   return bad;
 }
 
+/** The dependencies the protocol package declares (all of them @noble/*, a test checks). */
+export const protocolDependencies = (): string[] =>
+  Object.keys(JSON.parse(readFileSync(new URL('../../packages/protocol/package.json', import.meta.url), 'utf8')).dependencies);
+
+/** What the protocol package's dist/ may import besides itself: the packages it declares. */
+export const PROTOCOL_DEPENDENCIES = new RegExp(
+  `^(${protocolDependencies()
+    .map((d) => d.replace(/[/.]/g, '\\$&'))
+    .join('|')})(/|$)`,
+);
+
 export const readPackageJson = () => JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8'));
