@@ -150,9 +150,10 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'get_bundle',
     route: 'GET /v1/proofs/:id/bundle',
     pathArg: proofId,
+    query: QUERY['GET /v1/proofs/:id/bundle'].map((q) => q.name),
     annotations: read('Get a proof bundle'),
     description:
-      'Everything needed to verify a settlement offline: the proof, its trail, its log inclusion with a signed head, the issuer keys and the party signatures. Check it with verify_bundle.',
+      "Everything needed to verify a settlement offline: the proof, its trail, its log inclusion with a signed head, the issuer keys and the party signatures. With disclose: 'payload' it carries the delivery's payload too, so verify_bundle re-runs every check of the terms. Check it with verify_bundle.",
   },
   {
     name: 'get_log_checkpoint',

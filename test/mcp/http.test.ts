@@ -120,6 +120,16 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     const issuer = (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys.map((k: { publicKey: string }) => k.publicKey);
     const v = await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer });
     assert.equal(v.valid, true, JSON.stringify(v.checks.filter((c: { ok: boolean }) => !c.ok)));
+    // disclose: 'payload', as the REST query takes it: the payload travels, and the verdict is re-run whole.
+    const disclosed = await ok(client, 'get_bundle', { proofId: d.proof.id, disclose: 'payload' });
+    assert.deepEqual(disclosed.disclosed, (await h().req('GET', `/v1/proofs/${d.proof.id}/bundle?disclose=payload`)).body.disclosed);
+    assert.equal(bundle.disclosed, undefined);
+    const replay = (await ok(client, 'verify_bundle', { bundle: disclosed, trustedKeys: issuer })).checks.find(
+      (c: { name: string }) => c.name === 'verdict.replay',
+    );
+    assert.equal(replay.ok, true, replay.detail);
+    assert.match(replay.detail, /^re-ran all \d+ checks of the terms against the disclosed payload/);
+    await fails(client, 'get_bundle', { proofId: d.proof.id, disclose: 'trail' }, 'bad_request');
     assert.ok(v.checks.some((c: { name: string }) => c.name === 'proof.issuer.trusted'));
     // Without pinned keys the bundle is not valid: issuer.trust fails, saying how to pin.
     const unpinned = await ok(client, 'verify_bundle', { bundle });
