@@ -6,6 +6,15 @@ import { ESCROW_COLS, fromRow, toJson } from './escrowRow.ts';
 import type { EscrowState } from './states.ts';
 
 export const ESCROW_CURSOR = 'esc';
+/** Cursors of the newest-first list: a cursor of one order is refused by the other (docs/protocol.md §9.3). */
+export const ESCROW_CURSOR_NEWEST = 'escnew';
+
+/** `?order=`: creation order (the default) or its reverse. */
+export const ESCROW_ORDERS = ['oldest', 'newest'] as const;
+export type EscrowOrder = (typeof ESCROW_ORDERS)[number];
+
+/** The cursor list name of an order. */
+export const escrowCursorOf = (order: EscrowOrder | undefined): string => (order === 'newest' ? ESCROW_CURSOR_NEWEST : ESCROW_CURSOR);
 
 export interface EscrowFilter {
   state?: EscrowState;
@@ -16,6 +25,8 @@ export interface EscrowFilter {
   createdBefore?: Date;
   /** A minted key's list holds only the escrows it sees (tenancy, src/access/tenancy.ts); absent: every escrow. */
   tenant?: string;
+  /** newest: by seq descending, the cursor a bound from above; absent or oldest: creation order. */
+  order?: EscrowOrder;
 }
 
 /**
@@ -24,8 +35,10 @@ export interface EscrowFilter {
  * full of `$n IS NULL OR …`.
  */
 function listSql(f: EscrowFilter, after: bigint | null, limit: number | null): { text: string; params: unknown[] } {
-  const params: unknown[] = [(after ?? 0n).toString()];
-  const where = ['e.seq > $1'];
+  const newest = f.order === 'newest';
+  // seq is a bigserial: no row has a key above the largest bigint, so it starts a newest-first read.
+  const params: unknown[] = [(after ?? (newest ? 9223372036854775807n : 0n)).toString()];
+  const where = [newest ? 'e.seq < $1' : 'e.seq > $1'];
   const p = (v: unknown) => `$${params.push(v)}`;
   if (f.state !== undefined) where.push(`e.state = ${p(f.state)}`);
   if (f.partyKey !== undefined) {
@@ -36,10 +49,13 @@ function listSql(f: EscrowFilter, after: bigint | null, limit: number | null): {
   if (f.createdBefore !== undefined) where.push(`e.created_at < ${p(f.createdBefore)}`);
   if (f.tenant !== undefined) where.push(`EXISTS (SELECT 1 FROM escrow_tenants t WHERE t.escrow_id = e.id AND t.key_id = ${p(f.tenant)})`);
   const lim = limit === null ? '' : ` LIMIT ${p(limit)}`;
-  return { text: `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e WHERE ${where.join(' AND ')} ORDER BY e.seq${lim}`, params };
+  return {
+    text: `SELECT ${ESCROW_COLS}, e.seq::text AS seq FROM escrows e WHERE ${where.join(' AND ')} ORDER BY e.seq${newest ? ' DESC' : ''}${lim}`,
+    params,
+  };
 }
 
-/** One page of escrows in creation order, and the cursor of the next page (null at the end). */
+/** One page of escrows in creation order (or its reverse, f.order newest), and the cursor of the next page (null at the end). */
 export async function listEscrows(
   svc: CommandDeps,
   f: EscrowFilter,
@@ -48,7 +64,7 @@ export async function listEscrows(
 ): Promise<{ escrows: Record<string, unknown>[]; nextCursor: string | null }> {
   const q = listSql(f, after, sqlLimit(limit));
   const rows = await svc.db.query(q.text, q.params);
-  const { page, nextCursor } = cutPage(rows, limit, ESCROW_CURSOR, (r) => r.seq);
+  const { page, nextCursor } = cutPage(rows, limit, escrowCursorOf(f.order), (r) => r.seq);
   return { escrows: page.map((r) => toJson(fromRow(r))), nextCursor };
 }
 
@@ -59,7 +75,7 @@ export async function listEscrows(
  */
 export async function streamAllEscrows(svc: CommandDeps, f: EscrowFilter, from: bigint | null): Promise<ReadableStream<Uint8Array>> {
   const enc = new TextEncoder();
-  let after = from ?? 0n;
+  let after: bigint | null = from;
   let first = true;
   let started = false;
   const page = () => {

@@ -137,7 +137,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     query: QUERY['GET /v1/escrows'].map((q) => q.name),
     annotations: read('List escrows'),
     description:
-      'List escrows in creation order, filtered by state, agentId (payer or payee) and creation time; with limit, a page and nextCursor to pass as cursor.',
+      'List escrows in creation order (order: newest for newest first), filtered by state, agentId (payer or payee) and creation time; with limit, a page and nextCursor to pass as cursor.',
   },
   {
     name: 'get_proof',

@@ -41,6 +41,12 @@ export const QUERY: Record<string, QueryParam[]> = {
     },
     { name: 'createdAfter', schema: ts, description: 'only escrows with createdAt strictly after this ISO 8601 date-time' },
     { name: 'createdBefore', schema: ts, description: 'only escrows with createdAt strictly before this ISO 8601 date-time' },
+    {
+      name: 'order',
+      schema: { type: 'string', enum: ['oldest', 'newest'], default: 'oldest' },
+      description:
+        "oldest: creation order (the default); newest: newest first. A cursor continues in its own page's order (400 naming cursor otherwise)",
+    },
     ...PAGE,
   ],
   'GET /v1/escrows/:id/trail': PAGE,

@@ -9,7 +9,7 @@ import { badRequest } from '../errors.ts';
 import { parseAmount } from '../units/amounts.ts';
 import { validateTerms } from '../terms/checks.ts';
 import { createEscrow, DEFAULT_TIMEOUTS, fundEscrow, type PartyInput } from '../escrow/escrows.ts';
-import { ESCROW_CURSOR, listEscrows, streamAllEscrows, type EscrowFilter } from '../escrow/escrowList.ts';
+import { ESCROW_ORDERS, escrowCursorOf, listEscrows, streamAllEscrows, type EscrowFilter, type EscrowOrder } from '../escrow/escrowList.ts';
 import { loadAgents } from '../access/agents.ts';
 import { MetadataS, validateMetadata } from '../escrow/metadata.ts';
 import { pageOf, pageQuery } from '../paging.ts';
@@ -94,6 +94,13 @@ function dateParam(raw: string, name: string): Date {
 }
 
 /** The list's filters from the query; a bad value is a 400 naming its parameter, an unknown agent a 404. */
+/** `?order=` of the escrow list (docs/protocol.md §9.3): oldest (the default) or newest. */
+function orderParam(raw: string | null): EscrowOrder | undefined {
+  if (raw === null) return undefined;
+  if (!(ESCROW_ORDERS as readonly string[]).includes(raw)) throw badRequest(`order must be one of ${ESCROW_ORDERS.join(', ')}`);
+  return raw as EscrowOrder;
+}
+
 async function escrowFilter(svc: Ctx['svc'], query: URLSearchParams, caller: Ctx['caller']): Promise<EscrowFilter> {
   const f: EscrowFilter = {};
   const tenant = scopeOf(caller);
@@ -156,12 +163,14 @@ export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 
   {
     route: 'GET /v1/escrows',
     summary:
-      'List escrows in creation order. Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
+      'List escrows in creation order (?order=newest: newest first). Without limit: every escrow. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues in the same order. Filters: ?state=, ?agentId= (payer or payee), ?createdAfter= / ?createdBefore= (ISO 8601, strict bounds).',
     success: { status: 200, description: '{escrows: [Escrow], nextCursor: string|null}' },
     errors: ['bad_request', 'unauthorized', 'not_found', 'rate_limited'],
     async handler({ query, svc, caller }) {
-      const page = pageQuery(query, ESCROW_CURSOR, ['state', 'agentId', 'createdAfter', 'createdBefore']);
+      const order = orderParam(query.get('order'));
+      const page = pageQuery(query, escrowCursorOf(order), ['state', 'agentId', 'createdAfter', 'createdBefore', 'order']);
       const filter = await escrowFilter(svc, query, caller);
+      if (order !== undefined) filter.order = order;
       if (page.limit === undefined) {
         return new Response(await streamAllEscrows(svc, filter, page.after), {
           headers: { 'content-type': 'application/json; charset=utf-8' },

@@ -230,6 +230,48 @@ describeStores('escrow list filters', (h) => {
     }
     assert.match(expectError(await h().req('GET', '/v1/escrows?state=lost'), 400, 'bad_request'), /state/);
   });
+
+  test('order=newest lists newest first, pages by cursor through ties on createdAt, and keeps its cursors to itself', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await escrow(h())).id);
+    // The same instant for all five: the order and the pages rest on the insertion sequence alone.
+    await h().db.query(`UPDATE escrows SET created_at = '2026-01-01T00:00:00Z' WHERE id = ANY($1)`, [made]);
+    const oldest = (await h().req('GET', '/v1/escrows')).body.escrows.map((e: any) => e.id);
+    const newest = (await h().req('GET', '/v1/escrows?order=newest')).body.escrows.map((e: any) => e.id);
+    assert.deepEqual(newest, [...oldest].reverse(), 'newest is creation order reversed');
+    assert.deepEqual(newest.slice(0, 5), [...made].reverse(), 'the last one created comes first');
+    assert.deepEqual(
+      (await h().req('GET', '/v1/escrows?order=oldest')).body.escrows.map((e: any) => e.id),
+      oldest,
+    );
+    // Every limit's pages, joined, are the whole newest-first list; limit, cursor, unknown names are refused alike.
+    await pagesLikeTheWhole(h(), '/v1/escrows?order=newest', 'escrows', 5);
+    const { items } = await pages(h(), '/v1/escrows', 'escrows', 2, '&order=newest&createdBefore=2026-01-01T00:00:01Z');
+    assert.deepEqual(
+      items.map((e: any) => e.id),
+      [...made].reverse(),
+      'order combines with the filters',
+    );
+    // A page of one order does not continue in the other: 400 naming cursor, both ways.
+    const newCursor = (await h().req('GET', '/v1/escrows?order=newest&limit=1')).body.nextCursor;
+    const oldCursor = (await h().req('GET', '/v1/escrows?limit=1')).body.nextCursor;
+    assert.match(expectError(await h().req('GET', `/v1/escrows?limit=1&cursor=${newCursor}`), 400, 'bad_request'), /cursor/);
+    assert.match(expectError(await h().req('GET', `/v1/escrows?order=oldest&limit=1&cursor=${newCursor}`), 400, 'bad_request'), /cursor/);
+    assert.match(expectError(await h().req('GET', `/v1/escrows?order=newest&limit=1&cursor=${oldCursor}`), 400, 'bad_request'), /cursor/);
+    // A new escrow created while paging newest-first lands before the cursor, never inside the pages.
+    const p1 = await h().req('GET', '/v1/escrows?order=newest&limit=2');
+    const late = (await escrow(h())).id;
+    const p2 = await h().req('GET', `/v1/escrows?order=newest&limit=2&cursor=${p1.body.nextCursor}`);
+    assert.deepEqual(
+      p2.body.escrows.map((e: any) => e.id),
+      newest.slice(2, 4),
+    );
+    assert.equal((await h().req('GET', '/v1/escrows?order=newest&limit=1')).body.escrows[0].id, late);
+    for (const bad of ['NEWEST', 'desc', '', 'newest ', 'latest']) {
+      assert.match(expectError(await h().req('GET', `/v1/escrows?order=${encodeURIComponent(bad)}`), 400, 'bad_request'), /order/);
+    }
+    assert.match(expectError(await h().req('GET', '/v1/escrows?order=newest&order=newest'), 400, 'bad_request'), /order/);
+  });
 });
 
 for (const kind of STORES) {

@@ -129,12 +129,16 @@ export type PageQuery = {
   cursor?: string;
 };
 
-/** GET /v1/escrows filters: party agent (payer or payee) and strict createdAt bounds (ISO 8601). */
+/**
+ * GET /v1/escrows filters: party agent (payer or payee) and strict createdAt bounds (ISO 8601);
+ * `order` newest lists newest first (default oldest: creation order).
+ */
 export type EscrowListQuery = PageQuery & {
   state?: EscrowState;
   agentId?: string;
   createdAfter?: string;
   createdBefore?: string;
+  order?: 'oldest' | 'newest';
 };
 
 /** Sandbox delivery: the service signs with the held payee agent's key. */
