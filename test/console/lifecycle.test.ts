@@ -36,21 +36,29 @@ test(
   },
 );
 
-test('the escrow list filters by state and pages with the list API', skipNoBrowser, async () => {
+test('the escrow list shows the newest first, filters by state and pages with the list API', skipNoBrowser, async () => {
   const { page } = e!;
+  const made: string[] = [];
   for (let i = 0; i < 21; i++)
-    await e!.api('POST', '/v1/escrows', {
-      amount: '1',
-      asset: 'USDC',
-      payer: { publicKey: 'a'.repeat(64) },
-      payee: { publicKey: 'b'.repeat(64) },
-      terms: { description: 'x', checks: [] },
-    });
+    made.push(
+      (
+        await e!.api('POST', '/v1/escrows', {
+          amount: '1',
+          asset: 'USDC',
+          payer: { publicKey: 'a'.repeat(64) },
+          payee: { publicKey: 'b'.repeat(64) },
+          terms: { description: 'x', checks: [] },
+        })
+      ).id,
+    );
   await page.goto(`${e!.base}/console#/escrows`);
   await page.locator('table').waitFor();
-  assert.equal(await page.locator('tbody tr').count(), 20);
+  const ids = () => page.locator('tbody tr td:first-child a').allTextContents();
+  assert.deepEqual(await ids(), made.slice(1).reverse(), 'the first page: the 20 newest, newest first');
   await page.getByRole('link', { name: 'Next page »' }).click();
   await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
+  // The older ones follow: the first of the 21, then the settled escrow of the test before.
+  assert.equal((await ids())[0], made[0]);
   await page.getByLabel('State').selectOption('settled');
   await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
   assert.match((await page.locator('tbody tr').textContent()) ?? '', /settled/);

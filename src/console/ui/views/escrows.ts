@@ -1,4 +1,5 @@
-// Escrow list: filter by state, paged with the list API's cursor (limit 20).
+// Escrow list, newest first (the list API's order=newest, docs/protocol.md §9.3): filter by state,
+// paged with the list API's cursor (limit 20).
 import type { EscrowState } from '@escrow-settlement/protocol/resources';
 import { api, hosted } from '../api.ts';
 import { h, mount, short, table, when } from '../dom.ts';
@@ -10,7 +11,12 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
   const state = query.get('state') ?? '';
   const cursor = query.get('cursor') ?? '';
   // A state typed into the address goes to the service as it is: its 400 names the field and the page shows it.
-  const page = await api.escrows.list({ limit: PAGE, state: (state || undefined) as EscrowState | undefined, cursor: cursor || undefined });
+  const page = await api.escrows.list({
+    limit: PAGE,
+    order: 'newest',
+    state: (state || undefined) as EscrowState | undefined,
+    cursor: cursor || undefined,
+  });
   const link = (over: Record<string, string>) => {
     const p = new URLSearchParams();
     const s = over.state ?? state;
@@ -46,7 +52,7 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
             when(e.createdAt),
             when(e.deadlineAt),
           ]),
-          `Escrows${state ? ` in state ${state}` : ''}, oldest first, ${PAGE} per page`,
+          `Escrows${state ? ` in state ${state}` : ''}, newest first, ${PAGE} per page`,
         ),
     h(
       'nav',
