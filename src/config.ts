@@ -2,6 +2,7 @@
 import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
 import { parseAp2Settings, type Ap2Settings } from './mandate/ap2Config.ts';
 import { targetSessionAttrs, WRITABLE_SESSION_ATTRS } from './db/sessionAttrs.ts';
+import { ConfigError } from './errors.ts';
 
 export interface Config extends WitnessSettings, Ap2Settings {
   /**
@@ -63,16 +64,6 @@ export interface Config extends WitnessSettings, Ap2Settings {
   workers: number | 'auto';
   /** X402_NETWORK: the CAIP-2 network the x402 facilitator settles on (default escrow:sandbox, docs/x402.md). */
   x402Network: string;
-}
-
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
 }
 
 type Env = Record<string, string | undefined>;

@@ -1,6 +1,7 @@
 // Deno edge: the same core served with Deno.serve (docs/design.md §1: the core is Web APIs only).
 // Run: deno run -A src/deno.ts (env as in README.md "Configuration").
-import { ConfigError, parseConfig, type Config } from './config.ts';
+import { parseConfig, type Config } from './config.ts';
+import { ConfigError } from './errors.ts';
 import { createApp } from './app.ts';
 import { openPostgres } from './db/postgres.ts';
 import { openPglite } from './db/pglite.ts';

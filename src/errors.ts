@@ -206,3 +206,14 @@ export function errorBody(err: unknown): { status: number; body: Record<string, 
     headers: {},
   };
 }
+
+/** A variable of the environment (or a file it names) that the service cannot start with: it names the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}

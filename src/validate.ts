@@ -1,5 +1,5 @@
 // Validation at the edge with superstruct: a 400 names the field path and says why (docs/design.md §2.4).
-import { type StructError, define, refine, size, string, type Struct, validate as ssValidate } from 'superstruct';
+import { type StructError, define, enums, object, optional, refine, size, string, type Struct, validate as ssValidate } from 'superstruct';
 import { badRequest } from './errors.ts';
 
 export function fieldPath(path: ReadonlyArray<string | number>, root = ''): string {
@@ -104,3 +104,26 @@ export const positiveInt = (max = 2_147_483_647) =>
     ),
     { type: 'integer', minimum: 1, maximum: max },
   );
+
+// Request schemas shared by several routes and the x402 facilitator.
+/**
+ * A required field whose content a hand validator checks (validateTerms, validateMandateCaps) so its
+ * 400 can name the exact inner path: the struct only insists that it is there, and the OpenAPI
+ * document shows it as required with its named schema.
+ */
+export const requiredJson = (schema: string) =>
+  annotate(
+    define<unknown>(schema, (v) => v !== undefined),
+    { $ref: `#/components/schemas/${schema}` },
+  );
+
+export const KeyRefS = object({ publicKey: hex64, label: optional(label) });
+export const SignatureS = object({ signer: hex64, signature: sigHex });
+/** Ten years: a longer stage deadline is almost certainly a unit mistake. */
+export const MAX_STAGE_SECONDS = 315_360_000;
+export const TimeoutsS = object({
+  deliverWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  resolveWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  decideWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
+  timeoutRuling: optional(enums(['release', 'refund', 'split'])),
+});

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ConfigError, parseConfig } from '../src/config.ts';
+import { parseConfig } from '../src/config.ts';
+import { ConfigError } from '../src/errors.ts';
 import { CONFIG_VARIABLES } from '../src/configVariables.ts';
 import { helpText, readArguments } from '../src/node/cli.ts';
 

@@ -1,7 +1,7 @@
 // Tenancy in hosted mode (docs/protocol.md §18.3): a minted key sees and acts on the agents it registered and
 // the escrows where it registered a party; everything else is 404 to it, exactly as if it did not
 // exist. The root key and the open sandbox see everything.
-import type { Queryable, Stmt } from '../db/types.ts';
+import type { Queryable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 
 /** The minted key a caller is confined to, or null when it sees everything (root, open sandbox). */
@@ -68,14 +68,3 @@ export async function assertOwnAgents(
   const scope = scopeOf(caller);
   if (scope !== null) await tenantsOf(q, scope, ids);
 }
-
-/** The statement, in the creating transaction, that records who sees a new escrow. */
-export const tenantRows = (escrowId: string, keys: string[]): Stmt[] =>
-  keys.length === 0
-    ? []
-    : [
-        {
-          text: 'INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, e.seq, e.id FROM unnest($1::text[]) AS k, escrows e WHERE e.id = $2',
-          params: [keys, escrowId],
-        },
-      ];

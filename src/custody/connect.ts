@@ -1,7 +1,7 @@
 // Start-up of chain custody (CUSTODY=chain): refuse anything but a local development chain, pick
 // the unlocked dev account, and deploy the escrow contract once per deployment (its address is
 // kept in the database, so every instance on that database uses the same contract).
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import type { Db } from '../db/types.ts';
 import { ESCROW_BYTECODE, ESCROW_SOURCE_SHA256 } from './escrowContract.gen.ts';
 import { GAS, readOperator, sendAndWait } from './contract.ts';

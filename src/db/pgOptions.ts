@@ -17,7 +17,7 @@
 // Not offered: fetch_types=false. Its array-type lookup runs once per new connection, not per
 // statement, and with postgres.js 3.4.9 a reserved connection (every transaction, src/db/pgTx.ts)
 // then never became ready in a trial (the transaction waited out its reservation deadline).
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 
 export interface PgDriverOptions {
   prepare: boolean;

@@ -7,10 +7,7 @@ import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import type { Locked } from '../escrow/escrowRow.ts';
 import { MAX_SKEW_MS } from '../escrow/deliver.ts';
-
-export type PartyAct =
-  | { form: 'sandbox'; agentId: string }
-  | { form: 'client'; party: string; signedAt: string; signature: { signer: string; signature: string } };
+import type { PartyAct } from '../escrow/partySignatures.ts';
 
 /**
  * The acting party's key, after checking it is the payer or payee. The client form's signature

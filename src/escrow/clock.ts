@@ -3,7 +3,7 @@
 import type { Queryable } from '../db/types.ts';
 import { badRequest } from '../errors.ts';
 
-/** The longest a single stage deadline reaches ahead (10 years, routes/schemas.ts MAX_STAGE_SECONDS). */
+/** The longest a single stage deadline reaches ahead (10 years, src/validate.ts MAX_STAGE_SECONDS). */
 const LONGEST_DEADLINE_S = 315_360_000;
 /**
  * The shifted clock stays before this instant, so that now plus the longest deadline still falls

@@ -8,7 +8,6 @@ import { sequenceLeaf } from '../tlog/sequence.ts';
 import { fuse } from '../db/fuse.ts';
 import type { CommandDeps } from './deps.ts';
 import { newId } from '../crypto/ids.ts';
-import { hashJson } from '@escrow-settlement/protocol/crypto/hash';
 import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { issuerSigner } from '../proof/keys.ts';
 import { extend, type NewEvent } from '@escrow-settlement/protocol/trail/chain';
@@ -297,5 +296,3 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   if (tx.afterCommit) tx.afterCommit(() => svc.proofLog.settled([{ entryId: proofId, leafHash: leafHashHex }]));
   return { ok: true, proof, state };
 }
-
-export const termsHashOf = (terms: unknown) => hashJson(terms);

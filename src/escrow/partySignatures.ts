@@ -5,7 +5,11 @@ import type { Queryable, Stmt } from '../db/types.ts';
 import type { PartySignatureKind } from '@escrow-settlement/protocol/types';
 import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { signJson } from '@escrow-settlement/protocol/crypto/ed25519';
-import type { PartyAct } from '../dispute/parties.ts';
+
+/** Who is acting on an escrow: a held sandbox agent, or a party signing client-side (docs/protocol.md §6.1, §6.2). */
+export type PartyAct =
+  | { form: 'sandbox'; agentId: string }
+  | { form: 'client'; party: string; signedAt: string; signature: { signer: string; signature: string } };
 
 export interface PartySignatureRow {
   kind: Exclude<PartySignatureKind, 'mandate' | 'delivery'>;

@@ -14,7 +14,7 @@ import type { App } from '../app.ts';
 import { createClientCap, type ClientCap } from './clientCap.ts';
 import { edgeResponse, refuseParsed, sendEdge } from './edgeAnswer.ts';
 import { withDirectBody, type DirectBody } from '../http/body.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 
 export interface AdapterOptions {
   trustProxy: boolean;

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { isAbsolute, resolve } from 'node:path';
-import { ConfigError, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { generatedKeyFile, readSecretFile } from './keyFiles.ts';
 import { ap2Issuers, type Ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 

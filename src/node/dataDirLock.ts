@@ -5,7 +5,7 @@
 // is taken over, because a dead pid holds nothing.
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 
 export const LOCK_FILE = 'escrow-settlement.lock';
 

@@ -4,7 +4,7 @@
 // start-up ends with one line and a rotation answers 4xx.
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, chmodSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 
 /** A secret file as read: where it is, its bytes, and the bytes as UTF-8 text. */
 export interface SecretFile {

@@ -8,7 +8,7 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { alive, holderOf, LOCK_FILE } from './dataDirLock.ts';
 
 export const MEMORY_DIR_PREFIX = 'escrow-settlement-mem-';

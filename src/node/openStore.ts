@@ -1,7 +1,7 @@
 // Opening the store at start-up, with every failure turned into a ConfigError that names the
 // variable to fix (docs/design.md §6): DATABASE_URL unreachable, refused or wrong; DATA_DIR unusable.
 import type { Config } from '../config.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { pgDriverOptions } from '../db/pgOptions.ts';
 import { openPostgres, socketUrl } from '../db/postgres.ts';
 import { openPglite } from '../db/pglite.ts';

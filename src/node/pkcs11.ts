@@ -4,7 +4,7 @@
 // (PKCS#11 3.0 §6.3.14, Ed25519). The binding, pkcs11js, is an optional dependency imported only here,
 // and this file is imported only when a pkcs11: source is configured.
 import { createRequire } from 'node:module';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import type { LoadedKey } from '../proof/keys.ts';
 import { readSecretFile } from './keyFiles.ts';
 

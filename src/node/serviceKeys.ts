@@ -3,7 +3,8 @@
 // DATA_DIR=:memory:. Everything that reads a file or a token is here, so the core signs through the
 // Signer face alone; a failure is a ConfigError naming the variable (one line at start, 4xx on rotation).
 import { join, relative } from 'node:path';
-import { ConfigError, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { formatNoteKey, parseKeyText } from '../crypto/keyText.ts';
 import { createSigner } from '../crypto/signer.ts';
 import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type Purpose } from '../proof/keys.ts';

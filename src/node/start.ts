@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse, type Server } 
 import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { liftoffOnlyWanted } from './wasmTiering.ts';
-import { ConfigError, parseConfig, withListeningPort, type Config } from '../config.ts';
+import { parseConfig, withListeningPort, type Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { createApp } from '../app.ts';
 import { loadAp2Issuers, loadAp2ReceiptKey } from './ap2Files.ts';
 import { migrate } from '../db/migrate.ts';

@@ -3,7 +3,7 @@
 // refused, naming both key ids; a database an earlier version wrote, which still holds the private
 // halves, is accepted only with the same keys configured, and then its secrets are erased, never before.
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import type { Db, Queryable } from '../db/types.ts';
 import { checkSigns, holdKey, issuerSigner, keyIdOf, type LoadedKey, type Purpose } from './keys.ts';
 

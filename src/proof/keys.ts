@@ -9,7 +9,7 @@ import type { IssuerKey } from '@escrow-settlement/protocol/types';
 import { issuerKeyId } from '../crypto/ids.ts';
 import { createSigner, type Signer } from '../crypto/signer.ts';
 import type { Queryable } from '../db/types.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import type { HeadKeys, HeadSigner } from '../tlog/keys.ts';
 
 export type { IssuerKey, Signer };

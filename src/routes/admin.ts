@@ -5,7 +5,7 @@ import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, label, positiveInt } from '../validate.ts';
 import { checkName, checkSigns, rotateIssuer, type LoadedKey } from '../proof/keys.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { AppError } from '../errors.ts';
 import type { Services } from '../services.ts';
 import { listKeys, mintKey, revokeKey } from '../access/apiKeys.ts';

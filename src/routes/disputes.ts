@@ -3,11 +3,10 @@ import { any, array, enums, object, optional, size, unknown } from 'superstruct'
 import { defineRoutes, readById } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { boundedString, check, hex64, idOf, timestamp } from '../validate.ts';
+import { boundedString, check, hex64, idOf, timestamp, SignatureS } from '../validate.ts';
 import { badRequest } from '../errors.ts';
 import { addEvidence, getDispute, openDispute, resolveDispute } from '../dispute/disputes.ts';
-import type { PartyAct } from '../dispute/parties.ts';
-import { SignatureS } from './schemas.ts';
+import type { PartyAct } from '../escrow/partySignatures.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { assertOwnAgents } from '../access/tenancy.ts';
 

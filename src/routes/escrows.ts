@@ -3,7 +3,7 @@ import { any, object, optional } from 'superstruct';
 import { defineRoutes, readById, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson, readNoBody } from '../http/body.ts';
-import { amountStr, asset, boundedString, check, idOf, timestamp } from '../validate.ts';
+import { amountStr, asset, boundedString, check, idOf, timestamp, KeyRefS, requiredJson, SignatureS, TimeoutsS } from '../validate.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
 import { parseAmount } from '../units/amounts.ts';
@@ -20,7 +20,6 @@ import { refundEscrow } from '../escrow/refund.ts';
 import { proofOfEscrow } from '../proof/proofs.ts';
 import { firstBreak } from '@escrow-settlement/protocol/trail/chain';
 import { assertOwnAgents, assertVisible, scopeOf } from '../access/tenancy.ts';
-import { KeyRefS, requiredJson, SignatureS, TimeoutsS } from './schemas.ts';
 import { AP2_CHAIN_MAX, ap2Off } from '../mandate/ap2.ts';
 
 const agentId = idOf('agt');

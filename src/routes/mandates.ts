@@ -3,10 +3,9 @@ import { object } from 'superstruct';
 import { defineRoutes, readById } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
-import { check, hex64 } from '../validate.ts';
+import { check, hex64, requiredJson, SignatureS } from '../validate.ts';
 import { validateMandateCaps } from '../mandate/mandateCaps.ts';
 import { getMandate, registerMandate } from '../mandate/mandates.ts';
-import { requiredJson, SignatureS } from './schemas.ts';
 import { claimMandate } from '../access/tenancy.ts';
 
 export const MandateBody = object({ principal: hex64, caps: requiredJson('MandateCaps'), signature: SignatureS });

@@ -256,8 +256,3 @@ export async function release(q: Queryable, owner: string, rows: Array<{ id: str
     [owner, rows.map((r) => r.id), rows.map((r) => r.attempts)],
   );
 }
-
-export interface Failure {
-  error: string;
-  status: number | null;
-}

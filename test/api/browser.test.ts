@@ -166,7 +166,8 @@ describeStores(
 );
 
 test('PUBLIC_URL: default the listening address (wildcard HOST as 127.0.0.1, IPv6 bracketed), rebuilt with a bound port; bad values name the variable', async () => {
-  const { parseConfig, withListeningPort, ConfigError } = await import('../../src/config.ts');
+  const { parseConfig, withListeningPort } = await import('../../src/config.ts');
+  const { ConfigError } = await import('../../src/errors.ts');
   assert.equal(parseConfig({}).publicUrl, 'http://127.0.0.1:4280');
   assert.equal(parseConfig({ API_KEY: 'k'.repeat(20) }).publicUrl, 'http://127.0.0.1:4280');
   assert.equal(parseConfig({ HOST: '::1', PORT: '8080' }).publicUrl, 'http://[::1]:8080');

@@ -3,7 +3,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run, startService, TSX } from '../process/proc.ts';
-import { parseConfig, ConfigError } from '../../src/config.ts';
+import { parseConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { openStore } from '../harness.ts';
 import { connectChainCustody, probeChain } from '../../src/custody/connect.ts';
 import { NEEDS_GANACHE, startChain, type Chain } from './helpers.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PG_URL } from '../harness.ts';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { PG_DRIVER_DEFAULTS, pgDriverOptions } from '../../src/db/pgOptions.ts';
 

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { makeHarness, type Harness } from '../harness.ts';
 import { httpBodyMode, nodeListener } from '../../src/node/adapter.ts';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { rawExchange } from '../process/rawHttp.ts';
 
 const MODES = ['stream', 'direct'] as const;

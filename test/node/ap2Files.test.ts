@@ -5,7 +5,8 @@ import { chmodSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { ConfigError, parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { loadAp2Issuers, loadAp2ReceiptKey } from '../../src/node/ap2Files.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ap2-issuers-'));

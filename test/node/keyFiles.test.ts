@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { fileSourcePath, generatedKeyFile, readSecretFile } from '../../src/node/keyFiles.ts';
 
 function tmp() {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { createTestWitness } from './witness.ts';
 
 const base = { DATA_DIR: ':memory:' };

@@ -2,7 +2,8 @@
 // to sign; and X402_NETWORK, which names the facilitator's network.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { makeHarness } from '../harness.ts';
 import { generateKeys, type Terms } from '@escrow-settlement/client';
 import { AuthCaptureClient, AuthCaptureServer, signCollect, termsHash } from '@escrow-settlement/client/x402/authCapture';

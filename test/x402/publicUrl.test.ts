@@ -1,7 +1,8 @@
 // PUBLIC_URL (docs/protocol.md §15, §15.4): parsed once, validated, and the only source of x402 resource URLs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
 
 const base = { DATA_DIR: ':memory:' };
 

@@ -7,7 +7,7 @@ import { AppError } from '../../errors.ts';
 import { validateTerms, type Terms } from '../../terms/checks.ts';
 import { DEFAULT_TIMEOUTS } from '../../escrow/escrows.ts';
 import type { Timeouts } from '../../escrow/escrowRow.ts';
-import { MAX_STAGE_SECONDS } from '../../routes/schemas.ts';
+import { MAX_STAGE_SECONDS } from '../../validate.ts';
 import { ASSETS, PAYMENT_FLOW, PaymentPayloadS, RequirementsS, SCHEME, shape, type Requirements } from './wire.ts';
 import { refuse } from './refusal.ts';
 

@@ -4,8 +4,7 @@
 // a failure there is a refusal (malformed_header naming the field) answered with status 200.
 import { any, define, literal, number, object, optional, record, string, type, union, unknown } from 'superstruct';
 import { AppError } from '../../errors.ts';
-import { annotate, check, hex64, idOf, sigHex, timestamp } from '../../validate.ts';
-import { SignatureS, TimeoutsS } from '../../routes/schemas.ts';
+import { annotate, check, hex64, idOf, sigHex, timestamp, SignatureS, TimeoutsS } from '../../validate.ts';
 import { refuse } from './refusal.ts';
 
 export const SCHEME = 'auth-capture';
