@@ -71,6 +71,42 @@ ${body ? `<h4>Request body</h4>${schemaType(body)}` : ''}
 </section>`;
 }
 
+/** The first calls of a lifecycle, in order, as a newcomer makes them in the sandbox. */
+const FIRST_CALLS: Array<[method: string, path: string, what: string]> = [
+  [
+    'post',
+    '/v1/agents',
+    'twice, <code>{"label": "payer"}</code> and <code>{"label": "payee"}</code>: two sandbox agents whose keys the service holds',
+  ],
+  [
+    'post',
+    '/v1/escrows',
+    '<code>{"amount": "10", "asset": "USDC", "payerAgentId", "payeeAgentId", "terms": {"description": "a report with a title", "checks": [{"kind": "shape", "requiredFields": ["title"]}]}}</code>: an escrow in state <code>created</code>',
+  ],
+  ['post', '/v1/escrows/{id}/fund', 'custody locks the amount; the escrow is <code>funded</code> and has a delivery deadline'],
+  [
+    'post',
+    '/v1/escrows/{id}/delivery',
+    '<code>{"agentId": payee, "payload": {"title": "done"}}</code>: the payload is checked against the terms; a pass settles and returns the settlement proof',
+  ],
+  ['get', '/v1/proofs/{id}/bundle', "with the proof's id: everything needed to verify that proof offline"],
+];
+
+/** What a newcomer needs before the reference: what the service is, how to authenticate, a first lifecycle. */
+function gettingStarted(doc: Json, intro: string): string {
+  const auth = doc.components?.securitySchemes?.bearer?.description as string | undefined;
+  const calls = FIRST_CALLS.map(([m, path, what]) => {
+    const call = `<span class="method m-${m}">${m.toUpperCase()}</span> <code>${esc(path)}</code>`;
+    return `<li>${doc.paths?.[path]?.[m] ? `<a href="#${anchor(m, path)}">${call}</a>` : call} ${what}</li>`;
+  });
+  return `<section id="start" aria-labelledby="start-h"><h2 id="start-h">Getting started</h2>
+<p>${text(intro)}</p>
+<h3>Authenticate</h3><p>${text(auth ?? 'Authorization: Bearer <key>.')}</p>
+<h3>A first lifecycle</h3><ol class="first-calls">${calls.join('')}</ol>
+<p>Watch each step in <a href="/console">the console</a>: the escrow's path, its hash-chained trail and its proof. An error's message names the field at fault, and every error code is explained on <a href="/docs/errors">the error codes page</a>. The whole API is also <a href="/v1/openapi.json">an OpenAPI ${esc(doc.openapi)} document</a>, which this page renders.</p>
+</section>`;
+}
+
 /** The whole reference page for an OpenAPI 3.1 document. */
 export function docsPage(doc: Json): string {
   const byTag = new Map<string, string[]>();
@@ -86,6 +122,8 @@ export function docsPage(doc: Json): string {
       );
     }
   }
+  // The description's first paragraph says what the service is; the others, the strictness every request meets.
+  const [intro = '', ...rules] = String(doc.info?.description ?? '').split(/\n\n+/);
   const schemas = Object.entries((doc.components?.schemas ?? {}) as Record<string, Json>).map(
     ([name, s]) =>
       `<section class="schema" id="schema-${esc(name)}" aria-labelledby="schema-${esc(name)}-h"><h3 id="schema-${esc(name)}-h">${esc(name)}</h3>${schemaType(s)}</section>`,
@@ -93,11 +131,11 @@ export function docsPage(doc: Json): string {
   const body = `<a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">Escrow settlement</a><nav aria-label="Site"><a href="/console">Console</a> <a href="/docs" aria-current="page">API reference</a> <a href="/docs/errors">Error codes</a> <a href="/v1/openapi.json">OpenAPI JSON</a></nav></header>
 <div class="docs">
-<nav class="toc" aria-label="Operations"><h2>Operations</h2>${[...toc].map(([tag, items]) => `<h3>${esc(tag)}</h3><ul>${items.join('')}</ul>`).join('')}<h3><a href="#schemas">Schemas</a></h3></nav>
+<nav class="toc" aria-label="Operations"><h2>Operations</h2><ul><li><a href="#start">Getting started</a></li>${rules.length ? '<li><a href="#rules">Rules on every request</a></li>' : ''}</ul>${[...toc].map(([tag, items]) => `<h3>${esc(tag)}</h3><ul>${items.join('')}</ul>`).join('')}<h3><a href="#schemas">Schemas</a></h3></nav>
 <main id="main" tabindex="-1">
 <h1>${esc(doc.info?.title ?? 'API')} <span class="ver">${esc(doc.info?.version ?? '')}</span></h1>
-<p>${text(doc.info?.description)}</p>
-<p>Rendered from <a href="/v1/openapi.json">the OpenAPI ${esc(doc.openapi)} document</a> this service serves. Every error is <code>{"error": {"code", "message", "docsUrl"}}</code>; each code is explained on <a href="/docs/errors">the error codes page</a>.</p>
+${gettingStarted(doc, intro)}
+${rules.length ? `<section id="rules" aria-labelledby="rules-h"><h2 id="rules-h">Rules on every request</h2>${rules.map((r) => `<p>${text(r)}</p>`).join('')}</section>` : ''}
 ${[...byTag].map(([tag, ops]) => `<section aria-label="${esc(tag)} operations"><h2 id="tag-${esc(tag)}">${esc(tag)}</h2>${ops.join('\n')}</section>`).join('\n')}
 <section aria-labelledby="schemas"><h2 id="schemas">Schemas</h2>${schemas.join('\n')}</section>
 </main></div>`;

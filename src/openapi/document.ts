@@ -315,7 +315,9 @@ export function openApiDocument(routes: ReadonlyArray<RouteDef>, opts: DocumentO
       version: API_VERSION,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       description:
-        'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors. ' +
+        // Two paragraphs (CommonMark): what the service is, then the rules every request meets; /docs
+        // opens with the first and shows the second below its getting-started section.
+        'Escrows on simulated rails, deliveries verified against machine-readable terms, disputes closed only by signature or timeout, and an Ed25519-signed settlement proof for every closed matter, logged in an RFC 6962 transparency log. Errors: every error is {error: {code, message, docsUrl}}; see /docs/errors.\n\n' +
         'On every path: another method is 405 `method_not_allowed` with an `Allow` header (TRACE, CONNECT and unknown methods included); OPTIONS is 204 with `Allow` (a CORS preflight from an origin in CORS_ORIGINS adds the Access-Control-* headers); HEAD answers as GET without a body. ' +
         'JSON bodies, path and query parameters must be I-JSON (RFC 7493): a duplicate key, a NUL character or a lone UTF-16 surrogate anywhere is 400 `bad_request` naming the field. ' +
         "A browser request whose Origin is neither the service's own nor in CORS_ORIGINS (or with Sec-Fetch-Site: cross-site and no such Origin) is 403 `forbidden` and does nothing; the open sandbox answers a Host name it does not know with 421 `misdirected_request`. " +

@@ -106,6 +106,32 @@ test('/docs renders every operation and schema of the OpenAPI document, and link
   for (const name of Object.keys(doc.components.schemas)) assert.ok(page.includes(`id="schema-${name}"`), name);
 });
 
+test('/docs opens with what a newcomer needs (the service, authentication, a first lifecycle, the console and /docs/errors); 405 and I-JSON come after', async () => {
+  const page = (await sandbox.req('GET', '/docs')).text;
+  const main = page.slice(page.indexOf('<main'));
+  const start = /<h1[^>]*>.*?<\/h1>\s*<section id="start"[^>]*>([\s\S]*?)<\/section>/.exec(main);
+  assert.ok(start, 'the first thing after the title is the getting-started section');
+  const first = start[1];
+  assert.match(first, /Getting started/);
+  assert.match(first, /settlement proof/, 'says what the service is');
+  assert.match(first, /Authorization: Bearer/, 'says how to authenticate');
+  for (const href of ['/console', '/docs/errors']) assert.ok(first.includes(`<a href="${href}">`), href);
+  // The first calls of a lifecycle, in order, each a link to its operation on the page.
+  const calls = [...first.matchAll(/<a href="#(op-[^"]+)">/g)].map((m) => m[1]);
+  assert.deepEqual(calls, [
+    'op-post-v1-agents',
+    'op-post-v1-escrows',
+    'op-post-v1-escrows-id-fund',
+    'op-post-v1-escrows-id-delivery',
+    'op-get-v1-proofs-id-bundle',
+  ]);
+  for (const id of calls) assert.ok(page.includes(`id="${id}"`), id);
+  assert.doesNotMatch(first, /405|I-JSON|method_not_allowed/);
+  const rules = main.indexOf('<section id="rules"');
+  assert.ok(rules > main.indexOf('</section>'), 'the rules follow the getting-started section');
+  for (const detail of ['405', 'I-JSON', 'method_not_allowed']) assert.ok(main.indexOf(detail) > rules, `${detail} is in the rules, below`);
+});
+
 test('/docs/errors lists exactly the codes the API answers with (the OpenAPI Error enum), each with its status', async () => {
   const doc = (await sandbox.req('GET', '/v1/openapi.json')).body;
   const codes: string[] = doc.components.schemas.Error.properties.error.properties.code.enum;
