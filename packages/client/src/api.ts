@@ -34,16 +34,24 @@ import type {
   ResolveInput,
   SandboxDelivery,
   SignedDelivery,
+  SignedDisputeEvidence,
+  SignedDisputeOpen,
   SignedMandate,
   WebhookAttempt,
 } from '@escrow-settlement/protocol/resources';
-import type {
-  FacilitatorRequest,
-  FacilitatorSettleResponse,
-  FacilitatorSupported,
-  FacilitatorVerifyResponse,
+import {
+  signCapture,
+  signVoid,
+  type CapturePayload,
+  type FacilitatorRequest,
+  type FacilitatorSettleResponse,
+  type FacilitatorSupported,
+  type FacilitatorVerifyResponse,
+  type VoidPayload,
 } from './x402/authCapture/wire.ts';
+import { ServiceClock } from './clock.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
+import { signDelivery, signDisputeAction, type DeliveryToSign, type DisputeActionToSign } from './sign.ts';
 import {
   createPaymentHeader,
   createPaymentHeaderV2,
@@ -143,9 +151,29 @@ export type ApiClient = ReturnType<typeof createClient>;
  * `fetch` may be any `(Request) => Promise<Response>`, e.g. `(req) => app.fetch(req)` in-process.
  */
 export function createClient(opts: ClientOptions) {
-  const transport = createTransport(opts);
+  const clock = new ServiceClock();
+  const transport = createTransport(opts, (serviceNow) => clock.observe(serviceNow));
   const call = async <T>(name: MethodName, input?: CallInput, which = 0): Promise<T> =>
     (await transport<T>(API_ROUTES[name][which], input)).data;
+  let clockAsked = false;
+
+  /**
+   * The service's now for a client-signed time: local time plus the offset of the latest
+   * x-service-now seen; before any, GET /v1/sandbox/clock is read once (a service without it leaves
+   * the local clock).
+   */
+  async function serviceNow(): Promise<string> {
+    if (clock.offsetMs === null && !clockAsked) {
+      clockAsked = true;
+      try {
+        const at = Date.now();
+        clock.observe((await call<{ now: string }>('sandbox.clock')).now, at);
+      } catch {
+        // No reading: sign with the local clock; the next answer's x-service-now corrects it.
+      }
+    }
+    return clock.nowIso();
+  }
   const idem = (o?: IdempotencyOption) => (o?.idempotencyKey !== undefined ? { 'idempotency-key': o.idempotencyKey } : undefined);
   const id = (v: string) => ({ id: v });
 
@@ -179,6 +207,28 @@ export function createClient(opts: ClientOptions) {
   const offer = async (): Promise<PaymentRequired> => (await unpaid()).v1;
 
   return {
+    /**
+     * The service's clock as this client knows it: `now()` is what the sign helpers below stamp,
+     * `offsetMs()` the learned offset from local time (null before the first reading).
+     */
+    clock: { now: serviceNow, offsetMs: () => clock.offsetMs },
+    /**
+     * The package's signing helpers, stamping submittedAt / signedAt with the service's clock
+     * (clock.now()) instead of the local one; a time the caller gives is kept.
+     */
+    sign: {
+      delivery: async (payeeSecretKey: string, d: DeliveryToSign): Promise<SignedDelivery> =>
+        signDelivery(payeeSecretKey, { ...d, submittedAt: d.submittedAt ?? (await serviceNow()) }),
+      disputeAction: async <A extends DisputeActionToSign>(
+        secretKey: string,
+        a: A,
+      ): Promise<A extends { action: 'dispute.open' } ? SignedDisputeOpen : SignedDisputeEvidence> =>
+        signDisputeAction(secretKey, { ...a, signedAt: a.signedAt ?? (await serviceNow()) }) as never,
+      capture: async (payeeSecretKey: string, c: { escrowId: string; payload: unknown; submittedAt?: string }): Promise<CapturePayload> =>
+        signCapture(payeeSecretKey, { ...c, submittedAt: c.submittedAt ?? (await serviceNow()) }),
+      void: async (payeeSecretKey: string, v: { escrowId: string; signedAt?: string }): Promise<VoidPayload> =>
+        signVoid(payeeSecretKey, { ...v, signedAt: v.signedAt ?? (await serviceNow()) }),
+    },
     health: () => call<Health>('health'),
     issuerKeys: () => call<{ keys: IssuerKey[] }>('issuerKeys'),
     openapi: () => call<Record<string, unknown>>('openapi'),

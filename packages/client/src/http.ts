@@ -81,8 +81,11 @@ async function readBody(res: Response): Promise<unknown> {
   }
 }
 
-/** The transport every method uses: `route` is "METHOD /path/:param", as the service's route table names it. */
-export function createTransport(opts: ClientOptions): Transport {
+/**
+ * The transport every method uses: `route` is "METHOD /path/:param", as the service's route table names it.
+ * `onServiceNow` receives each answer's `x-service-now` header (the service's clock) when it carries one.
+ */
+export function createTransport(opts: ClientOptions, onServiceNow?: (serviceNow: string) => void): Transport {
   if (typeof opts?.baseUrl !== 'string') throw new TypeError('baseUrl must be a URL string, e.g. "http://127.0.0.1:4280"');
   const base = new URL(opts.baseUrl);
   const prefix = base.pathname.replace(/\/+$/, '');
@@ -103,6 +106,8 @@ export function createTransport(opts: ClientOptions): Transport {
       init.body = JSON.stringify(input.body);
     }
     const res = await doFetch(new Request(url, init));
+    const serviceNow = res.headers.get('x-service-now');
+    if (serviceNow !== null) onServiceNow?.(serviceNow);
     const requestId = res.headers.get('x-request-id') ?? undefined;
     if (!res.ok) {
       const body = await readBody(res);

@@ -2,6 +2,7 @@
 // package (re-exported here, so one import gives a party everything it runs locally). Web APIs only.
 export * from '@escrow-settlement/protocol';
 export * from './sign.ts';
+export { ServiceClock } from './clock.ts';
 export * from './x402.ts';
 export * from './api.ts';
 export { monitorStep, type MonitorOptions, type MonitorState, type MonitorStep } from './monitor.ts';
