@@ -8,7 +8,7 @@ import { AppError } from './errors.ts';
 import { errorResponse } from './http/respond.ts';
 import type { Caller, Ctx, RouteDef } from './http/route.ts';
 import { authenticate, recheckRevocation } from './http/auth.ts';
-import { createAuthCache } from './http/authCache.ts';
+import { createAuthCache } from './access/authCache.ts';
 import { budgetFor, createRateLimiter, failedAuthBudget, rateHeaders, spend, type RateDecision } from './http/rateLimit.ts';
 import { checkCrossSite, corsHeaders, preflightHeaders } from './http/crossSite.ts';
 import { allowTable, methodNotAllowed, SERVED_METHODS } from './http/methods.ts';
@@ -19,7 +19,7 @@ import { allRoutes } from './routes/index.ts';
 import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './custody/simulated.ts';
 import { createProofLog } from './proof/proofLog.ts';
-import { createAnchor } from './witness/anchor.ts';
+import { createAnchor } from './tlog/anchor.ts';
 import { memoryKeySources, useKeySources, webhookSigner, type KeySources } from './proof/keys.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
@@ -126,7 +126,7 @@ const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
 export function createApp(deps: AppDeps): App {
   const nowMs = deps.nowMs ?? (() => Date.now());
-  // The log's anchor in its witnesses is also the proof log's gate (src/witness/anchor.ts); it opens
+  // The log's anchor in its witnesses is also the proof log's gate (src/tlog/anchor.ts); it opens
   // and closes only once the jobs run its checks (src/witness/check.ts), and is open without witnesses.
   const anchor = createAnchor({
     enabled: deps.config.witnesses.length > 0,

@@ -1,6 +1,6 @@
 // Configuration: parseConfig(env) turns the environment into one frozen Config (README.md "Configuration"; docs/design.md §6). Pure.
-import { parseWitnessSettings, type WitnessSettings } from './witness/config.ts';
-import { parseAp2Settings, type Ap2Settings } from './mandate/ap2Config.ts';
+import { parseWitnessSettings, type WitnessSettings } from './config/witness.ts';
+import { parseAp2Settings, type Ap2Settings } from './config/ap2.ts';
 import { targetSessionAttrs, WRITABLE_SESSION_ATTRS } from './db/sessionAttrs.ts';
 import { ConfigError } from './errors.ts';
 

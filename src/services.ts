@@ -2,12 +2,12 @@
 import type { Config } from './config.ts';
 import type { Db } from './db/types.ts';
 import type { CustodyAdapter } from './custody/simulated.ts';
-import type { RateLimiter } from './http/rateTypes.ts';
-import type { AuthCache } from './http/authCache.ts';
+import type { RateLimiter } from './access/rateTypes.ts';
+import type { AuthCache } from './access/authCache.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
 import type { Ap2Trust } from './mandate/ap2.ts';
-import type { LogAnchor } from './witness/anchor.ts';
+import type { LogAnchor } from './tlog/anchor.ts';
 import type { KeySources, Signer } from './proof/keys.ts';
 import type { ReceiptKey } from './mandate/ap2Receipt.ts';
 
@@ -29,7 +29,7 @@ export interface Services {
   nowMs: () => number;
   /** Shared rate budgets; its `rejected` is this process's lifetime 429 count (GET /v1/admin/metrics). */
   rateLimiter: RateLimiter;
-  /** Verified minted keys of this instance, checked against the revocation generation (src/http/authCache.ts). */
+  /** Verified minted keys of this instance, checked against the revocation generation (src/access/authCache.ts). */
   authCache: AuthCache;
   /** The request log's counters; zeros when no request log is configured. */
   requestLogStats: () => RequestLogStats;
@@ -45,7 +45,7 @@ export interface Services {
   witnessFetch?: typeof fetch;
   /** What AP2 mandates are checked against (docs/ap2.md §1); null: AP2 is off (no AP2_ISSUERS). */
   ap2: Ap2Trust | null;
-  /** Whether the log may grow now, anchored in its witnesses (src/witness/anchor.ts); also the proof log's gate. */
+  /** Whether the log may grow now, anchored in its witnesses (src/tlog/anchor.ts); also the proof log's gate. */
   anchor: LogAnchor;
   /** The key AP2 Payment Receipts are signed with (docs/ap2.md §7); null when AP2 is off. */
   ap2Receipt: ReceiptKey | null;

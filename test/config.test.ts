@@ -116,8 +116,8 @@ test('every variable the configuration reads is in the configuration table that 
   // src/config.ts, the witness and AP2 settings it includes, the postgres.js options the Node edge reads, its HTTP_BODY, and the key variables.
   const source = [
     '../src/config.ts',
-    '../src/witness/config.ts',
-    '../src/mandate/ap2Config.ts',
+    '../src/config/witness.ts',
+    '../src/config/ap2.ts',
     '../src/db/pgOptions.ts',
     '../src/node/adapter.ts',
     '../src/node/serviceKeys.ts',

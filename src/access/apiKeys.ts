@@ -69,7 +69,7 @@ export async function listKeys(
 /**
  * Revokes a key. Idempotent: a second revocation keeps the first revokedAt. Takes effect on the next
  * request on every instance: the revocation generation it bumps is read by that request's rate-limit
- * statement, and a cached key is verified again when it moved (src/http/authCache.ts).
+ * statement, and a cached key is verified again when it moved (src/access/authCache.ts).
  */
 export async function revokeKey(q: Queryable, id: string): Promise<ApiKeyRecord> {
   // docs/protocol.md §18.2: the root key cannot be revoked through the API; it is the deployment's API_KEY.
@@ -77,7 +77,7 @@ export async function revokeKey(q: Queryable, id: string): Promise<ApiKeyRecord>
     throw new AppError('forbidden', "the root key is the deployment's API_KEY and cannot be revoked here; change API_KEY and restart");
   // Row lock on this key for the statement: a concurrent revocation waits, then keeps this revokedAt.
   // The same statement bumps the revocation generation, which every instance reads with each
-  // request's rate-limit statement, so cached authentications are re-checked (src/http/authCache.ts).
+  // request's rate-limit statement, so cached authentications are re-checked (src/access/authCache.ts).
   const [row] = await q.query<KeyRow>(
     `WITH r AS (UPDATE api_keys SET revoked_at = COALESCE(revoked_at, svc_now()) WHERE id = $1 RETURNING ${COLS}),
           g AS (UPDATE api_key_generation SET gen = gen + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM r) RETURNING gen)

@@ -38,3 +38,9 @@ export async function takeSandboxFault(tx: Queryable, pending?: boolean): Promis
   );
   return failed.length > 0;
 }
+
+/** Sets the sandbox fault counter (POST /v1/sandbox/custody/fail-next; 0 clears): the next `count` settlements fail. */
+export async function setSandboxFaults(q: Queryable, count: number): Promise<number> {
+  const [r] = await q.query<{ fail_next: number }>('UPDATE custody_faults SET fail_next = $1 WHERE id = 1 RETURNING fail_next', [count]);
+  return Number(r.fail_next);
+}

@@ -75,7 +75,7 @@ export interface Db extends Queryable {
   exec(text: string): Promise<void>;
   /**
    * Counts the connections that have closed (Postgres only): after a change the next connection may
-   * reach another server (a failover), which the log's anchor checks (src/witness/anchor.ts).
+   * reach another server (a failover), which the log's anchor checks (src/tlog/anchor.ts).
    */
   connectionEpoch?(): number;
   close(): Promise<void>;

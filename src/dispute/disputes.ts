@@ -1,6 +1,6 @@
 // Disputes: opened by a party after a failed verdict, evidence by content hash, closed only by a
 // co-signed or arbiter-signed ruling, or by the decide deadline (docs/protocol.md §4.2, §6).
-import type { CommandDeps } from '../escrow/deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import type { Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';

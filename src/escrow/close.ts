@@ -6,7 +6,7 @@
 import type { Queryable, Stmt, Tx } from '../db/types.ts';
 import { sequenceLeaf } from '../tlog/sequence.ts';
 import { fuse } from '../db/fuse.ts';
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { newId } from '../crypto/ids.ts';
 import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { issuerSigner } from '../proof/keys.ts';

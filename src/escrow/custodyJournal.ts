@@ -1,5 +1,5 @@
 // The custody journal as users see it, and the retry that finishes a journaled closing exactly once.
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { notFound } from '../errors.ts';
 import { formatAmount } from '../units/amounts.ts';
 import { lockEscrow } from './escrowRow.ts';

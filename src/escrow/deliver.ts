@@ -1,6 +1,7 @@
 // Delivery: the payee's signed submission, verified synchronously against the terms; a passing
 // verdict closes the matter in the same transaction (docs/protocol.md §5).
-import { commandTx, type CommandDeps } from './deps.ts';
+import { commandTx } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { newId } from '../crypto/ids.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { sha256 } from '@escrow-settlement/protocol/crypto/hash';

@@ -1,15 +1,6 @@
-// What a domain command needs from the app that runs it: the store, the custody rails and the proof
-// log. Passed as an argument (never a module singleton); nothing of HTTP, rate limits or the request log.
-import type { Db, TxOptions } from '../db/types.ts';
-import type { CustodyAdapter } from '../custody/simulated.ts';
-import type { ProofLog } from '../proof/proofLog.ts';
-
-export interface CommandDeps {
-  db: Db;
-  custody: CustodyAdapter;
-  /** The settlement proofs' transparency log (src/proof/proofLog.ts): closings sequence their leaf into it. */
-  proofLog: ProofLog;
-}
+// A command's transaction options under group commit; what a command takes is CommandDeps (src/commandDeps.ts).
+import type { TxOptions } from '../db/types.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 
 /**
  * A command's transaction options: with group commit on, it may share its transaction with other

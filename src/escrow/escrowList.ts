@@ -1,6 +1,6 @@
 // Listing escrows: filters (state, party agent, created range) and keyset pages on escrows.seq
 // (docs/protocol.md §9.2, §9.3).
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { cutPage, sqlLimit } from '../paging.ts';
 import { ESCROW_COLS, fromRow, toJson } from './escrowRow.ts';
 import type { EscrowState } from './states.ts';

@@ -1,5 +1,6 @@
 // Escrow commands: create (with mandate enforcement), fund, list (docs/protocol.md §3.2, §4.1, §8).
-import { commandTx, type CommandDeps } from './deps.ts';
+import { commandTx } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import type { Stmt, TxOptions } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';

@@ -1,5 +1,6 @@
 // Refund: from funded, or delivered with a failed verdict; closes in a refunded proof (docs/protocol.md §4.1).
-import { commandTx, type CommandDeps } from './deps.ts';
+import { commandTx } from './deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { AppError } from '../errors.ts';
 import { lockEscrow } from './escrowRow.ts';
 import { transition } from './states.ts';

@@ -4,7 +4,7 @@ import { sha256, sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { timingSafeEqual, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
 import type { Services } from '../services.ts';
 import type { Caller, RouteDef } from './route.ts';
-import type { CachedKey } from './authCache.ts';
+import type { CachedKey } from '../access/authCache.ts';
 import { SECRET_PREFIX } from '../access/apiKeys.ts';
 
 function bearer(request: Request): string | null {
@@ -51,7 +51,7 @@ export async function authenticate(def: RouteDef, request: Request, svc: Service
 
 /**
  * Reads a minted key and the revocation generation in one statement (one snapshot), and caches a
- * live key under that generation (src/http/authCache.ts). Null for unknown and revoked keys.
+ * live key under that generation (src/access/authCache.ts). Null for unknown and revoked keys.
  */
 export async function lookupKey(svc: Services, secretHash: string): Promise<CachedKey | null> {
   const rows = await svc.db.query<{ id: string; rate_limit_max: number | null; gen: string }>(

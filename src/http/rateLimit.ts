@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Queryable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import type { Caller, RouteDef } from './route.ts';
-import type { Budget, RateDecision, RateLimiter, RateSnapshot } from './rateTypes.ts';
+import type { Budget, RateDecision, RateLimiter, RateSnapshot } from '../access/rateTypes.ts';
 
 export type { Budget, RateDecision, RateLimiter, RateSnapshot };
 
@@ -112,7 +112,7 @@ export function createRateLimiter(db: Queryable, windowMs: number, nowMs: () => 
       blocked.set(budget.unit, now + resetMs);
     }
     // The revocation generation rides on this statement, which every authenticated request makes
-    // anyway: a cached key is re-verified only when a revocation happened (src/http/authCache.ts).
+    // anyway: a cached key is re-verified only when a revocation happened (src/access/authCache.ts).
     // So does the service clock, for routes whose answers tell it (x-service-now): no round trip of its own.
     return {
       ...budget,

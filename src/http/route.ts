@@ -13,7 +13,7 @@ export interface Caller {
   /** Client address as the edge saw it (socket address, or first X-Forwarded-For hop with TRUST_PROXY). */
   ip: string;
   rateLimitMax?: number;
-  /** A minted key's sha256 and the revocation generation it was verified at (src/http/authCache.ts). */
+  /** A minted key's sha256 and the revocation generation it was verified at (src/access/authCache.ts). */
   secretHash?: string;
   generation?: number;
 }

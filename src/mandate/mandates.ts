@@ -1,5 +1,5 @@
 // Mandates: principal-signed caps, idempotent by content hash, with usage (docs/protocol.md §8).
-import type { CommandDeps } from '../escrow/deps.ts';
+import type { CommandDeps } from '../commandDeps.ts';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../crypto/ids.ts';
 import { hashJson } from '@escrow-settlement/protocol/crypto/hash';

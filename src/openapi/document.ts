@@ -5,7 +5,7 @@ import type { RouteDef } from '../http/route.ts';
 import { toJsonSchema } from './jsonSchema.ts';
 import { codeInfo, RESPONSES, SCHEMAS } from './components.ts';
 import { VERSION as API_VERSION } from '../version.ts';
-import { MCP_TRANSPORT_RESPONSES } from '../mcp/openapi.ts';
+import { MCP_TRANSPORT_RESPONSES } from './mcp.ts';
 
 export { API_VERSION };
 

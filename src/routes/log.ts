@@ -5,13 +5,11 @@ import { bundleTerms } from '../proof/bundleTerms.ts';
 import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeCursor, pageQuery } from '../paging.ts';
-import type { Queryable } from '../db/types.ts';
 import { issuerHeadKeys, issuerKeys } from '../proof/keys.ts';
-import { proofLeaf, proofsInLeafRange, type ProofLeaf } from '../proof/proofs.ts';
+import { proofLeaf, proofsInLeafRange } from '../proof/proofs.ts';
 import { readTrail } from '../escrow/escrowRow.ts';
-import { consistencyBetween, inclusionAt, logSize } from '../tlog/store.ts';
-import { signedHead } from '../tlog/heads.ts';
-import type { Inclusion } from '@escrow-settlement/protocol/types';
+import { consistencyBetween, logSize } from '../tlog/store.ts';
+import { inclusionWithHead, signedHead } from '../tlog/heads.ts';
 import { servedCheckpoint } from '../witness/served.ts';
 import { bundleLogProof } from '../witness/logProof.ts';
 
@@ -36,15 +34,6 @@ function queryParams(query: URLSearchParams, allowed: string[]): Record<string, 
     out[k] = v;
   }
   return out;
-}
-
-/** Inclusion of a leaf in the log at the size read with it, with the signed head of that size (docs/protocol.md §12.5). */
-async function inclusionOf(q: Queryable, leaf: ProofLeaf): Promise<Inclusion> {
-  const [{ auditPath, rootHash }, head] = await Promise.all([
-    inclusionAt(q, leaf.leafIndex, leaf.logSize),
-    signedHead(q, issuerHeadKeys, leaf.logSize),
-  ]);
-  return { leafIndex: leaf.leafIndex, leafHash: leaf.leafHash, logSize: leaf.logSize, rootHash, auditPath, head };
 }
 
 async function consistency({ params, svc }: Ctx): Promise<Response> {
@@ -88,7 +77,7 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
     success: { status: 200, description: '{proofId, leafIndex, leafHash, logSize, rootHash, auditPath: [hex64], head}' },
     errors: ['not_found', 'rate_limited', 'unavailable'],
     async handler({ params, svc }) {
-      const inclusion = await inclusionOf(svc.db, await proofLeaf(svc.db, params.proofId));
+      const inclusion = await inclusionWithHead(svc.db, issuerHeadKeys, await proofLeaf(svc.db, params.proofId));
       return json({ proofId: params.proofId, ...inclusion });
     },
   },
@@ -171,7 +160,7 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
       const [trail, inclusion, keys, logProof, verdictSide] = await Promise.all([
         // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
         readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
-        inclusionOf(svc.db, leaf),
+        inclusionWithHead(svc.db, issuerHeadKeys, leaf),
         issuerKeys(svc.db),
         // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
         bundleLogProof(svc, leaf.leafIndex),

@@ -5,6 +5,7 @@ import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, positiveInt } from '../validate.ts';
 import { advanceClock, readClock } from '../escrow/clock.ts';
+import { setSandboxFaults } from '../custody/simulated.ts';
 
 const TEN_YEARS = 315_360_000;
 export const ClockBody = object({ advanceSeconds: positiveInt(TEN_YEARS) });
@@ -45,10 +46,7 @@ export const sandboxRoutes = defineRoutes({ tag: 'sandbox', access: 'key', rate:
     errors: ['bad_request', 'forbidden', 'rate_limited'],
     async handler({ request, svc }) {
       const b = check(await readJson(request), FailNextBody);
-      const [r] = await svc.db.query<{ fail_next: number }>('UPDATE custody_faults SET fail_next = $1 WHERE id = 1 RETURNING fail_next', [
-        b.count,
-      ]);
-      return json({ failNext: Number(r.fail_next) });
+      return json({ failNext: await setSandboxFaults(svc.db, b.count) });
     },
   },
 ]);

@@ -1,6 +1,6 @@
 // Whether the log may grow now: the one question the witnesses' rollback protection answers for the
 // log (docs/operations.md §3). The log asks it before a closing writes its leaf and before a batch
-// integrates; src/witness/anchor.ts answers it. Without witnesses the gate is always open.
+// integrates; src/tlog/anchor.ts answers it. Without witnesses the gate is always open.
 
 export interface AppendGate {
   /**

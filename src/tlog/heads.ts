@@ -6,9 +6,9 @@ import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import type { Queryable } from '../db/types.ts';
 import { formatCheckpoint, signNote } from '@escrow-settlement/protocol/tlog/checkpoint';
-import type { SignedHead } from '@escrow-settlement/protocol/types';
+import type { Inclusion, SignedHead } from '@escrow-settlement/protocol/types';
 import type { HeadKeys, HeadSigner } from './keys.ts';
-import { rootAt } from './store.ts';
+import { inclusionAt, rootAt } from './store.ts';
 
 type HeadRow = {
   size: string;
@@ -81,6 +81,19 @@ async function headWith(q: Queryable, keys: HeadKeys, size?: number): Promise<{ 
 /** The signed head of the `size`-leaf log (default: the current integrated size). */
 export async function signedHead(q: Queryable, keys: HeadKeys, size?: number): Promise<SignedHead> {
   return (await headWith(q, keys, size)).head;
+}
+
+/** Inclusion of a leaf in the log at the size read with it, with the signed head of that size (docs/protocol.md §12.5). */
+export async function inclusionWithHead(
+  q: Queryable,
+  keys: HeadKeys,
+  leaf: { leafIndex: number; leafHash: string; logSize: number },
+): Promise<Inclusion> {
+  const [{ auditPath, rootHash }, head] = await Promise.all([
+    inclusionAt(q, leaf.leafIndex, leaf.logSize),
+    signedHead(q, keys, leaf.logSize),
+  ]);
+  return { leafIndex: leaf.leafIndex, leafHash: leaf.leafHash, logSize: leaf.logSize, rootHash, auditPath, head };
 }
 
 /**

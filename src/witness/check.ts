@@ -1,6 +1,6 @@
 // Asking the witnesses before appending (docs/operations.md §3): the database's newest checkpoint
 // goes to every witness, whatever the database says it last sent them (the database is what may
-// have been rolled back), and their answers move the anchor (src/witness/anchor.ts): the quorum's
+// have been rolled back), and their answers move the anchor (src/tlog/anchor.ts): the quorum's
 // cosignatures open the gate; a witness holding a larger tree, or finding ours inconsistent, stops
 // issuance. A checkpoint is sent only when it may be consistent with what the witnesses hold: never
 // one smaller than a size a witness already named, never one a witness already refused.
@@ -11,7 +11,7 @@ import { issuerNoteAt } from './note.ts';
 import { addCheckpointBody, interpretAnswer } from './protocol.ts';
 import { DEFAULT_TIMEOUT_MS, exchange } from './submitter.ts';
 import { keepCheckpoint, keepCosignature, storedCheckpoint, witnessAt } from './store.ts';
-import type { WitnessConfig } from './config.ts';
+import type { WitnessConfig } from '../config/witness.ts';
 
 type Log = (msg: string, fields?: Record<string, unknown>) => void;
 

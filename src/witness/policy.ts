@@ -1,6 +1,6 @@
 // The log's trust policy as a C2SP tlog-policy file (c2sp.org/tlog-policy): the log's keys, the
 // witnesses and the quorum a checkpoint needs, so a verifier can pin all of it at once (docs/witnessing.md).
-import type { WitnessConfig } from './config.ts';
+import type { WitnessConfig } from '../config/witness.ts';
 
 /**
  * `log` lines for every issuer key era (a bundle made before a rotation carries a checkpoint signed

@@ -8,7 +8,7 @@ import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { issuerNoteAt } from './note.ts';
 import { addCheckpointBody, interpretAnswer, MAX_ANSWER_BYTES, type Answer } from './protocol.ts';
 import { claimDue, failed, keepCheckpoint, keepCosignature, releaseClaim, storedCheckpoint, witnessAt } from './store.ts';
-import type { WitnessConfig } from './config.ts';
+import type { WitnessConfig } from '../config/witness.ts';
 
 type Log = (msg: string, fields?: Record<string, unknown>) => void;
 

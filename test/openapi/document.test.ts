@@ -9,7 +9,7 @@ import { toJsonSchema } from '../../src/openapi/jsonSchema.ts';
 import { validate as ssValidate } from 'superstruct';
 import { CreateEscrowBody } from '../../src/routes/escrows.ts';
 import { ResolveBody } from '../../src/routes/disputes.ts';
-import { MCP_TRANSPORT_RESPONSES } from '../../src/mcp/openapi.ts';
+import { MCP_TRANSPORT_RESPONSES } from '../../src/openapi/mcp.ts';
 
 const h = await makeHarness('pglite');
 const doc = (await h.req('GET', '/v1/openapi.json')).body;
@@ -39,7 +39,7 @@ test('every operation has a success schema, an error envelope for each of its co
     assert.deepEqual(op.security, r.access === 'public' ? [] : [{ bearer: [] }], r.path);
     for (const [status, resp] of Object.entries(op.responses) as Array<[string, any]>) {
       // /health's 503 is its own body with ok false (docs/protocol.md §22), not the error envelope; /mcp's
-      // transport refusals are JSON-RPC errors (src/mcp/openapi.ts).
+      // transport refusals are JSON-RPC errors (src/openapi/mcp.ts).
       if (r.path === '/mcp' && status in MCP_TRANSPORT_RESPONSES) continue;
       if (Number(status) >= 400 && !(r.path === '/health' && status === '503'))
         assert.equal(resp.content['application/json'].schema.$ref, '#/components/schemas/Error');

@@ -9,7 +9,7 @@ import { makeHarness, STORES, expectError, type Harness } from '../harness.ts';
 import { funded, settled } from '../fixtures.ts';
 import { issueSynthetic } from '../tlog/fixtures.ts';
 import { anchorChecks, type AnchorChecks } from '../../src/witness/check.ts';
-import { createAnchor } from '../../src/witness/anchor.ts';
+import { createAnchor } from '../../src/tlog/anchor.ts';
 import { submitOnce } from '../../src/witness/submitter.ts';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
 import { parseConfig } from '../../src/config.ts';

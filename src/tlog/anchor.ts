@@ -5,7 +5,7 @@
 // and a witness that holds more (or finds the tree inconsistent) stops issuance until the database
 // holds again a tree at least as large. Without witnesses the gate is always open.
 import { AppError } from '../errors.ts';
-import type { AppendGate } from '../tlog/gate.ts';
+import type { AppendGate } from './gate.ts';
 
 /** What GET /health says of the log when witnesses are configured. */
 export type AnchorView =
