@@ -68,6 +68,32 @@ test("dispute actions carry the party and its signature; evidence signs the payl
   );
 });
 
+test('given the service clock, a delivery and dispute actions are signed at its time, not the local one', async () => {
+  const at = '2031-05-06T07:08:09.000Z';
+  const now = async () => at;
+  const d = (await signArguments('submit_delivery', { escrowId: 'esc_1', payload: { title: 't' } }, key, noDispute, now)) as any;
+  assert.equal(d.submittedAt, at);
+  assert.ok(
+    verifyJson({ escrowId: 'esc_1', contentHash: contentHash({ title: 't' }), submittedAt: at }, d.signature.signature, key.publicKey),
+  );
+  const open = (await signArguments('open_dispute', { escrowId: 'esc_1', reason: 'late' }, key, noDispute, now)) as any;
+  assert.equal(open.signedAt, at);
+  assert.ok(
+    verifyJson({ escrowId: 'esc_1', action: 'dispute.open', reason: 'late', signedAt: at }, open.signature.signature, key.publicKey),
+  );
+  const ev = (await signArguments('submit_evidence', { escrowId: 'esc_1', note: 'see' }, key, noDispute, now)) as any;
+  assert.equal(ev.signedAt, at);
+  // A call left unchanged does not ask the clock.
+  const never = async (): Promise<string> => {
+    throw new Error('no clock read expected');
+  };
+  assert.deepEqual(await signArguments('submit_delivery', { escrowId: 'esc_1', agentId: 'agt_1', payload: {} }, key, noDispute, never), {
+    escrowId: 'esc_1',
+    agentId: 'agt_1',
+    payload: {},
+  });
+});
+
 test("a ruling gains the key's signature over the dispute it reads, once", async () => {
   const other = { signer: 'cd'.repeat(32), signature: 'ef'.repeat(64) };
   const args = { escrowId: 'esc_1', outcome: 'split', shares: { payerBps: 1, payeeBps: 9999 }, signatures: [other] };

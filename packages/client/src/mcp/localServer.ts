@@ -82,7 +82,8 @@ export async function startLocalServer(
     let sent = args;
     if (opts.key) {
       try {
-        sent = await signArguments(name, args, opts.key, async (escrowId) => (await rest.disputes.get(escrowId)).id);
+        // Signed with the service's clock (the API client's offset), which a sandbox may have moved on.
+        sent = await signArguments(name, args, opts.key, async (escrowId) => (await rest.disputes.get(escrowId)).id, rest.clock.now);
       } catch (err) {
         // The dispute a ruling names could not be read: the service's answer, as the tool's.
         if (err instanceof ApiError) return envelope(err.code, err.message, opts.url);

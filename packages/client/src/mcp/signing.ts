@@ -59,16 +59,18 @@ const formChosen = (a: Args) => a.agentId !== undefined || a.signature !== undef
  * the action's optional text argument (reason or note); unchanged when a form was chosen or the text
  * is not a string (the route then names it).
  */
-function signedDisputeAction(
+async function signedDisputeAction(
   args: Args,
   text: 'reason' | 'note',
   key: LocalKey,
   action: (text: string | undefined) => DisputeActionToSign,
-): Args {
+  now?: () => Promise<string>,
+): Promise<Args> {
   const given = args[text];
   if (formChosen(args) || (given !== undefined && typeof given !== 'string')) return args;
   const { escrowId, ...rest } = args;
-  return { escrowId, ...rest, ...signDisputeAction(key.secretKey, action(given)) };
+  const signedAt = now ? await now() : undefined;
+  return { escrowId, ...rest, ...signDisputeAction(key.secretKey, { ...action(given), ...(signedAt ? { signedAt } : {}) }) };
 }
 
 /** The service's form of an escrow id argument (the MCP guide, "Results and errors"). */
@@ -78,12 +80,15 @@ const WELL_FORMED_ESCROW_ID = /^esc_[0-9A-Za-z_-]{1,60}$/;
  * The arguments with the local key's signature, or unchanged when the call needs none (another tool,
  * a sandbox agent, a body the model signed itself, or arguments the route will refuse anyway, which
  * it then names). `disputeIdOf` reads the escrow's dispute id, which a ruling's signed body includes.
+ * `now` gives the time to sign a delivery or a dispute action with (the service's clock, as the API
+ * client knows it); without it, the local clock.
  */
 export async function signArguments(
   tool: string,
   args: Args,
   key: LocalKey,
   disputeIdOf: (escrowId: string) => Promise<string>,
+  now?: () => Promise<string>,
 ): Promise<Args> {
   const escrowId = args.escrowId;
   // An escrowId that is not a well-formed id (`.`, `..`, with `/`, …) is sent unsigned: the service
@@ -92,16 +97,25 @@ export async function signArguments(
   switch (tool) {
     case 'submit_delivery':
       if (formChosen(args) || !('payload' in args)) return args;
-      return { escrowId, ...signDelivery(key.secretKey, { escrowId, payload: args.payload }) };
-    case 'open_dispute':
-      return signedDisputeAction(args, 'reason', key, (reason) => ({ escrowId, action: 'dispute.open', reason }));
-    case 'submit_evidence':
-      return signedDisputeAction(args, 'note', key, (note) => ({
+      return {
         escrowId,
-        action: 'dispute.evidence',
-        note,
-        ...('payload' in args ? { payload: args.payload } : {}),
-      }));
+        ...signDelivery(key.secretKey, { escrowId, payload: args.payload, ...(now ? { submittedAt: await now() } : {}) }),
+      };
+    case 'open_dispute':
+      return signedDisputeAction(args, 'reason', key, (reason) => ({ escrowId, action: 'dispute.open', reason }), now);
+    case 'submit_evidence':
+      return signedDisputeAction(
+        args,
+        'note',
+        key,
+        (note) => ({
+          escrowId,
+          action: 'dispute.evidence',
+          note,
+          ...('payload' in args ? { payload: args.payload } : {}),
+        }),
+        now,
+      );
     default: {
       const given = args.signatures;
       if (given !== undefined && !Array.isArray(given)) return args;
