@@ -5,7 +5,7 @@ import { canonicalize } from './crypto/jcs.ts';
 import { sha256Hex } from './crypto/hash.ts';
 import { utf8 } from './crypto/bytes.ts';
 import { evaluateChecks, type DeliveryFacts } from './terms/evaluate.ts';
-import type { TermCheck, Terms } from './resources.ts';
+import type { TermCheck, Terms } from './types.ts';
 import type { Bundle, Check, TrailEntry } from './types.ts';
 
 type Obj = Record<string, unknown>;

@@ -1,5 +1,5 @@
 // Wire shapes of the API's resources and request bodies, as the service sends and takes them.
-import type { Proof, Signature } from './types.ts';
+import type { CheckResult, Proof, Signature, Terms } from './types.ts';
 import type { EngineEvent } from './webhook.ts';
 
 /** A party to an escrow: a raw Ed25519 public key and an optional label. */
@@ -37,23 +37,19 @@ export interface Mandate extends SignedMandate {
   usage?: { spent: string; remaining: string };
 }
 
-export type PredicateName = 'non-empty' | 'equals' | 'number-range' | 'length-range';
-export type HashCheck = { kind: 'hash'; expected: string };
-export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
-export type DeadlineCheck = { kind: 'deadline'; by: string };
-export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
-export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
-/** One check of an escrow's terms, discriminated by `kind`. */
-export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
-
-/** What a delivery must satisfy: a description for people and the checks the service runs. */
-export interface Terms {
-  description: string;
-  checks: TermCheck[];
-}
-
-/** One entry of a verdict's `results`: the check, whether it passed, and why. */
-export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
+// The terms are carried by bundles too (an auditor replays the verdict offline), so they live with the
+// offline shapes in types.ts; they are named here as well, where the API's resources use them.
+export type {
+  CheckResult,
+  DeadlineCheck,
+  HashCheck,
+  MaxBytesCheck,
+  PredicateCheck,
+  PredicateName,
+  ShapeCheck,
+  TermCheck,
+  Terms,
+} from './types.ts';
 
 export type RulingOutcome = 'release' | 'refund' | 'split';
 

@@ -1,5 +1,4 @@
 // Wire shapes an auditor handles offline: proofs, trail entries, issuer keys, signed heads, bundles.
-import type { Terms } from './resources.ts';
 
 /** Ed25519 signature by `signer` (hex64 public key) over the JCS of a signed body. */
 export interface Signature {
@@ -147,3 +146,21 @@ export interface WitnessState {
   lastError: string | null;
   lastErrorAt: string | null;
 }
+
+export type PredicateName = 'non-empty' | 'equals' | 'number-range' | 'length-range';
+export type HashCheck = { kind: 'hash'; expected: string };
+export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
+export type DeadlineCheck = { kind: 'deadline'; by: string };
+export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
+export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
+/** One check of an escrow's terms, discriminated by `kind`. */
+export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
+
+/** What a delivery must satisfy: a description for people and the checks the service runs. */
+export interface Terms {
+  description: string;
+  checks: TermCheck[];
+}
+
+/** One entry of a verdict's `results`: the check, whether it passed, and why. */
+export type CheckResult = { check: TermCheck; passed: boolean; detail: string };
