@@ -4,6 +4,7 @@ import { parseConfig, type Config } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { createApp } from './app.ts';
 import { openPostgres } from './db/postgres.ts';
+import { isDriverTypeFetchFailure } from './db/errors.ts';
 import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
@@ -35,7 +36,16 @@ function log(msg: string, fields: Record<string, unknown> = {}) {
 }
 
 async function openStore(config: Config): Promise<Db> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  if (config.databaseUrl) {
+    // postgres.js's discarded array-types query (isDriverTypeFetchFailure): dropped, not the end of the process.
+    globalThis.addEventListener('unhandledrejection', (e: Event) => {
+      const event = e as Event & { reason?: unknown };
+      if (!isDriverTypeFetchFailure(event.reason)) return;
+      event.preventDefault();
+      log('postgres.js lost a connection while it read the array types (porsager/postgres#1192); ignored, the pool reconnects');
+    });
+    return openPostgres(config.databaseUrl);
+  }
   if (config.dataDir !== ':memory:') Deno.mkdirSync(config.dataDir, { recursive: true });
   return openPglite(config.dataDir);
 }

@@ -34,11 +34,12 @@ const CONNECTION_CODES = new Set([
  * SQLSTATEs the server sends when it cannot serve anyone for now: class 08 (connection exception),
  * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting or in recovery),
  * 53300 too_many_connections, and 25006 read_only_sql_transaction: the server is (or has just become)
- * a standby, so writes wait for a primary (docs/operations.md §1). The service's own statements
- * never ask for a read-only transaction, so 25006 is never a client's mistake. A client's bad value
- * or a constraint never lands here.
+ * a standby, so writes wait for a primary (docs/operations.md §1); and 57014 query_canceled: the
+ * server's statement_timeout or an operator's pg_cancel_backend stopped the statement. The service's
+ * own statements never ask for a read-only transaction and it never cancels one, so neither is a
+ * client's mistake. A client's bad value or a constraint never lands here.
  */
-const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|57014|53300|25006)$/;
 
 /** True when `err` (from postgres.js, PGlite or the socket below them) says the database is unreachable. */
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
@@ -52,4 +53,19 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (Array.isArray(inner) && inner.length > 0) return inner.every((e) => isDatabaseUnavailable(e, depth + 1));
   const cause = (err as { cause?: unknown }).cause;
   return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
+}
+
+/**
+ * True for the failure postgres.js 3.4.9 leaves unhandled: a new connection first asks the server
+ * for the array types (`fetch_types`), and when that query fails (the connection lost or ended
+ * during it, or the server cancelling or terminating it) the rejection of the promise it discarded
+ * has no handler (porsager/postgres#1192, #1205, #1223), so Node and Deno end the process for
+ * it. The error carries that internal query's text, which no statement of this service resembles.
+ * The connection itself is closed or reconnects, and whatever waited on it fails or is retried on
+ * its own: the rejection is safe to drop (src/node/postgresGuard.ts, src/deno.ts).
+ */
+export function isDriverTypeFetchFailure(reason: unknown): boolean {
+  if (reason === null || typeof reason !== 'object') return false;
+  const query = (reason as { query?: unknown }).query;
+  return typeof query === 'string' && /\bselect b\.oid, b\.typarray\s+from pg_catalog\.pg_type a\b/.test(query);
 }

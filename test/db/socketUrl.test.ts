@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { socketUrl, openPostgres } from '../../src/db/postgres.ts';
 import { describeDatabaseUrl } from '../../src/node/openStore.ts';
-import { isDatabaseUnavailable } from '../../src/db/errors.ts';
+import { isDatabaseUnavailable, isDriverTypeFetchFailure } from '../../src/db/errors.ts';
 import { PG_URL } from '../harness.ts';
 
 test('socketUrl: ?host=/dir becomes the host option; other parameters, user and port stay', () => {
@@ -79,4 +79,25 @@ test('a libpq multi-host URL is described by its hosts, never its password', () 
 test('a read-only refusal (25006: the server is, or has become, a standby) is an outage, not a fault', () => {
   assert.equal(isDatabaseUnavailable({ code: '25006' }), true);
   assert.equal(isDatabaseUnavailable({ code: '23505' }), false);
+});
+
+test('a statement the server cancelled (57014: statement_timeout, pg_cancel_backend) is an outage, not a fault', () => {
+  assert.equal(isDatabaseUnavailable({ code: '57014' }), true);
+  assert.equal(isDatabaseUnavailable({ code: '57000' }), false);
+});
+
+test("postgres.js's discarded read of the array types is recognised by its query, and nothing else is", () => {
+  const typesQuery = `
+      select b.oid, b.typarray
+      from pg_catalog.pg_type a
+      left join pg_catalog.pg_type b on b.oid = a.typelem
+      where a.typcategory = 'A'
+      group by b.oid, b.typarray
+      order by b.oid
+    `;
+  assert.equal(isDriverTypeFetchFailure(Object.assign(new Error('x'), { code: 'CONNECTION_DESTROYED', query: typesQuery })), true);
+  assert.equal(isDriverTypeFetchFailure(Object.assign(new Error('x'), { code: '57014', query: typesQuery })), true);
+  assert.equal(isDriverTypeFetchFailure(Object.assign(new Error('x'), { code: 'CONNECTION_DESTROYED', query: 'SELECT 1' })), false);
+  assert.equal(isDriverTypeFetchFailure(new Error('select b.oid, b.typarray from pg_catalog.pg_type a')), false);
+  assert.equal(isDriverTypeFetchFailure(undefined), false);
 });

@@ -117,3 +117,43 @@ test('a lost database gives 503 unavailable with Retry-After on every route that
     await pg.drop();
   }
 });
+
+test('a failed read of the array types by a new postgres.js connection does not end the process', {
+  timeout: 120_000,
+  skip: !PG_URL && 'needs TEST_DATABASE_URL',
+}, async () => {
+  // Every new postgres.js connection first asks for the array types, in a promise the driver
+  // discards: that query failing (here cancelled, as statement_timeout does; in an outage, the
+  // connection lost or its pool ended during it) rejected with no handler and ended the process with
+  // exit code 1 (src/node/postgresGuard.ts).
+  const pg = await pgSchema('typefetch');
+  const proxy = await startTcpProxy(hostPort(PG_URL!));
+  const viaProxy = new URL(pg.url);
+  viaProxy.host = `127.0.0.1:${proxy.port}`;
+  const proc = await startService(TSX, { DATABASE_URL: viaProxy.toString(), SWEEP_INTERVAL_MS: '200' });
+  try {
+    const call = caller(proc.url);
+    assert.equal((await call('POST', '/v1/agents', { label: 'before' })).status, 201);
+    const cancels = 3;
+    proxy.cancelOn('pg_catalog.pg_type', cancels);
+    proxy.drop();
+    const statuses = new Map<string, number>();
+    const started = Date.now();
+    for (let served = false; !(served && proxy.cancelled === cancels); ) {
+      assert.ok(Date.now() - started < 60_000, `after 60 s: ${proxy.cancelled} cancelled, statuses ${JSON.stringify([...statuses])}`);
+      const r = await call('POST', '/v1/agents', { label: 'around the lost connections' });
+      const key = `${r.status} ${r.body?.error?.code ?? ''}`.trim();
+      statuses.set(key, (statuses.get(key) ?? 0) + 1);
+      assert.ok(r.status === 201 || (r.status === 503 && r.body.error.code === 'unavailable'), `${key}: ${proc.stderr().slice(-2000)}`);
+      served = r.status === 201 && proxy.cancelled === cancels;
+      assert.equal(proc.child.exitCode, null, `the process exited: ${proc.stderr().slice(-2000)}`);
+    }
+    assert.match(proc.stderr(), /lost a connection while it read the array types/, 'the driver did drop a rejection');
+    process.stdout.write(`# type fetch: ${cancels} reads of the array types cancelled; answers ${JSON.stringify([...statuses])}\n`);
+    assert.equal(await proc.stop('SIGTERM'), 0, proc.stderr());
+  } finally {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+    await proxy.close();
+    await pg.drop();
+  }
+});
