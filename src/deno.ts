@@ -9,7 +9,7 @@ import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
 import { ensureKeys, type StartKeys } from './proof/keyEras.ts';
-import { memoryKey, type KeySources, type LoadedKey } from './proof/keys.ts';
+import { keyIdOf, memoryKey, type KeySources, type LoadedKey } from './proof/keys.ts';
 import { formatNoteKey, parseKeyText } from './crypto/keyText.ts';
 import { createSigner } from './crypto/signer.ts';
 import { startJobs } from './jobs/index.ts';
@@ -88,6 +88,14 @@ function readKeyFile(variable: string, source: string): LoadedKey {
   }
 }
 
+const WEBHOOK_NAME = 'escrow-settlement-webhook';
+/** DATA_DIR/keys/, made (0700) if missing: where the sandbox's keys are generated. */
+function keysDir(): string {
+  const dir = `${config.dataDir.replace(/\/+$/, '')}/keys`;
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
 /** ISSUER_KEY/WEBHOOK_KEY, or the sandbox's DATA_DIR/keys/ (generated once), or memory for :memory:. */
 function denoKeys(env: Record<string, string>): StartKeys {
   if (env.ISSUER_KEY || env.WEBHOOK_KEY) {
@@ -101,8 +109,7 @@ function denoKeys(env: Record<string, string>): StartKeys {
       'with DATABASE_URL the service signs with keys you name: create them with `npx tsx src/main.ts keys generate --out DIR` and set ISSUER_KEY=file:DIR/issuer.key WEBHOOK_KEY=file:DIR/webhook.key',
     );
   if (config.dataDir === ':memory:') return { issuer: memoryKey(), webhook: memoryKey() };
-  const dir = `${config.dataDir.replace(/\/+$/, '')}/keys`;
-  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const dir = keysDir();
   const file = (name: string, keyName: string) => {
     const path = `${dir}/${name}`;
     try {
@@ -112,13 +119,31 @@ function denoKeys(env: Record<string, string>): StartKeys {
     }
     return readKeyFile('DATA_DIR', `file:${path}`);
   };
-  return { issuer: file('issuer.key', config.logOrigin), webhook: file('webhook.key', 'escrow-settlement-webhook') };
+  return { issuer: file('issuer.key', config.logOrigin), webhook: file('webhook.key', WEBHOOK_NAME) };
 }
 
-const denoSources: KeySources = {
-  load: async (source, variable) => readKeyFile(variable, source),
-  generate: async () => memoryKey(),
-};
+/**
+ * Where a rotation's key comes from, as on the Node edge (docs/keys.md "Rotation"): a named key's
+ * source; without one, only a sandbox on generated keys rotates, to a new key written beside them
+ * (DATA_DIR/keys/<purpose>-<key id>.key, 0600) or kept in memory for :memory:.
+ */
+function denoSources(env: Record<string, string>): KeySources {
+  const load = async (source: string, variable: string) => readKeyFile(variable, source);
+  if (env.ISSUER_KEY || env.WEBHOOK_KEY) return { load };
+  if (config.dataDir === ':memory:') return { load, generate: async () => memoryKey() };
+  return {
+    load,
+    async generate(purpose) {
+      const seed = crypto.getRandomValues(new Uint8Array(32));
+      const path = `${keysDir()}/${purpose}-${keyIdOf(purpose, createSigner(seed).publicKey)}.key`;
+      Deno.writeTextFileSync(path, formatNoteKey(purpose === 'issuer' ? config.logOrigin : WEBHOOK_NAME, seed), {
+        createNew: true,
+        mode: 0o600,
+      });
+      return readKeyFile('key', `file:${path}`);
+    },
+  };
+}
 
 let keys: StartKeys;
 try {
@@ -137,11 +162,20 @@ try {
 }
 const db = await openStore(config);
 await migrate(db);
-await ensureKeys(db, keys);
+const keySources = denoSources(Deno.env.toObject());
+try {
+  await ensureKeys(db, keys, keySources);
+} catch (e) {
+  if (e instanceof ConfigError) {
+    log(`bad configuration: ${e.message}`);
+    Deno.exit(1);
+  }
+  throw e;
+}
 const app = createApp({
   db,
   config,
-  keySources: denoSources,
+  keySources,
   onError: (err, requestId) => log('request failed', { requestId, error: String(err) }),
 });
 const jobs = startJobs(app.svc, { log });

@@ -158,7 +158,7 @@ async function main(env: Env, slot?: number) {
   }
   const db: Db = await openStore(pgliteDir ? { ...config, dataDir: pgliteDir } : config);
   const applied = [...initApplied, ...(await migrate(db))];
-  const ensured = await ensureKeys(db, nodeKeys.keys);
+  const ensured = await ensureKeys(db, nodeKeys.keys, nodeKeys.sources);
   if (ensured.erased > 0)
     log('erased the private keys this database held: the service now signs with the configured keys', {
       erased: ensured.erased,

@@ -5,7 +5,7 @@
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { ConfigError } from '../errors.ts';
 import type { Db, Queryable } from '../db/types.ts';
-import { checkSigns, holdKey, issuerSigner, keyIdOf, type LoadedKey, type Purpose } from './keys.ts';
+import { checkSigns, holdKey, issuerSigner, keyIdOf, useKeySources, type KeySources, type LoadedKey, type Purpose } from './keys.ts';
 
 export interface StartKeys {
   issuer: LoadedKey;
@@ -37,9 +37,10 @@ const whence = (k: LoadedKey) => (k.source ? ` (${k.source})` : ' (held in memor
 
 /**
  * Reconciles the configured (or generated) keys with the database's eras, holds them for signing,
- * and returns what it wrote. Throws ConfigError naming the variable on every refusal.
+ * and returns what it wrote. `sources` is the edge's loader for an era's source (files, PKCS#11):
+ * without it only the held keys sign. Throws ConfigError naming the variable on every refusal.
  */
-export async function ensureKeys(db: Db, keys: StartKeys): Promise<EnsuredKeys> {
+export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources): Promise<EnsuredKeys> {
   for (const p of ['issuer', 'webhook'] as const) checkSigns(keys[p], VARIABLE[p]);
   const result = await db.tx(async (tx) => {
     await tx.query(LOCK_SQL);
@@ -76,8 +77,10 @@ export async function ensureKeys(db: Db, keys: StartKeys): Promise<EnsuredKeys> 
   });
   holdKey(keys.issuer);
   holdKey(keys.webhook);
-  // A restart after a rotation: the active era may be another key; load it now, so a source this
-  // instance cannot read stops the start instead of the first closing.
+  // A restart after a rotation: the active era may be another key, loaded from the source its era
+  // records through the edge's loader (registered here, before the app is made); load it now, so a
+  // source this instance cannot read stops the start instead of the first closing.
+  if (sources) useKeySources(sources);
   const [activeIssuer] = await db.query<{ key_id: string; source: string | null }>(
     `SELECT key_id, source FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL`,
   );

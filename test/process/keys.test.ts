@@ -235,3 +235,45 @@ test('keys generate never overwrites a key and refuses unknown arguments', { tim
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('after a rotation the next start signs with the new key: a sandbox rotated without a source, and named keys started with the old ISSUER_KEY', {
+  timeout: 300_000,
+}, async () => {
+  const root = 'root-secret-0123456789';
+  const rotate = async (url: string, body: unknown) => {
+    const r = await fetch(`${url}/v1/admin/issuer/rotate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = await r.json();
+    assert.equal(r.status, 201, JSON.stringify(json));
+    return json.active.publicKey as string;
+  };
+  const dataDir = tmp('rotated');
+  const keyDir = tmp('rotated-named');
+  try {
+    // The sandbox's generated keys: the new one is written to DATA_DIR/keys/ and read from there at the next start.
+    let s = await startService(TSX, { DATA_DIR: dataDir, API_KEY: root }, 150_000);
+    const rotated = await rotate(s.url, {});
+    assert.equal(await s.stop(), 0, s.stderr());
+    s = await startService(TSX, { DATA_DIR: dataDir, API_KEY: root }, 150_000);
+    assert.equal(await issuerOf(s.url), rotated);
+    assert.equal(await s.stop(), 0, s.stderr());
+
+    // Named keys: rotated to a new file; a start still naming the old file signs with the new one (its era's source).
+    const named = await generate(keyDir);
+    const next = join(keyDir, 'issuer-next.key');
+    writeFileSync(next, formatNoteKey(ORIGIN, crypto.getRandomValues(new Uint8Array(32))), { mode: 0o600 });
+    const env = { DATA_DIR: join(dataDir, 'named'), API_KEY: root, ...named };
+    s = await startService(TSX, env, 150_000);
+    const active = await rotate(s.url, { key: `file:${next}` });
+    assert.equal(await s.stop(), 0, s.stderr());
+    s = await startService(TSX, env, 150_000);
+    assert.equal(await issuerOf(s.url), active);
+    assert.equal(await s.stop(), 0, s.stderr());
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(keyDir, { recursive: true, force: true });
+  }
+});

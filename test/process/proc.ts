@@ -102,6 +102,8 @@ export interface RunOptions {
   /** Run as this user and group (a root test playing an unprivileged operator). */
   uid?: number;
   gid?: number;
+  /** The executable (node by default; deno for the Deno edge). */
+  exec?: string;
 }
 
 /**
@@ -115,7 +117,7 @@ export function run(
   opts: RunOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, {
+    const child = spawn(opts.exec ?? process.execPath, args, {
       cwd: opts.cwd ?? ROOT,
       uid: opts.uid,
       gid: opts.gid,
