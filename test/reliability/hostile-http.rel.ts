@@ -284,7 +284,10 @@ test('hostile input over HTTP to a started process: fuzz sample, JSON bombs, a 1
 
     const lorisResult = await loris;
     notes.slowLorisClosedAfterMs = lorisResult.closedAfterMs;
-    assert.ok(lorisResult.closedAfterMs < 13_000, `slow-loris socket closed after ${lorisResult.closedAfterMs} ms`);
+    // headersTimeout (10 s) plus up to one connection check (1 s), plus the event loop's lag while
+    // the bombs beside it are parsed: 12.2-12.3 s on 2-core machines. Node's default would be up to
+    // 40 s (its check every 30 s), which this bound still tells apart.
+    assert.ok(lorisResult.closedAfterMs < 15_000, `slow-loris socket closed after ${lorisResult.closedAfterMs} ms`);
     assert.ok(lorisResult.closedAfterMs > 8_000, `closed too early (${lorisResult.closedAfterMs} ms)`);
     assert.match(
       lorisResult.answer,
