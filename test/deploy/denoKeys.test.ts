@@ -10,28 +10,13 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config.ts';
 import { formatNoteKey } from '../../src/crypto/keyText.ts';
 import { nodeKeySources } from '../../src/node/serviceKeys.ts';
-import { DENO, NO_DENO, ROOT as REPO, run, startService } from '../process/proc.ts';
+import { DENO, NO_DENO, overHttp, ROOT as REPO, run, startService } from '../process/proc.ts';
 import { HOSTED, ROOT } from '../admin/helpers.ts';
 import { settled } from '../fixtures.ts';
-import type { Harness } from '../harness.ts';
 
 const ORIGIN = parseConfig({}).logOrigin;
 const DENO_ARGS = ['run', '-A', '--quiet', 'src/deno.ts'];
 const startDeno = (env: Record<string, string>) => startService(DENO_ARGS, { DENO_NO_UPDATE_CHECK: '1', ...env }, 90_000, REPO, DENO);
-
-/** The fixtures' requests over HTTP to a started service, as the root key. */
-function over(url: string): Harness {
-  const req: Harness['req'] = async (method, path, body, headers = {}) => {
-    const r = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ROOT}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, text, body: text ? JSON.parse(text) : undefined, headers: r.headers };
-  };
-  return { req } as Harness;
-}
 
 /** The public key (hex) in a key file, read the Node edge's way. */
 async function publicKeyOf(path: string): Promise<string> {
@@ -48,7 +33,7 @@ test('under Deno: keys generated into DATA_DIR/keys once, a rotation without a s
   let s = await startDeno({ DATA_DIR: dataDir, ...HOSTED });
   let rotated: string;
   try {
-    const h = over(s.url);
+    const h = overHttp(s.url, ROOT);
     const issuer = (await h.req('GET', '/health')).body.issuer;
     assert.equal(await publicKeyOf(join(keys, 'issuer.key')), issuer, 'the issuer is the generated file');
     for (const f of ['issuer.key', 'webhook.key']) assert.equal(statSync(join(keys, f)).mode & 0o777, 0o600, f);
@@ -69,7 +54,7 @@ test('under Deno: keys generated into DATA_DIR/keys once, a rotation without a s
   // The same DATA_DIR again: the same files, and the rotated key signs (the active era, loaded from its source).
   s = await startDeno({ DATA_DIR: dataDir, ...HOSTED });
   try {
-    const h = over(s.url);
+    const h = overHttp(s.url, ROOT);
     assert.equal((await h.req('GET', '/health')).body.issuer, rotated);
     assert.equal((await settled(h)).proof.signature.signer, rotated);
     assert.deepEqual(
@@ -97,7 +82,7 @@ test('under Deno: named file: keys sign as given, a rotation must name its key, 
   const named = { ISSUER_KEY: `file:${issuerFile}`, WEBHOOK_KEY: `file:${webhookFile}` };
   const s = await startDeno({ DATA_DIR: ':memory:', ...HOSTED, ...named });
   try {
-    const h = over(s.url);
+    const h = overHttp(s.url, ROOT);
     const issuer = await publicKeyOf(issuerFile);
     assert.equal((await h.req('GET', '/health')).body.issuer, issuer);
     assert.equal((await settled(h)).proof.signature.signer, issuer);

@@ -38,15 +38,30 @@ async function everyRoute(call: Call): Promise<Array<{ route: string; status: nu
   return out;
 }
 
+/** A service on its own schema, its DATABASE_URL through a TCP proxy the test can cut. */
+async function behindProxy(tag: string) {
+  const pg = await pgSchema(tag);
+  const proxy = await startTcpProxy(hostPort(PG_URL!));
+  const viaProxy = new URL(pg.url);
+  viaProxy.host = `127.0.0.1:${proxy.port}`;
+  const proc = await startService(TSX, { DATABASE_URL: viaProxy.toString(), SWEEP_INTERVAL_MS: '200' }).catch(async (err) => {
+    await proxy.close();
+    await pg.drop();
+    throw err;
+  });
+  const close = async () => {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+    await proxy.close();
+    await pg.drop();
+  };
+  return { proxy, proc, close };
+}
+
 test('a lost database gives 503 unavailable with Retry-After on every route that needs it, and the service recovers by itself', {
   timeout: 120_000,
   skip: !PG_URL && 'needs TEST_DATABASE_URL',
 }, async () => {
-  const pg = await pgSchema('outage');
-  const proxy = await startTcpProxy(hostPort(PG_URL!));
-  const viaProxy = new URL(pg.url);
-  viaProxy.host = `127.0.0.1:${proxy.port}`;
-  const proc = await startService(TSX, { DATABASE_URL: viaProxy.toString(), SWEEP_INTERVAL_MS: '200' });
+  const { proxy, proc, close } = await behindProxy('outage');
   try {
     const call = caller(proc.url);
     assert.equal((await call('POST', '/v1/agents', { label: 'before the outage' })).status, 201);
@@ -112,9 +127,7 @@ test('a lost database gives 503 unavailable with Retry-After on every route that
     assert.equal(proc.child.exitCode, null, 'the process never exited');
     assert.equal(await proc.stop('SIGTERM'), 0, proc.stderr());
   } finally {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-    await proxy.close();
-    await pg.drop();
+    await close();
   }
 });
 
@@ -126,11 +139,7 @@ test('a failed read of the array types by a new postgres.js connection does not 
   // discards: that query failing (here cancelled, as statement_timeout does; in an outage, the
   // connection lost or its pool ended during it) rejected with no handler and ended the process with
   // exit code 1 (src/node/postgresGuard.ts).
-  const pg = await pgSchema('typefetch');
-  const proxy = await startTcpProxy(hostPort(PG_URL!));
-  const viaProxy = new URL(pg.url);
-  viaProxy.host = `127.0.0.1:${proxy.port}`;
-  const proc = await startService(TSX, { DATABASE_URL: viaProxy.toString(), SWEEP_INTERVAL_MS: '200' });
+  const { proxy, proc, close } = await behindProxy('typefetch');
   try {
     const call = caller(proc.url);
     assert.equal((await call('POST', '/v1/agents', { label: 'before' })).status, 201);
@@ -152,8 +161,6 @@ test('a failed read of the array types by a new postgres.js connection does not 
     process.stdout.write(`# type fetch: ${cancels} reads of the array types cancelled; answers ${JSON.stringify([...statuses])}\n`);
     assert.equal(await proc.stop('SIGTERM'), 0, proc.stderr());
   } finally {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-    await proxy.close();
-    await pg.drop();
+    await close();
   }
 });

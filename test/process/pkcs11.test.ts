@@ -7,9 +7,9 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { issuerVkey, verifyCheckpoint } from '@escrow-settlement/protocol/issuer';
-import { nodeVerifyHex, PASSING_TERMS } from '../fixtures.ts';
+import { nodeVerifyHex, settled } from '../fixtures.ts';
 import { SOFTHSM_MODULE, softhsmMissing, softToken } from '../node/softhsm.ts';
-import { failsNaming, startService, TSX } from './proc.ts';
+import { failsNaming, overHttp, startService, TSX } from './proc.ts';
 import { loadPkcs11Key } from '../../src/node/pkcs11.ts';
 import { HOSTED, ROOT } from '../admin/helpers.ts';
 
@@ -34,33 +34,13 @@ test('with pkcs11: keys in SoftHSM2 the service signs proofs, heads and checkpoi
     150_000,
   );
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const r = await fetch(`${s.url}${path}`, {
-        method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: await r.json() };
-    };
-    assert.equal((await call('GET', '/health')).body.issuer, tokenIssuer, 'the issuer is the token key');
-    const payer = (await call('POST', '/v1/agents', { label: 'payer' })).body;
-    const payee = (await call('POST', '/v1/agents', { label: 'payee' })).body;
-    const e = (
-      await call('POST', '/v1/escrows', {
-        amount: '2',
-        asset: 'USDC',
-        terms: PASSING_TERMS,
-        payerAgentId: payer.id,
-        payeeAgentId: payee.id,
-      })
-    ).body;
-    assert.equal((await call('POST', `/v1/escrows/${e.id}/fund`)).status, 200);
-    const d = await call('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title: 'signed in the token' } });
-    assert.equal(d.status, 201, JSON.stringify(d.body));
-    const { signature, ...unsigned } = d.body.proof;
+    const h = overHttp(s.url);
+    assert.equal((await h.req('GET', '/health')).body.issuer, tokenIssuer, 'the issuer is the token key');
+    const { proof } = await settled(h);
+    const { signature, ...unsigned } = proof;
     assert.equal(signature.signer, tokenIssuer);
     assert.ok(nodeVerifyHex(tokenIssuer, canonicalize(unsigned), signature.signature), 'the proof verifies under the token key');
-    const head = (await call('GET', '/v1/log/head')).body;
+    const head = (await h.req('GET', '/v1/log/head')).body;
     assert.ok(head.logSize >= 1);
     assert.equal(head.signature.signer, tokenIssuer);
     const headBody = { logSize: head.logSize, rootHash: head.rootHash, signedAt: head.signedAt };
@@ -107,51 +87,28 @@ test('a service on key files rotates its issuer to a key inside the token: later
   // Hosted (an API key), keys generated into DATA_DIR/keys; the module is configured for the rotation's source.
   const s = await startService(TSX, { DATA_DIR: ':memory:', ...HOSTED, PKCS11_MODULE: SOFTHSM_MODULE, ...token.env }, 150_000);
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const r = await fetch(`${s.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${ROOT}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: await r.json() };
-    };
-    const settle = async (title: string) => {
-      const payer = (await call('POST', '/v1/agents', { label: 'payer' })).body;
-      const payee = (await call('POST', '/v1/agents', { label: 'payee' })).body;
-      const e = (
-        await call('POST', '/v1/escrows', {
-          amount: '2',
-          asset: 'USDC',
-          terms: PASSING_TERMS,
-          payerAgentId: payer.id,
-          payeeAgentId: payee.id,
-        })
-      ).body;
-      assert.equal((await call('POST', `/v1/escrows/${e.id}/fund`)).status, 200);
-      const d = await call('POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title } });
-      assert.equal(d.status, 201, JSON.stringify(d.body));
-      return d.body.proof;
-    };
-    const before = await settle('signed with the file key');
+    const h = overHttp(s.url, ROOT);
+    const settle = async () => (await settled(h)).proof;
+    const before = await settle();
     const fileIssuer = before.signature.signer;
     assert.notEqual(fileIssuer, tokenIssuer);
 
-    const rot = await call('POST', '/v1/admin/issuer/rotate', { key: tokenUri });
+    const rot = await h.req('POST', '/v1/admin/issuer/rotate', { key: tokenUri });
     assert.equal(rot.status, 201, JSON.stringify(rot.body));
     assert.equal(rot.body.active.publicKey, tokenIssuer, 'the active key is the token key');
     assert.equal(rot.body.retired.publicKey, fileIssuer);
 
-    const after = await settle('signed in the token');
+    const after = await settle();
     const { signature, ...unsigned } = after;
     assert.equal(signature.signer, tokenIssuer);
     assert.ok(nodeVerifyHex(tokenIssuer, canonicalize(unsigned), signature.signature), 'the proof verifies under the token key');
-    const head = (await call('GET', '/v1/log/head')).body;
+    const head = (await h.req('GET', '/v1/log/head')).body;
     assert.equal(head.signature.signer, tokenIssuer, 'the head is signed in the token');
     // The proof from before the rotation still verifies, by its era.
-    const v = await call('POST', '/v1/verify', before);
+    const v = await h.req('POST', '/v1/verify', before);
     assert.equal(v.status, 200, JSON.stringify(v.body));
     assert.equal(v.body.valid, true, JSON.stringify(v.body));
-    const keys = (await call('GET', '/.well-known/proof-issuer.json')).body;
+    const keys = (await h.req('GET', '/.well-known/proof-issuer.json')).body;
     assert.deepEqual(
       keys.keys.map((k: { publicKey: string; validUntil?: string }) => [k.publicKey, k.validUntil === undefined]),
       [

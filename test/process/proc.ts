@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config.ts';
 import { generateKeyFiles } from '../../src/node/serviceKeys.ts';
 import assert from 'node:assert/strict';
+import type { Harness } from '../harness.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -95,6 +96,33 @@ export async function startService(
       return exited;
     },
   };
+}
+
+/**
+ * The fixtures' requests (test/fixtures.ts) over HTTP to a started service, with `key` as the bearer
+ * when given: only `req` is there (no app, no db).
+ */
+export function overHttp(url: string, key?: string): Harness {
+  const req: Harness['req'] = async (method, path, body, headers = {}) => {
+    const r = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: r.status, text, body: parsed, headers: r.headers };
+  };
+  return { req } as Harness;
 }
 
 export interface RunOptions {
