@@ -170,6 +170,10 @@ for (const kind of STORES) {
 
     test('a closing does not wait for a witness that never answers', async () => {
       w1.misbehave = 'silent';
+      // The hung submission ends by its own AbortSignal.timeout, whose timer does not hold Node's
+      // event loop open. A service's listening socket does; this test process may hold nothing else,
+      // and the runner then cancels the test ("the event loop has already resolved") before it ends.
+      const keepAlive = setInterval(() => {}, 1_000);
       try {
         await issueSynthetic(h.db);
         await makeDue();
@@ -184,6 +188,7 @@ for (const kind of STORES) {
         const r = await pending;
         assert.equal(of(r, w1)?.outcome, 'failed');
       } finally {
+        clearInterval(keepAlive);
         w1.misbehave = null;
       }
     });
