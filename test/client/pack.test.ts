@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { foreignImports, packCheck, PROTOCOL_DEPENDENCIES, protocolDependencies, readPackageJson } from './packCheck.ts';
+import { foreignImports, OLDEST_TS, packCheck, PROTOCOL_DEPENDENCIES, protocolDependencies, readPackageJson } from './packCheck.ts';
 
 test('the client package declares ESM with types, a bin, and only the protocol package as a dependency', () => {
   const pkg = readPackageJson();
@@ -64,5 +64,6 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
   assert.match(r.bundleKeys.err, /WARNING: trusting the issuer keys inside the bundle/);
 
   assert.equal(r.tsc.code, 0, `tsc --strict on the consumer:\n${r.tsc.out}${r.tsc.err}`);
+  assert.equal(r.tscOldest.code, 0, `tsc ${OLDEST_TS} (module node16) on the consumer:\n${r.tscOldest.out}${r.tscOldest.err}`);
   assert.equal(r.runtimeImport.out.trim(), 'ok', r.runtimeImport.out + r.runtimeImport.err);
 });

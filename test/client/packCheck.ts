@@ -77,6 +77,9 @@ export const delivery: string = canonicalize(signDelivery(keys.secretKey, { escr
 verifyBundle({} as Bundle, { trustedKeys: 5 });
 `;
 
+/** The oldest TypeScript whose compiler reads the declarations (packages/client/README.md says so). */
+export const OLDEST_TS = '5.0';
+
 const CONSUMER_TSCONFIG = {
   compilerOptions: {
     strict: true,
@@ -99,6 +102,8 @@ export interface PackReport {
   untrusted: Run;
   bundleKeys: Run;
   tsc: Run;
+  /** The same consumer compiled by the oldest TypeScript the client README names (5.0, module node16). */
+  tscOldest: Run;
   runtimeImport: Run;
   /** `escrow-settlement mcp` where the optional MCP SDK is not installed. */
   mcpWithoutSdk: Run;
@@ -137,6 +142,19 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
     log('tsc --strict against the installed package');
     const tsc = run(process.execPath, [TSC, '-p', 'tsconfig.json', '--strict'], dir);
+    log(`tsc ${OLDEST_TS} (module node16) against the installed package`);
+    const old = join(tmp, 'oldest-ts');
+    mkdirSync(old);
+    writeFileSync(join(old, 'package.json'), JSON.stringify({ name: 'oldest-ts', private: true }));
+    must('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `typescript@${OLDEST_TS}`], old);
+    writeFileSync(
+      join(dir, 'tsconfig.oldest.json'),
+      JSON.stringify({
+        ...CONSUMER_TSCONFIG,
+        compilerOptions: { ...CONSUMER_TSCONFIG.compilerOptions, module: 'node16', moduleResolution: 'node16' },
+      }),
+    );
+    const tscOldest = run(process.execPath, [join(old, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.oldest.json'], dir);
     const runtimeImport = run(
       process.execPath,
       [
@@ -148,7 +166,7 @@ export async function packCheck(log: (line: string) => void = () => {}): Promise
       ],
       dir,
     );
-    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, runtimeImport, mcpWithoutSdk };
+    return { tarball, files, trusted, issuerDoc: issuerDocRun, untrusted, bundleKeys, tsc, tscOldest, runtimeImport, mcpWithoutSdk };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -1,6 +1,6 @@
 // CLI entry for .ci/pack-check.sh: runs the client package check and exits non-zero on any failure.
 import { fileURLToPath } from 'node:url';
-import { foreignImports, packCheck, PROTOCOL_DEPENDENCIES } from './packCheck.ts';
+import { foreignImports, OLDEST_TS, packCheck, PROTOCOL_DEPENDENCIES } from './packCheck.ts';
 
 const problems: string[] = [];
 const r = await packCheck((line) => console.log(`pack-check: ${line}`));
@@ -19,6 +19,8 @@ if (r.untrusted.code !== 1 || !/^FAIL issuer.trust: /m.test(r.untrusted.out))
 if (r.bundleKeys.code !== 0 || !/WARNING/.test(r.bundleKeys.err))
   problems.push(`CLI with --trust-bundle-keys should pass with a warning: exit ${r.bundleKeys.code}\n${r.bundleKeys.err}`);
 if (r.tsc.code !== 0) problems.push(`tsc --strict on the consumer: exit ${r.tsc.code}\n${r.tsc.out}${r.tsc.err}`);
+if (r.tscOldest.code !== 0)
+  problems.push(`tsc ${OLDEST_TS} on the consumer: exit ${r.tscOldest.code}\n${r.tscOldest.out}${r.tscOldest.err}`);
 if (r.mcpWithoutSdk.code !== 2 || !/npm install @modelcontextprotocol\/sdk/.test(r.mcpWithoutSdk.err))
   problems.push(
     `escrow-settlement mcp without the optional MCP SDK should explain it: exit ${r.mcpWithoutSdk.code}\n${r.mcpWithoutSdk.err}`,

@@ -150,6 +150,12 @@ export type ApiClient = ReturnType<typeof createClient>;
  * ApiError carrying the envelope's code, message and docsUrl, the status and the x-request-id.
  * `fetch` may be any `(Request) => Promise<Response>`, e.g. `(req) => app.fetch(req)` in-process.
  */
+/**
+ * A tile's bytes. Named so the declarations say `Uint8Array` and not TypeScript 5.7's
+ * `Uint8Array<ArrayBufferLike>`, which older compilers (5.0-5.6) cannot read.
+ */
+export type TileBytes = Uint8Array;
+
 export function createClient(opts: ClientOptions) {
   const clock = new ServiceClock();
   const transport = createTransport(opts, (serviceNow) => clock.observe(serviceNow));
@@ -299,7 +305,7 @@ export function createClient(opts: ClientOptions) {
       /** C2SP tlog-checkpoint signed note (text). */
       checkpoint: () => call<string>('log.checkpoint', { as: 'text' }),
       /** A C2SP tlog-tiles tile or entry bundle by its path after `tile/` ("0/x001/234.p/7", "entries/000"); see tilePath. */
-      tile: (path: string) => call<Uint8Array>('log.tile', { params: { tile: path }, as: 'bytes' }),
+      tile: (path: string): Promise<TileBytes> => call<TileBytes>('log.tile', { params: { tile: path }, as: 'bytes' }),
       /** Each configured witness with the last size it cosigned (the service's witnessing documentation). */
       witnesses: () => call<{ quorum: number; witnesses: WitnessState[] }>('log.witnesses'),
       /** The C2SP tlog-policy file: log keys, witnesses, quorum (text). */
