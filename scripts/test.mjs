@@ -27,7 +27,7 @@ process.chdir(ROOT);
  * several share dist/ or time their own start-up, so they run apart and one at a time.
  */
 const E2E = [
-  'test/console/', // chromium against a started service (docs/console.md)
+  'test/console/', // chromium against a started service
   'test/process/', // the service started as operators do: bundle, workers, start-up failures
   'test/custody/', // ganache and solc: the chain custody
   'test/deploy/', // the Docker image's command, the systemd unit, Deno

@@ -45,8 +45,15 @@ export function mount(el: Element, ...children: Child[]) {
   append(el, children);
 }
 
-/** A hex string shortened for display, full value in the title (and to screen readers). */
-export const short = (hex: string, n = 10) => h('code', { title: hex, class: 'hex' }, hex.length > n + 2 ? `${hex.slice(0, n)}…` : hex);
+/**
+ * A hex string shortened for display with an ellipsis. The whole value stays the element's text (the
+ * stylesheet cuts it at `n` characters), so selecting and copying it copies all of it, and the title
+ * shows it on hover. Widths are classes, not inline styles: the console's CSP allows no style attribute.
+ */
+export const short = (hex: string, n: 10 | 16 | 24 = 10) => h('code', { title: hex, class: `hex w${n}` }, hex);
+
+/** An id (esc_…, prf_…): never broken inside, cut with an ellipsis where the column is narrow, copied whole. */
+export const idText = (id: string) => h('code', { class: 'id', title: id }, id);
 
 export const badge = (ok: boolean, yes = 'pass', no = 'fail') =>
   h('span', { class: ok ? 'badge ok' : 'badge bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
@@ -115,11 +122,13 @@ export function table(head: string[], rows: Child[][], caption?: string): HTMLTa
     h(
       'tbody',
       null,
+      // Each cell carries its column's name: on a phone the stylesheet turns a row into a card of
+      // `label: value` lines and shows it from there.
       rows.map((r) =>
         h(
           'tr',
           null,
-          r.map((c) => h('td', null, c)),
+          r.map((c, i) => h('td', { 'data-label': head[i] ?? '' }, c)),
         ),
       ),
     ),

@@ -8,6 +8,7 @@ import { verifyView } from './views/verify.ts';
 import { logView } from './views/log.ts';
 import { webhooksView } from './views/webhooks.ts';
 import { sandboxView } from './views/sandbox.ts';
+import { onRefresh } from './refresh.ts';
 
 export type View = (main: HTMLElement, params: Record<string, string>, query: URLSearchParams) => Promise<(() => void) | void>;
 
@@ -122,6 +123,7 @@ async function render() {
     if (route && path.startsWith(a.dataset.nav!)) a.setAttribute('aria-current', 'page');
   }
   if (!route || (route.sandbox && hosted())) {
+    document.title = 'Not found · Escrow settlement console';
     mount(
       main,
       h('h1', null, 'Not found'),
@@ -129,10 +131,12 @@ async function render() {
     );
     return;
   }
-  document.title = `${route.title} · Escrow settlement console`;
+  const params = (route.pattern.exec(path)!.groups ?? {}) as Record<string, string>;
+  // The title names the page, and on a detail page the thing shown (a tab list of escrows tells them apart).
+  document.title = `${route.title}${params.id ? ` ${params.id}` : ''} · Escrow settlement console`;
   if (hosted() && !getKey() && !route.open) return keyGate(main);
   try {
-    cleanup = await route.view(main, (route.pattern.exec(path)!.groups ?? {}) as Record<string, string>, new URLSearchParams(qs ?? ''));
+    cleanup = await route.view(main, params, new URLSearchParams(qs ?? ''));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401 && hosted()) {
       forgetKey();
@@ -141,6 +145,8 @@ async function render() {
     main.append(errorBox(err));
   }
 }
+
+onRefresh(render);
 
 /** Moves focus to the new page's heading region so keyboard and screen-reader users land on it. */
 window.addEventListener('hashchange', () => void render().then(() => document.getElementById('main')?.focus()));

@@ -4,7 +4,7 @@ import type { CustodyEntry, Dispute, Escrow, WebhookAttempt } from '@escrow-sett
 import type { Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
 import { ApiError, api } from '../api.ts';
-import { errorBox, facts, h, mount, plural, pre, section, sharesText, short, table, when, type Fact } from '../dom.ts';
+import { errorBox, type Fact, facts, h, idText, mount, plural, pre, section, sharesText, short, table, when } from '../dom.ts';
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
 import { proofSection } from './proof.ts';
@@ -74,14 +74,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
     mount(
       main,
       h('p', { class: 'crumbs' }, h('a', { href: '#/escrows' }, 'Escrows'), ' / ', id),
-      h(
-        'h1',
-        null,
-        'Escrow ',
-        h('code', null, id),
-        ' ',
-        h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state),
-      ),
+      h('h1', null, 'Escrow ', idText(id), ' ', h('span', { class: `state st-${e.state}`, 'data-testid': 'escrow-state' }, e.state)),
       facts([
         ['Amount', `${e.amount} ${e.asset}`],
         ['Payer', [short(e.payer.publicKey, 16), e.payer.label ? ` (${e.payer.label})` : '']],
@@ -92,6 +85,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
         ['Custody', custodyLabel(e, custody), { 'data-testid': 'custody' }],
         ['Created', when(e.createdAt)],
       ]),
+      failedVerdict(e, trail.entries),
       e.custody?.status === 'settle-failed' ? retryCustody() : null,
       section('State machine', stateMachine(path, e.state)),
       section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
@@ -190,6 +184,39 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
   };
 }
 
+/**
+ * When the latest verdict failed, which of the terms' checks failed, on the page itself (not only
+ * inside a collapsed trail entry): the verdict's trail entry names the failing checks' kinds.
+ */
+function failedVerdict(e: Escrow, entries: TrailEntry[]) {
+  const last = entries.findLast((t) => t.event === 'verdict.passed' || t.event === 'verdict.failed');
+  if (!last || last.event !== 'verdict.failed') return null;
+  const failed = new Set(((last.body as { failed?: unknown }).failed as string[] | undefined) ?? []);
+  const checks = e.terms.checks.filter((c) => failed.has(c.kind));
+  return h(
+    'div',
+    { class: 'card warn', 'data-testid': 'failed-checks' },
+    h(
+      'p',
+      null,
+      'The delivery failed its verdict at ',
+      when(last.at),
+      `: ${plural(checks.length, 'check')} of ${e.terms.checks.length} failed.`,
+    ),
+    h(
+      'ul',
+      null,
+      checks.map((c) => {
+        const { kind, ...rest } = c as { kind: string } & Record<string, unknown>;
+        return h('li', null, h('code', null, kind), ' ', h('code', { class: 'check-def' }, JSON.stringify(rest)));
+      }),
+    ),
+    e.state === 'delivered'
+      ? h('p', null, 'Next: a refund to the payer, or a dispute opened by either party; at the deadline it refunds.')
+      : null,
+  );
+}
+
 function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
   const r = d.ruling;
   const signers = !r
@@ -203,7 +230,7 @@ function disputeBlock(d: Dispute, e: Escrow, role: (k: string) => string) {
     'div',
     null,
     facts([
-      ['Dispute', [h('code', null, d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)]],
+      ['Dispute', [idText(d.id), ' ', h('span', { class: 'state', 'data-testid': 'dispute-state' }, d.state)]],
       ['Opened by', [role(d.openedBy), ' ', short(d.openedBy), ' at ', when(d.openedAt)]],
       ['Reason', d.reason || '—'],
     ]),

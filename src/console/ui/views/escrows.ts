@@ -2,7 +2,7 @@
 // paged with the list API's cursor (limit 20).
 import type { EscrowState } from '@escrow-settlement/protocol/resources';
 import { api, hosted } from '../api.ts';
-import { h, mount, short, table, when } from '../dom.ts';
+import { h, idText, mount, short, table, when } from '../dom.ts';
 
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'];
 const PAGE = 20;
@@ -44,7 +44,7 @@ export async function escrowListView(main: HTMLElement, _p: Record<string, strin
       : table(
           ['escrow', 'state', 'amount', 'payer', 'payee', 'created', 'deadline'],
           page.escrows.map((e) => [
-            h('a', { href: `#/escrows/${e.id}` }, e.id),
+            h('a', { href: `#/escrows/${e.id}` }, idText(e.id)),
             h('span', { class: `state st-${e.state}` }, e.state),
             `${e.amount} ${e.asset}`,
             short(e.payer.publicKey),

@@ -1,7 +1,7 @@
 // Log explorer: size and signed head, the checkpoint note, entries page by page, a leaf's inclusion
 // path drawn to the root, and a consistency proof between two sizes checked in the browser.
 import { api } from '../api.ts';
-import { badge, errorBox, facts, h, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
+import { badge, errorBox, facts, h, idText, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
 import { verifyConsistency } from '@escrow-settlement/protocol/verify';
 import { inclusionDrawing } from './inclusion.ts';
 import { witnessesSection } from './witnesses.ts';
@@ -86,8 +86,8 @@ export async function logView(main: HTMLElement, _p: Record<string, string>, que
             ['leaf', 'proof', 'escrow', 'outcome', 'issued', 'inclusion'],
             entries.map((e) => [
               String(e.leafIndex),
-              h('code', null, e.proof.id),
-              h('a', { href: `#/escrows/${e.proof.escrowId}` }, e.proof.escrowId),
+              idText(e.proof.id),
+              h('a', { href: `#/escrows/${e.proof.escrowId}` }, idText(e.proof.escrowId)),
               e.proof.outcome,
               when(e.proof.issuedAt),
               h(

@@ -2,7 +2,7 @@
 // then verifyBundle runs here against the pinned issuer key.
 import type { Proof, WitnessState } from '@escrow-settlement/protocol/types';
 import { api } from '../api.ts';
-import { errorBox, facts, h, pre, sharesText, short, when } from '../dom.ts';
+import { errorBox, facts, h, idText, pre, sharesText, short, when } from '../dom.ts';
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
 import { cosignatureList } from '../cosignatures.ts';
@@ -48,7 +48,7 @@ export function proofSection(proof: Proof): HTMLElement {
     'div',
     null,
     facts([
-      ['Proof', h('code', null, proof.id)],
+      ['Proof', idText(proof.id)],
       ['Outcome', [proof.outcome, sharesText(proof.shares)], { 'data-testid': 'proof-outcome' }],
       ['Issued', when(proof.issuedAt)],
       // trailLength/trailHead commit to the trail before the proof.issued entry (docs/protocol.md §11.1),

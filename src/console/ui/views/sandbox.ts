@@ -2,7 +2,8 @@
 // settlements fail and retry them, and create a demo matter in one click.
 import type { Escrow } from '@escrow-settlement/protocol/resources';
 import { ApiError, api } from '../api.ts';
-import { errorBox, h, inlineForm, mount, section, table, when } from '../dom.ts';
+import { errorBox, h, idText, inlineForm, mount, section, table, when } from '../dom.ts';
+import { refreshPage } from '../refresh.ts';
 
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86400 };
 
@@ -56,7 +57,7 @@ function deadlinesTable(tracked: Escrow[], now: string | null): HTMLElement {
   return table(
     ['escrow', 'state', 'deadline', 'status'],
     tracked.map((e) => [
-      h('a', { href: `#/escrows/${e.id}` }, e.id),
+      h('a', { href: `#/escrows/${e.id}` }, idText(e.id)),
       h('span', { class: `state st-${e.state}`, 'data-testid': 'deadline-state' }, e.state),
       when(e.deadlineAt),
       !e.deadlineAt ? 'closed' : now && e.deadlineAt <= now ? 'due: closes in the next sweep' : 'not due',
@@ -77,7 +78,7 @@ export async function sandboxView(main: HTMLElement) {
   // Once re-read, a tracked escrow may have closed and lost its deadline: the table says "closed".
   let tracked: Escrow[] = due.sort((a, b) => (a.deadlineAt < b.deadlineAt ? -1 : 1)).slice(0, TRACKED);
   const deadlines = h('div', { 'aria-live': 'polite' }, deadlinesTable(tracked, now));
-  const status = h('div', { role: 'status', 'aria-live': 'polite', 'data-testid': 'sandbox-status' });
+  const status = h('div', { role: 'status', 'aria-live': 'polite', 'data-testid': 'sandbox-status', 'data-page-status': true });
   const act = (fn: () => Promise<string | void>) => async (e: Event) => {
     e.preventDefault();
     try {
@@ -174,7 +175,7 @@ export async function sandboxView(main: HTMLElement) {
         : table(
             ['escrow', 'state', 'updated', 'action'],
             waiting.map((e) => [
-              h('a', { href: `#/escrows/${e.id}` }, e.id),
+              h('a', { href: `#/escrows/${e.id}` }, idText(e.id)),
               e.state,
               when(e.updatedAt),
               h(
@@ -183,7 +184,8 @@ export async function sandboxView(main: HTMLElement) {
                   type: 'button',
                   onclick: act(async () => {
                     await api.escrows.retryCustody(e.id);
-                    return `Custody confirmed for ${e.id}.`;
+                    // The list is read again: the row of a matter whose settlement went through leaves it.
+                    await refreshPage(`Custody confirmed for ${e.id}.`);
                   }),
                 },
                 'Retry',

@@ -2,7 +2,8 @@
 // redeliver button (the event goes back to the outbox for its URL).
 import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
 import { api } from '../api.ts';
-import { errorBox, h, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
+import { errorBox, h, idText, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
+import { refreshPage } from '../refresh.ts';
 
 export async function webhooksView(main: HTMLElement, _p: Record<string, string>, query: URLSearchParams) {
   const cursor = query.get('cursor');
@@ -29,7 +30,7 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
     const k = `${a.escrowId}.${a.index} ${a.url}`;
     (groups.get(k) ?? groups.set(k, []).get(k)!).push(a);
   }
-  const deadOut = h('div', { role: 'status', 'data-testid': 'redeliver-status' });
+  const deadOut = h('div', { role: 'status', 'data-testid': 'redeliver-status', 'data-page-status': true });
   mount(
     main,
     h('h1', null, 'Webhooks'),
@@ -55,7 +56,7 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
               h(
                 'span',
                 null,
-                h('a', { href: `#/escrows/${as[0].escrowId}` }, as[0].escrowId),
+                h('a', { href: `#/escrows/${as[0].escrowId}` }, idText(as[0].escrowId)),
                 ` #${as[0].index} `,
                 h('code', null, as[0].event),
               ),
@@ -98,8 +99,14 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
         : table(
             ['id', 'event', 'url', 'attempts', 'last error', 'dead at', 'action'],
             dead.deadLetters.map((d) => [
-              h('code', null, d.id),
-              h('span', null, h('a', { href: `#/escrows/${d.event.escrowId}` }, d.event.escrowId), ' ', h('code', null, d.event.event)),
+              idText(d.id),
+              h(
+                'span',
+                null,
+                h('a', { href: `#/escrows/${d.event.escrowId}` }, idText(d.event.escrowId)),
+                ' ',
+                h('code', null, d.event.event),
+              ),
               d.url,
               String(d.attempts),
               d.lastError,
@@ -114,7 +121,8 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
                     (e.target as HTMLButtonElement).disabled = true;
                     try {
                       await api.webhooks.redeliver(d.id);
-                      deadOut.textContent = `Queued ${d.id} for redelivery to ${d.url}; its attempts appear under Deliveries.`;
+                      // Read again: the dead letter leaves the list, its new attempts join Deliveries.
+                      await refreshPage(`Queued ${d.id} for redelivery to ${d.url}; its attempts appear under Deliveries.`);
                     } catch (err) {
                       deadOut.replaceChildren(errorBox(err));
                     }
