@@ -190,7 +190,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
  */
 function failedVerdict(e: Escrow, entries: TrailEntry[]) {
   const last = entries.findLast((t) => t.event === 'verdict.passed' || t.event === 'verdict.failed');
-  if (!last || last.event !== 'verdict.failed') return null;
+  if (last?.event !== 'verdict.failed') return null;
   const failed = new Set(((last.body as { failed?: unknown }).failed as string[] | undefined) ?? []);
   const checks = e.terms.checks.filter((c) => failed.has(c.kind));
   return h(
