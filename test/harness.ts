@@ -4,7 +4,8 @@ import { pgDriverOptions, type PgDriverOptions } from '../src/db/pgOptions.ts';
 import { after, before, describe } from 'node:test';
 import { parseConfig, type Config } from '../src/config.ts';
 import { createApp, type App, type AppDeps } from '../src/app.ts';
-import { openPglite } from '../src/db/pglite.ts';
+import { openPglite, openPgliteFromDump } from '../src/db/pglite.ts';
+import { migratedDump } from './pgliteDump.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { MIGRATIONS, migrate, splitStatements } from '../src/db/migrate.ts';
 import type { Db } from '../src/db/types.ts';
@@ -52,7 +53,7 @@ export interface StoreOptions {
 
 /** Opens a fresh, migrated store of the given kind. */
 export async function openStore(kind: StoreKind, opts: StoreOptions = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
-  const store = await openEmptyStore(kind, opts);
+  const store = kind === 'pglite' ? await openMigratedPglite() : await openEmptyStore(kind, opts);
   await migrate(store.db);
   await ensureKeys(store.db, TEST_KEYS);
   return store;
@@ -81,6 +82,12 @@ export async function openStoreBefore(
     await ensureKeys(db, TEST_KEYS);
   };
   return { db, finish, drop };
+}
+
+/** PGlite in memory restored from the migrated dump (test/pgliteDump.ts); `migrate` then finds nothing to do. */
+async function openMigratedPglite(): Promise<{ db: Db; drop: () => Promise<void> }> {
+  const db = await openPgliteFromDump(await migratedDump());
+  return { db, drop: () => db.close() };
 }
 
 /** An empty store: PGlite in memory, or a Postgres schema of its own that `drop` removes. */

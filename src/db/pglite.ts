@@ -99,6 +99,25 @@ export async function openPglite(dataDir: string): Promise<Db> {
   return asDb(pg);
 }
 
+/**
+ * An in-memory store restored from a dump of a data directory (PGlite's `dumpDataDir`): no initdb and
+ * no migrations to run, about a third of the CPU of a fresh one. The test harness opens its stores so.
+ */
+export async function openPgliteFromDump(dump: Blob): Promise<Db> {
+  return asDb(await PGlite.create({ ...PGLITE_OPTIONS, loadDataDir: dump }));
+}
+
+/** A dump (uncompressed tar) of a fresh in-memory store with every migration applied. */
+export async function migratedPgliteDump(): Promise<Blob> {
+  const pg = await PGlite.create('memory://', PGLITE_OPTIONS);
+  try {
+    await migrate(asDb(pg));
+    return await pg.dumpDataDir('none');
+  } finally {
+    await pg.close();
+  }
+}
+
 function asDb(pg: PGlite): Db {
   const base = wrap(pg);
   return {
