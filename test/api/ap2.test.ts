@@ -547,6 +547,41 @@ for (const kind of STORES) {
       }
     });
 
+    test("MCP: the official SDK client fetches an AP2 matter's bundle with get_bundle (kind ap2 in its output schema) and verify_bundle checks it with ap2Issuers", async () => {
+      const { r } = await present(w);
+      assert.equal(r.status, 201, r.text);
+      assert.equal((await w.h.req('POST', `/v1/escrows/${r.body.id}/fund`)).status, 200);
+      const d = await w.h.req('POST', `/v1/escrows/${r.body.id}/delivery`, { agentId: w.payee.id, payload: { title: 'done' } });
+      assert.equal(d.status, 201, d.text);
+      const pinned = (await w.h.req('GET', '/.well-known/proof-issuer.json')).body.keys.map((k: { publicKey: string }) => k.publicKey);
+      const client = await connectHttp(w.h);
+      try {
+        // The Client checks structuredContent against get_bundle's outputSchema: a kind it does not list throws.
+        const bundle = await ok(client, 'get_bundle', { proofId: d.body.proof.id });
+        assert.ok(bundle.parties.signatures.some((s: { kind: string }) => s.kind === 'ap2'));
+        const verified = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: jwks(ISSUER) });
+        assert.equal(verified.valid, true, JSON.stringify(verified.checks.filter((c: { ok: boolean }) => !c.ok)));
+        const ap2Check = (v: { checks: Array<{ name: string; ok: boolean; detail: string }> }) =>
+          v.checks.find((c) => c.name.endsWith('.ap2'))!;
+        assert.equal(ap2Check(verified).ok, true);
+        // Without the issuers the chain cannot be checked: not valid, and the detail names the argument.
+        const unpinned = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned });
+        assert.equal(unpinned.valid, false);
+        assert.match(ap2Check(unpinned).detail, /ap2Issuers/);
+        // Another issuer under the same kid: the chain's issuer signature fails.
+        const stranger = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: jwks(STRANGER) });
+        assert.equal(stranger.valid, false);
+        assert.match(ap2Check(stranger).detail, /ap2\.signature/);
+        // Not a JWKS: the caller's mistake, 400 naming the argument.
+        assert.match(
+          await fails(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: { keys: [{ kty: 'OKP' }] } }, 'bad_request'),
+          /^ap2Issuers/,
+        );
+      } finally {
+        await client.close();
+      }
+    });
+
     test('the AP2 Payment Receipt: ES256 by the key the issuer document lists, reference the closed hash in sd_hash form, Success or Error(refunded)', async () => {
       const doc = (await w.h.req('GET', '/.well-known/proof-issuer.json')).body;
       assert.equal(doc.ap2ReceiptKeys.length, 1);
