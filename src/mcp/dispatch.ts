@@ -17,6 +17,30 @@ export interface ToolResult {
   isError?: boolean;
 }
 
+/** One turn of the event loop: setImmediate where there is one (Node), else a zero timeout (Deno). */
+export const nextTurn = (): Promise<void> =>
+  new Promise((resolve) => {
+    const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+    if (immediate) immediate(resolve);
+    else setTimeout(resolve, 0);
+  });
+
+/**
+ * The calls of one MCP message start one per turn of the event loop (docs/security.md "MCP batches
+ * count call by call"): the SDK hands every call of a batch over at once, and on the embedded store a
+ * call's work is a chain of promise callbacks, so 100 calls started together ran as one long task in
+ * which no other client's request was even read. Each call after the first waits for the turn after
+ * the previous call's start; calls still overlap, under the client's concurrency cap.
+ */
+export function turnstile(): () => Promise<void> {
+  let last: Promise<void> | null = null;
+  return () => {
+    const mine: Promise<void> = last === null ? Promise.resolve() : last.then(nextTurn);
+    last = mine;
+    return mine;
+  };
+}
+
 /** Request headers a tool call's request carries over from the MCP request (the rest are the tool's). */
 const CARRIED = ['authorization', 'host', 'origin', 'sec-fetch-site', 'sec-fetch-mode', 'user-agent'];
 
