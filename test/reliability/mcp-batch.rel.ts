@@ -1,5 +1,5 @@
 // One client's MCP batches do not stall another client's health probe (docs/security.md "The edge"):
-// the calls of a JSON-RPC batch start one per turn of the event loop, so other clients' sockets are read
+// the calls of a JSON-RPC batch take turns of the event loop (one call per turn), so other clients' sockets are read
 // between them, and each call open at once takes a place of the client's concurrency cap
 // (CLIENT_MAX_CONCURRENCY, default 64) as the same REST request would. The same 1,600 calls sent as REST
 // requests, in the same run, are the yardstick: the probe waits no longer during the batches. Batches and REST requests come from 127.0.0.2, the probe from 127.0.0.1; the
@@ -175,7 +175,7 @@ test(`${BATCHES} MCP batches of ${CALLS} calls from one client: calls take turns
       'every probe was answered 200',
     );
     assert.ok(mcpProbes.length >= 3 && restProbes.length >= 1, `probes: ${restProbes.length} REST, ${mcpProbes.length} MCP`);
-    // The batches' calls start one per turn of the event loop, so the probe waits no longer behind them
+    // The batches' calls take turns of the event loop, so the probe waits no longer behind them
     // than behind the same calls sent as REST requests, measured in this run: its median and its slowest
     // wait at most REST's, plus 250 ms of slack for a loaded machine's scheduling (before, the batches
     // held it back 1,476 ms against REST's 139 ms).

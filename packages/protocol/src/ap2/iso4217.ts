@@ -1,6 +1,6 @@
 // ISO 4217 currency codes and their minor units, the service's own table (the AP2 guide (ap2.md in the repository docs) §3):
 // an AP2 amount is an integer of minor units, and what a minor unit is must not depend on the runtime's
-// locale data (CLDR, as `Intl` reports it, gives HUF, IDR, COP, PKR and IQD 0 digits for cash use, and
+// locale data (CLDR, as `Intl` reports it, gives HUF, IDR, COP, PKR and IQD 0 digits, and
 // does not know CLF or UYW). Web APIs only.
 //
 // Written from ISO 4217 list one ("current currency and funds code list") as its maintenance agency
