@@ -79,8 +79,9 @@ export const ERROR_CODES = {
   },
   unauthorized_ruling: {
     status: 403,
-    cause: 'A ruling lacks the required signatures (both parties, or the named arbiter), or a signature does not verify.',
-    fix: "Sign the ruling body with both parties' keys or the arbiter's.",
+    cause:
+      'A ruling lacks the required signatures (both parties, or the named arbiter), a signature does not verify, or its split shares are malformed (not integers from 0 to 10000, not summing to 10000, missing on a split, or present on another outcome).',
+    fix: "Sign the ruling body with both parties' keys or the arbiter's; a split carries shares {payerBps, payeeBps} summing to 10000, other outcomes none.",
   },
   not_found: {
     status: 404,

@@ -26,14 +26,21 @@ export function jws(header: object, payload: object, key: KeyObject): string {
 }
 
 /** An array-element disclosure [salt, value] (RFC 9901 §4.2.2) and its digest. */
-export function disclose(value: unknown): { disclosure: string; digest: string } {
-  const disclosure = b64u(JSON.stringify([b64u(randomBytes(16)), value]));
+export function disclose(value: unknown, edit: (json: string) => string = (j) => j): { disclosure: string; digest: string } {
+  const disclosure = b64u(edit(JSON.stringify([b64u(randomBytes(16)), value])));
   return { disclosure, digest: sdHash(disclosure) };
 }
 
 /** `jwt~d1~…~` with the mandate as the one disclosed element of delegate_payload, as AP2's SDK issues it. */
-export function sdJwt(header: object, mandate: object, key: KeyObject, extra: object = {}, more: string[] = []): string {
-  const d = disclose(mandate);
+export function sdJwt(
+  header: object,
+  mandate: object,
+  key: KeyObject,
+  extra: object = {},
+  more: string[] = [],
+  edit?: (json: string) => string,
+): string {
+  const d = disclose(mandate, edit);
   const jwt = jws(header, { delegate_payload: [{ '...': d.digest }], _sd_alg: 'sha-256', ...extra }, key);
   return `${jwt}~${[...more, d.disclosure].map((x) => `${x}~`).join('')}`;
 }
@@ -45,6 +52,8 @@ export interface OpenOpts {
   iat?: number;
   exp?: number;
   extra?: Record<string, unknown>;
+  /** Rewrites the mandate's disclosure JSON text before it is encoded (a value JSON.stringify cannot make). */
+  edit?: (json: string) => string;
 }
 
 export function openMandate(o: OpenOpts): string {
@@ -61,6 +70,9 @@ export function openMandate(o: OpenOpts): string {
       ...(o.extra ?? {}),
     },
     o.issuer.privateKey,
+    {},
+    [],
+    o.edit,
   );
 }
 
@@ -79,6 +91,8 @@ export interface ClosedOpts {
   /** Overrides of the key-bound JWT's own claims. */
   claims?: Record<string, unknown>;
   header?: Record<string, unknown>;
+  /** Rewrites the mandate's disclosure JSON text before it is encoded. */
+  edit?: (json: string) => string;
 }
 
 export function closedMandate(c: ClosedOpts): string {
@@ -101,8 +115,19 @@ export function closedMandate(c: ClosedOpts): string {
   for (const [k, v] of Object.entries(c.claims ?? {}))
     if (v === undefined) delete claims[k];
     else claims[k] = v;
-  return sdJwt({ alg: 'ES256', typ: 'kb+sd-jwt', ...(c.header ?? {}) }, mandate, c.agent.privateKey, claims);
+  return sdJwt({ alg: 'ES256', typ: 'kb+sd-jwt', ...(c.header ?? {}) }, mandate, c.agent.privateKey, claims, [], c.edit);
 }
+
+/** JSON text of `levels` nested objects and arrays around "x", built as text: JSON.stringify recurses and would overflow. */
+export const nestedJson = (levels: number) => {
+  let open = '';
+  let close = '';
+  for (let i = 0; i < levels; i++) {
+    open += i % 2 ? '[' : '{"v":';
+    close = (i % 2 ? ']' : '}') + close;
+  }
+  return `${open}"x"${close}`;
+};
 
 /** open~…~~closed~…~: the open token ends in '~', so one more joins them. */
 export const chain = (open: string, closed: string) => `${open}~${closed}`;

@@ -7,7 +7,7 @@ import { canonicalBytes } from '@escrow-settlement/protocol/crypto/jcs';
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 
 import { signJson, verifyHex } from '@escrow-settlement/protocol/crypto/ed25519';
-import { AppError, badRequest, invalidState, notFound } from '../errors.ts';
+import { AppError, invalidState, notFound } from '../errors.ts';
 import { extend } from '@escrow-settlement/protocol/trail/chain';
 import { advanceEscrow, lockEscrow, type Locked } from '../escrow/escrowRow.ts';
 import { transition } from '../escrow/states.ts';
@@ -162,25 +162,25 @@ const rulingError = (m: string) => new AppError('unauthorized_ruling', m);
 
 /**
  * Split shares: required on a split, refused otherwise, integers summing to 10000 (docs/protocol.md §6.3).
- * A malformed or missing share is the caller's input error, 400 `bad_request` naming the field; only
- * missing or wrong signatures make a ruling `unauthorized_ruling`.
+ * A ruling whose shares are malformed, missing or unasked-for is not a ruling the service may record:
+ * 403 `unauthorized_ruling`, the message naming the field (`shares.payeeBps: …`).
  */
 export function checkShares(outcome: RulingOutcome, shares: unknown): Shares | undefined {
   if (outcome !== 'split') {
-    if (shares !== undefined) throw badRequest(`shares: only allowed on a split ruling (outcome is ${outcome})`);
+    if (shares !== undefined) throw rulingError(`shares: only allowed on a split ruling (outcome is ${outcome})`);
     return undefined;
   }
   const s = shares as Record<string, unknown> | undefined;
-  if (!s || typeof s !== 'object' || Array.isArray(s)) throw badRequest('shares: required on a split ruling, as {payerBps, payeeBps}');
+  if (!s || typeof s !== 'object' || Array.isArray(s)) throw rulingError('shares: required on a split ruling, as {payerBps, payeeBps}');
   const extra = Object.keys(s).find((k) => k !== 'payerBps' && k !== 'payeeBps');
-  if (extra) throw badRequest(`shares.${extra}: not a known field (shares are {payerBps, payeeBps})`);
+  if (extra) throw rulingError(`shares.${extra}: not a known field (shares are {payerBps, payeeBps})`);
   for (const k of ['payerBps', 'payeeBps'] as const) {
     const v = s[k];
-    if (v === undefined) throw badRequest(`shares.${k}: required on a split ruling, an integer from 0 to 10000`);
+    if (v === undefined) throw rulingError(`shares.${k}: required on a split ruling, an integer from 0 to 10000`);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 10000)
-      throw badRequest(`shares.${k}: must be an integer from 0 to 10000`);
+      throw rulingError(`shares.${k}: must be an integer from 0 to 10000`);
   }
-  if ((s.payerBps as number) + (s.payeeBps as number) !== 10000) throw badRequest('shares: payerBps + payeeBps must equal 10000');
+  if ((s.payerBps as number) + (s.payeeBps as number) !== 10000) throw rulingError('shares: payerBps + payeeBps must equal 10000');
   return { payerBps: s.payerBps as number, payeeBps: s.payeeBps as number };
 }
 

@@ -127,11 +127,13 @@ export async function claimAp2(tx: Queryable, p: Ap2Prepared, escrowId: string, 
   } catch (err) {
     throw refusalError(err);
   }
-  // The escrow's AP2 record claims the transaction_id (unique): a second presentation waits for the
-  // first to commit, then finds it taken. Its foreign keys are checked at commit, after the escrow's insert.
+  // The escrow's AP2 record claims the transaction_id under its open mandate (unique per budget_key, not
+  // across the service: another tenant's ids are neither blocked nor revealed). A second presentation
+  // waits for the first to commit, then finds it taken. Its foreign keys are checked at commit, after
+  // the escrow's insert.
   const claimed = await tx.query(
     `INSERT INTO ap2_escrows (escrow_id, transaction_id, budget_key, open_hash, closed_hash, closed_sd_hash, chain, checkout)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (transaction_id) DO NOTHING RETURNING escrow_id`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (budget_key, transaction_id) DO NOTHING RETURNING escrow_id`,
     [
       escrowId,
       bound.transactionId,
@@ -144,7 +146,9 @@ export async function claimAp2(tx: Queryable, p: Ap2Prepared, escrowId: string, 
     ],
   );
   if (claimed.length === 0)
-    throw replayed(`ap2.transaction_id: transaction ${bound.transactionId} was already accepted; a payment is made once`);
+    throw replayed(
+      `ap2.transaction_id: transaction ${bound.transactionId} was already accepted under this mandate; a payment is made once`,
+    );
   return {
     now,
     writes: [

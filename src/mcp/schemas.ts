@@ -93,33 +93,65 @@ export function inputSchema(
  */
 export const ANY_JSON_TYPE = 'object';
 
+/** Every JSON type: the `type` of a value an output schema leaves unconstrained (it stays unconstrained). */
+export const EVERY_JSON_TYPE = ['object', 'array', 'string', 'number', 'boolean', 'null'];
+
 /**
- * `schema` with an explicit `type` on every property, at every depth (docs/mcp.md "Tools"): clients
- * convert a typed-in argument by its property's `type` (the MCP Inspector parses an `object` or `array`
- * as JSON and sends anything untyped as a string). A `$ref` gets its target's type beside it, a
- * `const` the type of its value, an unconstrained value ANY_JSON_TYPE.
+ * The `type` a schema node stands for: its own, its `$ref` target's (in `defs`), a `const`'s, a string
+ * enum's, its `oneOf`/`anyOf` branches' when they agree, `object` when it has properties, else `anyType`.
+ */
+function typeOf(node: Record<string, unknown>, defs: Record<string, JsonSchema>, anyType: unknown, seen = new Set<string>()): unknown {
+  if (node.type !== undefined) return node.type;
+  if (typeof node.$ref === 'string' && node.$ref.startsWith('#/$defs/')) {
+    const name = node.$ref.slice('#/$defs/'.length);
+    const target = defs[name] as Record<string, unknown> | undefined;
+    if (target && !seen.has(name)) return typeOf(target, defs, anyType, new Set([...seen, name]));
+  }
+  if ('const' in node) return node.const === null ? 'null' : Array.isArray(node.const) ? 'array' : typeof node.const;
+  if (Array.isArray(node.enum) && node.enum.every((v) => typeof v === 'string')) return 'string';
+  for (const key of ['oneOf', 'anyOf'] as const) {
+    const branches = node[key];
+    if (Array.isArray(branches)) {
+      const types = new Set(branches.map((b) => JSON.stringify(typeOf(b as Record<string, unknown>, defs, anyType, seen))));
+      if (types.size === 1) return JSON.parse([...types][0]);
+    }
+  }
+  if (node.properties !== undefined) return 'object';
+  return anyType;
+}
+
+/**
+ * `schema` with an explicit `type` on every array's `items`, at every depth, `$defs` included
+ * (docs/mcp.md "Tools"): model APIs and clients that read a schema by its types refuse or mistype an
+ * array whose items name none. A `$ref` or `oneOf` gets the type it stands for beside it, which
+ * constrains nothing more; an unconstrained item gets `anyType`.
+ */
+export function withItemTypes(schema: JsonSchema, anyType: unknown = EVERY_JSON_TYPE): JsonSchema {
+  const defs = (schema.$defs ?? {}) as Record<string, JsonSchema>;
+  const visit = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (node === null || typeof node !== 'object') return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) out[k] = visit(v);
+    const items = out.items as Record<string, unknown> | undefined;
+    const isArray = out.type === 'array' || (Array.isArray(out.type) && out.type.includes('array'));
+    if (isArray && items === undefined) out.items = { type: anyType };
+    else if (items && typeof items === 'object' && !Array.isArray(items) && items.type === undefined)
+      out.items = { type: typeOf(items, defs, anyType), ...items };
+    return out;
+  };
+  return visit(schema) as JsonSchema;
+}
+
+/**
+ * `schema` with an explicit `type` on every property and every array's items, at every depth
+ * (docs/mcp.md "Tools"): clients convert a typed-in argument by its property's `type` (the MCP
+ * Inspector parses an `object` or `array` as JSON and sends anything untyped as a string). A `$ref`
+ * gets its target's type beside it, a `const` the type of its value, an unconstrained value
+ * ANY_JSON_TYPE.
  */
 export function withTypes(schema: JsonSchema): JsonSchema {
   const defs = (schema.$defs ?? {}) as Record<string, JsonSchema>;
-  const typeOf = (node: Record<string, unknown>, seen: Set<string>): unknown => {
-    if (node.type !== undefined) return node.type;
-    if (typeof node.$ref === 'string' && node.$ref.startsWith('#/$defs/')) {
-      const name = node.$ref.slice('#/$defs/'.length);
-      const target = defs[name] as Record<string, unknown> | undefined;
-      if (target && !seen.has(name)) return typeOf(target, new Set([...seen, name]));
-    }
-    if ('const' in node) return node.const === null ? 'null' : Array.isArray(node.const) ? 'array' : typeof node.const;
-    if (Array.isArray(node.enum) && node.enum.every((v) => typeof v === 'string')) return 'string';
-    for (const key of ['oneOf', 'anyOf'] as const) {
-      const branches = node[key];
-      if (Array.isArray(branches)) {
-        const types = new Set(branches.map((b) => JSON.stringify(typeOf(b as Record<string, unknown>, seen))));
-        if (types.size === 1) return JSON.parse([...types][0]);
-      }
-    }
-    if (node.properties !== undefined) return 'object';
-    return ANY_JSON_TYPE;
-  };
   const visit = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(visit);
     if (node === null || typeof node !== 'object') return node;
@@ -128,13 +160,13 @@ export function withTypes(schema: JsonSchema): JsonSchema {
     if (out.properties && typeof out.properties === 'object') {
       const props: Record<string, unknown> = {};
       for (const [name, p] of Object.entries(out.properties as Record<string, Record<string, unknown>>)) {
-        props[name] = p.type === undefined ? { type: typeOf(p, new Set()), ...p } : p;
+        props[name] = p.type === undefined ? { type: typeOf(p, defs, ANY_JSON_TYPE), ...p } : p;
       }
       out.properties = props;
     }
     return out;
   };
-  return visit(schema) as JsonSchema;
+  return withItemTypes(visit(schema) as JsonSchema, ANY_JSON_TYPE);
 }
 
 /**
@@ -143,7 +175,7 @@ export function withTypes(schema: JsonSchema): JsonSchema {
  * whether or not the result is an error).
  */
 export function outputSchema(success: JsonSchema): JsonSchema {
-  return selfContained({ type: 'object', anyOf: [success, { $ref: `${COMPONENT}Error` }] });
+  return withItemTypes(selfContained({ type: 'object', anyOf: [success, { $ref: `${COMPONENT}Error` }] }));
 }
 
 /** The documented success body of a route, by its `METHOD path` key. */

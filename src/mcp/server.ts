@@ -9,7 +9,7 @@ import type { CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Ctx } from '../http/route.ts';
 import { VERSION } from '../services.ts';
 import { toolListings } from './tools.ts';
-import { callTool, isTool } from './dispatch.ts';
+import { callTool, isTool, turnstile } from './dispatch.ts';
 
 export const SERVER_NAME = 'escrow-settlement';
 
@@ -37,10 +37,13 @@ export function createMcpServer(ctx: Ctx): Server {
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolListings(ctx.routes) }));
+  // One server per POST /mcp: the calls of its message (a batch's) take turns to start.
+  const turn = turnstile();
   server.setRequestHandler(LENIENT_TOOLS_CALL, async (req) => {
     const { name, arguments: args } = (req as CallToolRequest).params;
     // An unknown tool is a protocol error (MCP "Tools", error handling), not a tool result.
     if (!isTool(name)) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+    await turn();
     return callTool(ctx, name, args);
   });
   return server;

@@ -4,6 +4,7 @@ import { bool, hex64, hexSig, int, obj, ref, str, ts } from './schemaParts.ts';
 import { MetadataS } from '../escrow/metadata.ts';
 import { ERROR_CODES } from '../errors.ts';
 import { FACILITATOR_RESPONSES, FACILITATOR_SCHEMAS } from './facilitator.ts';
+import { PARTY_SIGNATURE_KINDS } from '@escrow-settlement/protocol/types';
 
 /** Codes the edge answers before a route runs (docs/protocol.md §19.3); ERROR_CODES gains them as they land. */
 const EDGE_CODES: Record<string, { status: number; cause: string }> = {
@@ -290,7 +291,7 @@ export const RESPONSES: Record<string, unknown> = {
       parties: obj({
         signatures: arr(
           obj({
-            kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'] },
+            kind: { type: 'string', enum: [...PARTY_SIGNATURE_KINDS] },
             trailIndex: int,
             publicKey: hex64,
             signedBody: {},

@@ -17,6 +17,7 @@ import {
   b64u,
   chain,
   closedMandate,
+  nestedJson,
   jwks,
   openCheckout,
   openMandate,
@@ -62,6 +63,8 @@ interface Try {
   asset?: string;
   minor?: number;
   checkoutMandate?: string;
+  /** An open mandate minted before (its agent key as open.agent): another payment under the same mandate. */
+  openToken?: string;
   /** Rewrites the chain before it is sent. */
   tamper?: (chain: string) => string;
   body?: Record<string, unknown>;
@@ -71,14 +74,16 @@ interface Try {
 async function present(w: World, t: Try = {}) {
   const agentKey = t.open?.agent ?? p256Key();
   const clock = await now(w.h);
-  const open = openMandate({
-    issuer: ISSUER,
-    agent: agentKey,
-    constraints: t.constraints ?? [{ type: 'payment.amount_range', currency: 'USD', max: 50_000, min: 1 }],
-    iat: clock - 10,
-    exp: clock + 400 * 86_400,
-    ...t.open,
-  });
+  const open =
+    t.openToken ??
+    openMandate({
+      issuer: ISSUER,
+      agent: agentKey,
+      constraints: t.constraints ?? [{ type: 'payment.amount_range', currency: 'USD', max: 50_000, min: 1 }],
+      iat: clock - 10,
+      exp: clock + 400 * 86_400,
+      ...t.open,
+    });
   const c = await challenge(w.h);
   const closed = closedMandate({
     agent: agentKey,
@@ -138,7 +143,7 @@ for (const kind of STORES) {
       assert.deepEqual(trail.body.entries[0].body.ap2, { openHash: sha256hex(open), closedHash: sha256hex(closed), transactionId: tx });
     });
 
-    test('the same closed mandate twice: the nonce is spent (409); a fresh nonce with the same transaction_id: 409', async () => {
+    test('the same closed mandate twice: the nonce is spent (409); a fresh nonce with the same transaction_id under the same mandate: 409', async () => {
       const first = await present(w);
       assert.equal(first.r.status, 201, first.r.text);
       const again = await w.h.req('POST', '/v1/escrows', {
@@ -151,8 +156,11 @@ for (const kind of STORES) {
       });
       assert.match(expectError(again, 409, 'replayed'), /^ap2\.nonce:/);
       const tx = b64u(randomBytes(32));
-      assert.equal((await present(w, { closed: { transactionId: tx } })).r.status, 201);
-      assert.match(expectError((await present(w, { closed: { transactionId: tx } })).r, 409, 'replayed'), /^ap2\.transaction_id:/);
+      const agentKey = p256Key();
+      const once = await present(w, { open: { agent: agentKey }, closed: { transactionId: tx } });
+      assert.equal(once.r.status, 201);
+      const twice = await present(w, { open: { agent: agentKey }, openToken: once.open, closed: { transactionId: tx } });
+      assert.match(expectError(twice.r, 409, 'replayed'), /^ap2\.transaction_id:/);
     });
 
     const cases: Array<[string, string, () => Try | Promise<Try>]> = [
@@ -278,12 +286,15 @@ for (const kind of STORES) {
 
     test('a refused chain leaves nothing behind: its nonce and transaction_id stay usable', async () => {
       const tx = b64u(randomBytes(32));
+      const agentKey = p256Key();
       const bad = await present(w, {
-        closed: { transactionId: tx },
-        constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 1 }],
+        open: { agent: agentKey },
+        closed: { transactionId: tx, amount: 20_000 },
+        amount: '200',
+        constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 19_900 }],
       });
       refused(bad.r, 'ap2.amount_range');
-      assert.equal((await present(w, { closed: { transactionId: tx } })).r.status, 201);
+      assert.equal((await present(w, { open: { agent: agentKey }, openToken: bad.open, closed: { transactionId: tx } })).r.status, 201);
     });
 
     test('malformed: a chain that is not two SD-JWTs, and ap2 with a mandateId, are 400 naming the field', async () => {
@@ -336,6 +347,72 @@ for (const kind of STORES) {
         (await present(w, { amount: '500', asset: 'JPY', minor: 50_000, closed: { currency: 'JPY' }, constraints: [] })).r,
         'ap2.amount',
       );
+    });
+
+    test("minor units come from the service's ISO 4217 table, not the runtime's CLDR data: HUF and IDR 2, IQD 3, CLF 4", async () => {
+      // CLDR (Intl) gives HUF 0 digits: a mandate capped at 5000 minor units (50.00 HUF) then let 5000 HUF through.
+      const capped = [{ type: 'payment.amount_range', currency: 'HUF', max: 5000 }];
+      refused(
+        (await present(w, { amount: '5000', asset: 'HUF', minor: 500_000, closed: { currency: 'HUF' }, constraints: capped })).r,
+        'ap2.amount_range',
+      );
+      const huf = await present(w, { amount: '49.5', asset: 'HUF', minor: 4950, closed: { currency: 'HUF' }, constraints: capped });
+      assert.equal(huf.r.status, 201, huf.r.text);
+      refused(
+        (await present(w, { amount: '5000', asset: 'HUF', minor: 5000, closed: { currency: 'HUF' }, constraints: [] })).r,
+        'ap2.amount',
+      );
+      const rows: Array<[asset: string, amount: string, minor: number]> = [
+        ['IDR', '15000.5', 1_500_050],
+        ['COP', '12.34', 1234],
+        ['PKR', '1', 100],
+        ['IQD', '1.5', 1500],
+        ['CLF', '2.5', 25_000],
+        ['UYW', '0.0001', 1],
+        ['KRW', '700', 700],
+      ];
+      for (const [asset, amount, minor] of rows) {
+        const r = await present(w, { amount, asset, minor, closed: { currency: asset }, constraints: [] });
+        assert.equal(r.r.status, 201, `${asset}: ${r.r.text}`);
+      }
+      // Not on ISO 4217 list one (a withdrawn code, an unassigned one), or on it with no minor unit (gold): refused.
+      for (const asset of ['ANG', 'HRK', 'ABC', 'XAU', 'XXX']) {
+        const r = (await present(w, { amount: '1', asset, minor: 100, closed: { currency: asset }, constraints: [] })).r;
+        refused(r, 'ap2.amount');
+        assert.match(r.body.error.message, asset.startsWith('X') ? /no minor unit/ : /not a current ISO 4217 currency code/, asset);
+      }
+    });
+
+    test('claims nest at most 32 levels: a deeper claim is 422 naming ap2.depth (9,000 levels too), never a 500', async () => {
+      // The claim is written as text ("@" replaced before encoding): JSON.stringify would overflow at 9,000 levels.
+      const deep = (levels: number) => ({ mandate: { note: '@' }, edit: (j: string) => j.replace('"@"', nestedJson(levels)) });
+      // The closed mandate is level 3 (payload, delegate_payload, the mandate): 29 more levels reach 32.
+      const ok = await present(w, { closed: deep(29) });
+      assert.equal(ok.r.status, 201, ok.r.text);
+      refused((await present(w, { closed: deep(30) })).r, 'ap2.depth');
+      refused((await present(w, { closed: deep(9000) })).r, 'ap2.depth');
+      refused((await present(w, { open: { extra: { note: '@' }, edit: deep(9000).edit } })).r, 'ap2.depth');
+    });
+
+    test('constraint types are own keys: constructor, __proto__ and toString are unknown types (422), never a 500', async () => {
+      for (const type of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+        const r = (await present(w, { constraints: [{ type, max: 1 }] })).r;
+        refused(r, 'ap2.constraints');
+        assert.match(r.body.error.message, /unknown type/, type);
+      }
+    });
+
+    test('a transaction_id is unique under its open mandate, not across the service: another mandate may use the same id', async () => {
+      const tx = b64u(randomBytes(32));
+      const agentKey = p256Key();
+      const first = await present(w, { open: { agent: agentKey }, closed: { transactionId: tx } });
+      assert.equal(first.r.status, 201, first.r.text);
+      // Another open mandate (another tenant's, say): its id space is its own.
+      const other = await present(w, { closed: { transactionId: tx } });
+      assert.equal(other.r.status, 201, other.r.text);
+      // The same open mandate again, with the same id: the payment was made.
+      const again = (await present(w, { open: { agent: agentKey }, openToken: first.open, closed: { transactionId: tx } })).r;
+      assert.match(expectError(again, 409, 'replayed'), /^ap2\.transaction_id: .*under this mandate/);
     });
 
     test('a budget is spent across escrows under one open mandate, and a refund gives it back', async () => {
@@ -465,6 +542,41 @@ for (const kind of STORES) {
         const e = await ok(client, 'create_escrow', args);
         assert.equal(e.mandateHash, sha256hex(closed));
         assert.match(await fails(client, 'create_escrow', args, 'replayed'), /^ap2\.nonce:/);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test("MCP: the official SDK client fetches an AP2 matter's bundle with get_bundle (kind ap2 in its output schema) and verify_bundle checks it with ap2Issuers", async () => {
+      const { r } = await present(w);
+      assert.equal(r.status, 201, r.text);
+      assert.equal((await w.h.req('POST', `/v1/escrows/${r.body.id}/fund`)).status, 200);
+      const d = await w.h.req('POST', `/v1/escrows/${r.body.id}/delivery`, { agentId: w.payee.id, payload: { title: 'done' } });
+      assert.equal(d.status, 201, d.text);
+      const pinned = (await w.h.req('GET', '/.well-known/proof-issuer.json')).body.keys.map((k: { publicKey: string }) => k.publicKey);
+      const client = await connectHttp(w.h);
+      try {
+        // The Client checks structuredContent against get_bundle's outputSchema: a kind it does not list throws.
+        const bundle = await ok(client, 'get_bundle', { proofId: d.body.proof.id });
+        assert.ok(bundle.parties.signatures.some((s: { kind: string }) => s.kind === 'ap2'));
+        const verified = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: jwks(ISSUER) });
+        assert.equal(verified.valid, true, JSON.stringify(verified.checks.filter((c: { ok: boolean }) => !c.ok)));
+        const ap2Check = (v: { checks: Array<{ name: string; ok: boolean; detail: string }> }) =>
+          v.checks.find((c) => c.name.endsWith('.ap2'))!;
+        assert.equal(ap2Check(verified).ok, true);
+        // Without the issuers the chain cannot be checked: not valid, and the detail names the argument.
+        const unpinned = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned });
+        assert.equal(unpinned.valid, false);
+        assert.match(ap2Check(unpinned).detail, /ap2Issuers/);
+        // Another issuer under the same kid: the chain's issuer signature fails.
+        const stranger = await ok(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: jwks(STRANGER) });
+        assert.equal(stranger.valid, false);
+        assert.match(ap2Check(stranger).detail, /ap2\.signature/);
+        // Not a JWKS: the caller's mistake, 400 naming the argument.
+        assert.match(
+          await fails(client, 'verify_bundle', { bundle, trustedKeys: pinned, ap2Issuers: { keys: [{ kty: 'OKP' }] } }, 'bad_request'),
+          /^ap2Issuers/,
+        );
       } finally {
         await client.close();
       }

@@ -130,7 +130,7 @@ describeStores('disputes', (h) => {
     assert.equal(custody.status, 'confirmed');
   });
 
-  test('rulings without the required signatures are 403 unauthorized_ruling; malformed or missing shares are 400 naming the field', async () => {
+  test('rulings without the required signatures, or with malformed, missing or unasked-for shares, are 403 unauthorized_ruling naming the field', async () => {
     const e = await failedDelivery(h());
     const d = (await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id })).body;
     const stranger = await agent(h());
@@ -165,7 +165,7 @@ describeStores('disputes', (h) => {
       ],
     ];
     for (const [what, body, msg] of shareRows) {
-      assert.match(expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, body), 400, 'bad_request'), msg, what);
+      assert.match(expectError(await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, body), 403, 'unauthorized_ruling'), msg, what);
     }
     expectError(
       await h().req('POST', `/v1/escrows/${e.id}/dispute/resolve`, { outcome: 'maybe', agentIds: [e.payer.id] }),

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeys } from '@escrow-settlement/client';
-import { makeHarness, type Harness } from '../harness.ts';
+import { makeHarness, openStore, type Harness } from '../harness.ts';
 import { PASSING_TERMS } from '../fixtures.ts';
 import { bearer, HOSTED, mint } from '../admin/helpers.ts';
 import { createClientCap } from '../../src/node/clientCap.ts';
@@ -46,8 +46,29 @@ async function createEscrows(h: Harness, n: number, headers: Record<string, stri
   return ids;
 }
 
+/**
+ * A harness whose reads take 30 ms each, as on a loaded database: a batch's calls, which start one per
+ * turn of the event loop, are then open at once and the cap decides.
+ */
+async function slowReads(): Promise<Harness> {
+  const store = await openStore('pglite');
+  const db = new Proxy(store.db, {
+    get(target, key) {
+      const v = Reflect.get(target, key, target);
+      if (key === 'query')
+        return async (...args: Parameters<typeof target.query>) => {
+          await new Promise((r) => setTimeout(r, 30));
+          return target.query(...args);
+        };
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const h = await makeHarness('pglite', {}, { db });
+  return { ...h, close: store.drop };
+}
+
 test("a batch's calls take places of the client's concurrency cap: never more open than the cap, the rest answered 429 like the REST request", async () => {
-  const h = await makeHarness('pglite');
+  const h = await slowReads();
   try {
     await createEscrows(h, 5);
     const MAX = 3;
@@ -136,5 +157,57 @@ test("each call of a batch spends the key's rate budget as its REST request does
     assert.equal((await h.req('GET', `/v1/escrows/${mine.body.id}`, undefined, bearer(key.secret))).status, 429);
   } finally {
     await h.close();
+  }
+});
+
+test("a batch's calls start one per turn of the event loop: between two turns, where other clients' sockets are read, a batch of 100 runs a few calls, never all of them", async () => {
+  // The embedded store answers in the service's own thread: a call's work is promise callbacks, and
+  // calls started together run as one task in which no socket is read. A ticker that runs once per turn
+  // of the event loop (setImmediate) counts the list queries answered since its last run.
+  const store = await openStore('pglite');
+  let listed = 0;
+  const db = new Proxy(store.db, {
+    get(target, key) {
+      const v = Reflect.get(target, key, target);
+      if (key === 'query')
+        return async (...args: Parameters<typeof target.query>) => {
+          const rows = await target.query(...args);
+          if (/FROM escrows e WHERE/i.test(args[0]) && /LIMIT/i.test(args[0])) listed++;
+          return rows;
+        };
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const h = await makeHarness('pglite', {}, { db });
+  try {
+    await createEscrows(h, 3);
+    const N = 100;
+    let running = true;
+    let seen = 0;
+    let mostInOneTurn = 0;
+    let turns = 0;
+    const ticker = (async () => {
+      while (running) {
+        await new Promise((r) => setImmediate(r));
+        turns++;
+        mostInOneTurn = Math.max(mostInOneTurn, listed - seen);
+        seen = listed;
+      }
+    })();
+    const answers = await results(
+      await h.app.fetch(new Request(`${BASE}/mcp`, { method: 'POST', headers: HEADERS, body: batchOf(N, 'list_escrows', { limit: 20 }) }), {
+        ip: '127.0.0.2',
+      }),
+    );
+    running = false;
+    await ticker;
+    assert.equal(answers.filter((a) => !a.isError).length, N);
+    assert.equal(listed, N);
+    assert.ok(
+      mostInOneTurn <= 5,
+      `${mostInOneTurn} of the batch's ${N} calls ran within one turn of the event loop (${turns} turns in all)`,
+    );
+  } finally {
+    await store.drop();
   }
 });

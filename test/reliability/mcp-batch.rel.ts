@@ -1,8 +1,8 @@
 // One client's MCP batches do not stall another client's health probe (docs/security.md "The edge"):
-// each call of a JSON-RPC batch takes a place of the client's concurrency cap (CLIENT_MAX_CONCURRENCY,
-// default 64) as the same REST request would, so 16 batches of 100 list_escrows calls keep at most 64
-// calls open and the probe waits behind no more than those. The same 1,600 calls sent as REST requests
-// are the yardstick. Batches and REST requests come from 127.0.0.2, the probe from 127.0.0.1; the
+// the calls of a JSON-RPC batch take turns of the event loop (one call per turn), so other clients' sockets are read
+// between them, and each call open at once takes a place of the client's concurrency cap
+// (CLIENT_MAX_CONCURRENCY, default 64) as the same REST request would. The same 1,600 calls sent as REST
+// requests, in the same run, are the yardstick: the probe waits no longer during the batches. Batches and REST requests come from 127.0.0.2, the probe from 127.0.0.1; the
 // probe's latency in both phases is measured and reported.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,7 +103,7 @@ async function probing(url: string, work: Promise<unknown>): Promise<number[]> {
   return out;
 }
 
-test(`${BATCHES} MCP batches of ${CALLS} calls from one client: each call counts against its concurrency cap, and another client's health probe waits no longer than behind the same calls sent as REST requests`, {
+test(`${BATCHES} MCP batches of ${CALLS} calls from one client: calls take turns and count against the concurrency cap, and another client's health probe waits no longer than behind the same calls sent as REST requests`, {
   timeout: 600_000,
 }, async () => {
   let proc: Proc | undefined;
@@ -169,17 +169,19 @@ test(`${BATCHES} MCP batches of ${CALLS} calls from one client: each call counts
         `${what}: every call was served or refused by the cap: ${show(t)}`,
       );
     }
-    assert.ok((mcpLoad.tally['429'] ?? 0) > 0, "the cap refused part of the batches' calls");
+    assert.equal((mcpLoad.tally.ok ?? 0) + (mcpLoad.tally['429'] ?? 0), BATCHES * CALLS, 'every call of every batch was answered');
     assert.ok(
       [...restProbes, ...mcpProbes].every((ms) => Number.isFinite(ms)),
       'every probe was answered 200',
     );
     assert.ok(mcpProbes.length >= 3 && restProbes.length >= 1, `probes: ${restProbes.length} REST, ${mcpProbes.length} MCP`);
-    // The probe is served at once while the batches run (before, 16 batches held it back for seconds),
-    // and its slowest wait is of the order of the REST phase's: 3 times it, plus a second of slack for a
-    // loaded machine.
+    // The batches' calls take turns of the event loop, so the probe waits no longer behind them
+    // than behind the same calls sent as REST requests, measured in this run: its median and its slowest
+    // wait at most REST's, plus 250 ms of slack for a loaded machine's scheduling (before, the batches
+    // held it back 1,476 ms against REST's 139 ms).
     assert.ok(m.p50 < 500, `the health probe's median was ${m.p50} ms during the batches`);
-    assert.ok(m.max <= 3 * r.max + 1_000, `the slowest probe during the batches (${m.max} ms) against REST's (${r.max} ms)`);
+    assert.ok(m.p50 <= r.p50 + 250, `the probe's median during the batches (${m.p50} ms) against REST's (${r.p50} ms)`);
+    assert.ok(m.max <= r.max + 250, `the slowest probe during the batches (${m.max} ms) against REST's (${r.max} ms)`);
     counts.requests += BATCHES + BATCHES * CALLS + restProbes.length + mcpProbes.length + baseline.length;
     counts.maxLatencyMs = Math.max(counts.maxLatencyMs, m.max, r.max);
     assert.equal(await proc.stop(), 0);

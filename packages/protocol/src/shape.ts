@@ -1,4 +1,5 @@
 // Structural checks of untrusted bundles, before any cryptography: the first problem, named by its path, or null.
+import { PARTY_SIGNATURE_KINDS } from './types.ts';
 
 type Problem = string | null;
 
@@ -91,7 +92,7 @@ export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
   return listProblem(k, at, 'issuer keys', (e, here) => objectProblem(e, here, ISSUER_KEY));
 }
 
-const PARTY_KINDS = ['mandate', 'ap2', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'];
+const PARTY_KINDS: readonly string[] = PARTY_SIGNATURE_KINDS;
 
 const PARTY_SIGNATURE: Fields = {
   kind: (v, at) => (typeof v === 'string' && PARTY_KINDS.includes(v) ? null : `${at} must be one of ${PARTY_KINDS.join(', ')}`),

@@ -77,8 +77,25 @@ export interface ConsistencyProof {
   path: string[];
 }
 
+/**
+ * Every kind of party signature the service emits in a bundle, the one list: the bundle's shape check
+ * (shape.ts), the OpenAPI document's bundle schema and the MCP tools' output schemas (both generated
+ * from it in the service) read it. Adding a kind is one edit here; the typecheck then asks for what the
+ * kind means (the trail event it is bound to in parties.ts, its order in the service's bundle).
+ */
+export const PARTY_SIGNATURE_KINDS = [
+  'mandate',
+  'ap2',
+  'x402',
+  'delivery',
+  'x402.void',
+  'dispute.open',
+  'dispute.evidence',
+  'ruling',
+] as const;
+
 /** What a party signed that the service relied on to close the matter. */
-export type PartySignatureKind = 'mandate' | 'ap2' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
+export type PartySignatureKind = (typeof PARTY_SIGNATURE_KINDS)[number];
 
 /**
  * Kind `ap2` is the exception (the AP2 guide (ap2.md in the repository docs) §6): `signedBody` is `{paymentMandate, checkoutMandate?}`, the

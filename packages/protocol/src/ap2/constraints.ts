@@ -1,6 +1,7 @@
 // An AP2 v0.2 Payment Mandate bound to one escrow: the closed mandate's claims against the escrow, then every constraint of the open mandate (the AP2 guide (ap2.md in the repository docs) §3, §4); Web APIs only.
 import { canonicalize } from '../crypto/jcs.ts';
 import { Ap2Refusal } from './sdjwt.ts';
+import { iso4217MinorUnit, NO_MINOR_UNIT } from './iso4217.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -16,12 +17,12 @@ export interface Pisp {
   domain_name: string;
 }
 
-/** ISO 4217 fraction digits as ECMA-402 reports them (USD 2, JPY 0, BHD 3); null for a code that is not a currency. */
+/**
+ * The minor-unit exponent of an ISO 4217 code from the service's own table (./iso4217.ts: USD 2, JPY 0,
+ * HUF 2, IQD 3, CLF 4), never from the runtime's locale data; null for a code the table does not hold.
+ */
 export function minorExponent(currency: string): number | null {
-  if (!/^[A-Z]{3}$/.test(currency)) return null;
-  const known = (Intl as unknown as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf?.('currency');
-  if (known && !known.includes(currency)) return null;
-  return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? null;
+  return iso4217MinorUnit(currency);
 }
 
 /** Micro-units (the service's amount unit, 10^-6) of `minor` minor units of a currency with `exp` fraction digits. */
@@ -116,7 +117,12 @@ export function bindToEscrow(open: Obj, closed: Obj, escrow: EscrowTerms, pisp: 
     return refuse('ap2.amount', 'closed mandate payment_amount must be {amount, currency}');
   const exponent = minorExponent(pa.currency);
   if (exponent === null)
-    return refuse('ap2.amount', `payment_amount.currency ${JSON.stringify(pa.currency)} is not an ISO 4217 alpha-3 code`);
+    return refuse(
+      'ap2.amount',
+      NO_MINOR_UNIT.has(pa.currency)
+        ? `payment_amount.currency ${pa.currency} has no minor unit in ISO 4217 (a metal, fund unit or test code): no amount of it is an integer of minor units`
+        : `payment_amount.currency ${JSON.stringify(pa.currency)} is not a current ISO 4217 currency code`,
+    );
   if (typeof pa.amount !== 'number' || !Number.isSafeInteger(pa.amount) || pa.amount <= 0)
     return refuse('ap2.amount', `payment_amount.amount must be a positive integer of minor units (got ${JSON.stringify(pa.amount)})`);
   if (pa.currency !== escrow.asset)
@@ -301,8 +307,12 @@ export function evaluateConstraints(open: Obj, ctx: ConstraintContext): void {
       refuse('ap2.constraints', `constraints[${i}] has no type`);
       return;
     }
-    const entry = EVALUATORS[c.type];
-    if (!entry) refuse('ap2.constraints', `constraints[${i}] is of unknown type ${JSON.stringify(c.type)}: refused (fail closed)`);
+    // Own keys only: `constructor`, `__proto__` or `toString` is an unknown type, not Object.prototype's.
+    const entry = Object.hasOwn(EVALUATORS, c.type) ? EVALUATORS[c.type] : undefined;
+    if (!entry) {
+      refuse('ap2.constraints', `constraints[${i}] is of unknown type ${JSON.stringify(c.type)}: refused (fail closed)`);
+      return;
+    }
     entry[1](c, ctx);
   });
 }

@@ -62,6 +62,13 @@ function decodeDisclosure(text: string, at: string): Disclosure {
 }
 
 /**
+ * How deep a token's claims may nest, disclosures put in place (the payload object is level 1): the
+ * deepest AP2 mandate is a handful of levels, and resolving is recursive, so a deeper one is refused
+ * before it can exhaust the stack.
+ */
+export const AP2_MAX_DEPTH = 32;
+
+/**
  * The payload with every disclosure put in place (RFC 9901 §7.1): `_sd` digests in objects,
  * `{"...": digest}` elements in arrays, recursively. Refused, as §7.1 requires: an `_sd_alg` other
  * than sha-256, a digest met twice, a disclosure of the wrong form for where it is referenced, a
@@ -88,7 +95,9 @@ export function resolveDisclosures(token: PresentedSdJwt, name: string): Obj {
     if (d) used.add(digest);
     return d;
   };
-  const walk = (v: unknown): unknown => {
+  const walk = (v: unknown, level: number): unknown => {
+    if (typeof v === 'object' && v !== null && level > AP2_MAX_DEPTH)
+      throw new Ap2Refusal('ap2.depth', `${name} nests objects and arrays deeper than ${AP2_MAX_DEPTH} levels`);
     if (Array.isArray(v)) {
       const out: unknown[] = [];
       for (const el of v) {
@@ -96,14 +105,14 @@ export function resolveDisclosures(token: PresentedSdJwt, name: string): Obj {
           const d = take(el['...']);
           if (!d) continue;
           if (d.name !== undefined) throw new Ap2Refusal('ap2.disclosure', `${name}: an array element's digest names a claim disclosure`);
-          out.push(walk(d.value));
-        } else out.push(walk(el));
+          out.push(walk(d.value, level + 1));
+        } else out.push(walk(el, level + 1));
       }
       return out;
     }
     if (!isObj(v)) return v;
     const out: Obj = {};
-    for (const [k, val] of Object.entries(v)) if (k !== '_sd') out[k] = walk(val);
+    for (const [k, val] of Object.entries(v)) if (k !== '_sd') out[k] = walk(val, level + 1);
     if (v._sd !== undefined) {
       if (!Array.isArray(v._sd)) throw new Ap2Refusal('ap2.disclosure', `${name}: _sd must be an array of digests`);
       for (const digest of v._sd) {
@@ -112,12 +121,12 @@ export function resolveDisclosures(token: PresentedSdJwt, name: string): Obj {
         if (d.name === undefined) throw new Ap2Refusal('ap2.disclosure', `${name}: an _sd digest names an array element disclosure`);
         if (Object.hasOwn(out, d.name))
           throw new Ap2Refusal('ap2.disclosure', `${name}: claim ${d.name} is disclosed over an existing one`);
-        out[d.name] = walk(d.value);
+        out[d.name] = walk(d.value, level + 1);
       }
     }
     return out;
   };
-  const resolved = walk(token.jws.payload) as Obj;
+  const resolved = walk(token.jws.payload, 1) as Obj;
   delete resolved._sd_alg;
   const unused = token.disclosures.findIndex((d) => !used.has(b64uSha256(d)));
   if (unused >= 0) throw new Ap2Refusal('ap2.disclosure', `${name} disclosure ${unused} is not referenced by any digest of the token`);

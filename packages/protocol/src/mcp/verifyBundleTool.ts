@@ -4,6 +4,7 @@
 import { parseWitnessKey } from '../tlog/cosignature.ts';
 import { verifyBundle } from '../verify.ts';
 import type { Bundle, Check } from '../types.ts';
+import { ap2Issuers as parseAp2Issuers } from '../ap2/chain.ts';
 
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' };
 
@@ -38,6 +39,20 @@ export const VERIFY_BUNDLE_INPUT: Record<string, unknown> = {
       minimum: 1,
       maximum: 100,
       description: 'cosignatures needed from distinct pinned witnesses (default: all of them)',
+    },
+    ap2Issuers: {
+      type: 'object',
+      properties: {
+        keys: {
+          type: 'array',
+          items: { type: 'object', description: 'a public P-256 JWK: {kty: "EC", crv: "P-256", x, y, kid}' },
+          minItems: 1,
+          maxItems: 100,
+        },
+      },
+      required: ['keys'],
+      description:
+        "the AP2 issuers' public keys pinned out of band, a JWKS ({keys: [...]}, P-256 keys with distinct kids): a matter created under an AP2 Payment Mandate verifies its chain against them; without them its parties[i].ap2 check fails",
     },
   },
   required: ['bundle'],
@@ -74,7 +89,7 @@ export class ToolArgumentError extends Error {
   }
 }
 
-const ARGUMENTS = ['bundle', 'trustedKeys', 'trustBundleKeys', 'witnesses', 'quorum'];
+const ARGUMENTS = ['bundle', 'trustedKeys', 'trustBundleKeys', 'witnesses', 'quorum', 'ap2Issuers'];
 
 /**
  * Runs the tool. A bundle that is not well formed is a failing `bundle.format` check, as the CLI
@@ -85,7 +100,9 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
   const a = args ?? {};
   for (const k of Object.keys(a))
     if (!ARGUMENTS.includes(k))
-      throw new ToolArgumentError(`${k}: unknown argument; verify_bundle takes bundle, trustedKeys, trustBundleKeys, witnesses and quorum`);
+      throw new ToolArgumentError(
+        `${k}: unknown argument; verify_bundle takes bundle, trustedKeys, trustBundleKeys, witnesses, quorum and ap2Issuers`,
+      );
   if (!('bundle' in a)) throw new ToolArgumentError('bundle: required (the bundle as get_bundle returns it)');
   const keys = a.trustedKeys;
   if (keys !== undefined) {
@@ -123,8 +140,18 @@ export function runVerifyBundle(args: Record<string, unknown> | undefined): Veri
     if (quorum > new Set(witnesses as string[]).size)
       throw new ToolArgumentError(`quorum: ${quorum} is more than the ${new Set(witnesses as string[]).size} witnesses given`);
   }
-  const witnessed =
-    witnesses === undefined ? {} : { witnesses: witnesses as string[], ...(quorum === undefined ? {} : { quorum: quorum as number }) };
+  let ap2: ReturnType<typeof parseAp2Issuers> | undefined;
+  if (a.ap2Issuers !== undefined) {
+    try {
+      ap2 = parseAp2Issuers(a.ap2Issuers, 'ap2Issuers');
+    } catch (e) {
+      throw new ToolArgumentError(`ap2Issuers: not a JWKS of public P-256 issuer keys: ${(e as Error).message}`);
+    }
+  }
+  const witnessed = {
+    ...(witnesses === undefined ? {} : { witnesses: witnesses as string[], ...(quorum === undefined ? {} : { quorum: quorum as number }) }),
+    ...(ap2 === undefined ? {} : { ap2Issuers: ap2 }),
+  };
   // No pinned key and no explicit trustBundleKeys: not valid (issuer.trust fails, saying how to pin).
   const r = verifyBundle(
     a.bundle as Bundle,
