@@ -138,8 +138,10 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
         const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
         if (meaning.kind === 'failed') return await fail(meaning.reason);
         if (meaning.kind === 'ahead' || meaning.kind === 'inconsistent') {
-          // The database may be behind its witnesses: the anchor checks before anything more is appended.
-          svc.anchor.suspect('witness');
+          // A claim that the database is behind or forked: the anchor asks every witness again, and
+          // closes the gate first only once as many witnesses as the quorum have said so
+          // (docs/witnessing.md "When a witness disagrees").
+          svc.anchor.dissent(w.vkey);
           return await fail(
             meaning.kind === 'ahead'
               ? `409 says the witness has size ${meaning.size}, larger than the log's ${head.size}: this database is behind what it cosigned`
