@@ -10,7 +10,7 @@ import { consistencyBetween, logSize } from '../tlog/store.ts';
 import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { issuerNoteAt } from './note.ts';
 import { addCheckpointBody, interpretAnswer } from './protocol.ts';
-import { DEFAULT_TIMEOUT_MS, exchange } from './submitter.ts';
+import { DEFAULT_TIMEOUT_MS, exchange, MAX_REFUSAL_BACKOFF_MS } from './submitter.ts';
 import { keepCheckpoint, keepCosignature, storedCheckpoint, witnessAt } from './store.ts';
 import type { WitnessConfig } from '../config/witness.ts';
 
@@ -181,9 +181,6 @@ export async function serverIdentity(svc: Services): Promise<string> {
 
 /** Longest wait between rounds while the witnesses do not answer. */
 const MAX_CHECK_BACKOFF_MS = 30_000;
-/** Longest wait between rounds while a quorum refuses (docs/witnessing.md "When a witness disagrees"). */
-export const MAX_REFUSAL_BACKOFF_MS = 60_000;
-
 /** The wait before the `refusals`-th retry of a refused round: WITNESS_INTERVAL_MS, doubling, at most 60 s. */
 export const refusalBackoffMs = (intervalMs: number, refusals: number) =>
   Math.min(MAX_REFUSAL_BACKOFF_MS, intervalMs * 2 ** Math.min(Math.max(refusals - 1, 0), 20));

@@ -115,8 +115,17 @@ for (const kind of STORES) {
       const closing = await s.deliver();
       assert.equal(closing.status, 201, closing.text);
       assert.equal((await metricsOf(s.h)).witnesses.dissents, 1);
-      // The routine submission meets the same claim: the gate stays open, the anchor asks everyone again.
+      // The routine submission meets the same claim: the gate stays open, the anchor asks everyone
+      // again, and the submitter asks the liar again within 60 s however often it has failed.
+      await s.h.db.query('INSERT INTO witness_state (vkey, failures) VALUES ($1, 20) ON CONFLICT (vkey) DO UPDATE SET failures = 20', [
+        w2.vkey,
+      ]);
       await s.submit();
+      const [wait] = await s.h.db.query(
+        "SELECT (next_at - now()) <= interval '60 seconds' AS capped, (next_at - now()) > interval '30 seconds' AS long FROM witness_state WHERE vkey = $1",
+        [w2.vkey],
+      );
+      assert.deepEqual(wait, { capped: true, long: true }, 'a refusal is asked again at most 60 s later');
       assert.equal(s.h.app.svc.anchor.state(), 'ok');
       assert.equal((await s.deliver()).status, 201, 'a dissent below the quorum does not close the gate');
       const seen = w2.seen.length;
