@@ -132,6 +132,8 @@ export function createApp(deps: AppDeps): App {
     enabled: deps.config.witnesses.length > 0,
     bestEffort: deps.config.witnessStart === 'best-effort',
     retryAfterS: Math.max(1, Math.ceil(deps.config.witnessIntervalMs / 1000)),
+    quorum: deps.config.witnessQuorum,
+    nowMs,
   });
   const proofLog = createProofLog(deps.db, { waitMs: deps.config.logIntegrateWaitMs, gate: anchor });
   anchor.onOpen = () => proofLog.poke();

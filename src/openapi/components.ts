@@ -244,7 +244,25 @@ export const SCHEMAS: Record<string, unknown> = {
 /** The success body of each operation, keyed `METHOD path`. A test checks every route has one. */
 export const RESPONSES: Record<string, unknown> = {
   ...FACILITATOR_RESPONSES,
-  'GET /health': obj({ ok: bool, service: str, issuer: { type: ['string', 'null'] }, version: str, uptimeSeconds: int }),
+  'GET /health': obj(
+    {
+      ok: bool,
+      service: str,
+      issuer: { type: ['string', 'null'] },
+      version: str,
+      uptimeSeconds: int,
+      log: obj(
+        {
+          state: { type: 'string', enum: ['checking', 'ok', 'behind-witnesses'] },
+          size: int,
+          witnessed: int,
+          reason: { type: 'string', description: 'why closings are refused, when the answer is 503 because of the log' },
+        },
+        ['state'],
+      ),
+    },
+    ['ok', 'service', 'issuer', 'version', 'uptimeSeconds'],
+  ),
   'GET /.well-known/proof-issuer.json': obj(
     {
       keys: arr(ref('IssuerKey')),
@@ -449,6 +467,7 @@ export const RESPONSES: Record<string, unknown> = {
     rateLimit: counts('rejected'),
     apiKeys: counts('active', 'revoked'),
     requestLog: counts('lines', 'rotations'),
+    witnesses: counts('dissents'),
     uptimeSeconds: int,
     version: str,
   }),

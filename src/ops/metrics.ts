@@ -12,6 +12,8 @@ export interface Metrics {
   rateLimit: { rejected: number };
   apiKeys: { active: number; revoked: number };
   requestLog: { lines: number; rotations: number };
+  /** Witness answers claiming the database behind or forked that fewer than WITNESS_QUORUM witnesses made (this instance's count). */
+  witnesses: { dissents: number };
   uptimeSeconds: number;
   version: string;
 }
@@ -57,6 +59,7 @@ export async function metrics(svc: Services): Promise<Metrics> {
     rateLimit: { rejected: svc.rateLimiter.rejected },
     apiKeys: { active: row.keys_active, revoked: row.keys_revoked },
     requestLog: { lines: log.lines, rotations: log.rotations },
+    witnesses: { dissents: svc.anchor.dissents },
     uptimeSeconds: Math.floor((svc.nowMs() - svc.startedAt) / 1000),
     version: svc.version,
   };

@@ -100,11 +100,11 @@ export const adminRoutes = defineRoutes({ tag: 'admin', access: 'root', rate: 'k
   {
     route: 'GET /v1/admin/metrics',
     summary:
-      "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections and request-log counters, API key counts, uptime and version.",
+      "Escrows by state, proofs issued, log size, webhook counters, this instance's rate-limit rejections, request-log counters and witness dissents, API key counts, uptime and version.",
     success: {
       status: 200,
       description:
-        '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, uptimeSeconds, version}',
+        '{escrows: {total, byState}, proofs: {issued}, log: {size}, webhooks: {delivered, failed, deadLettered, pending}, rateLimit: {rejected}, apiKeys: {active, revoked}, requestLog: {lines, rotations}, witnesses: {dissents}, uptimeSeconds, version}',
     },
     errors: ADMIN_ERRORS,
     handler: async ({ svc }) => json(await metrics(svc)),

@@ -5,6 +5,7 @@ import { activeKey, issuerKeys } from '../proof/keys.ts';
 import { issuerVkey } from '@escrow-settlement/protocol/issuer';
 import { openApiDocument } from '../openapi/document.ts';
 import { VERSION } from '../version.ts';
+import { BEHIND_RETRY_AFTER_S } from '../tlog/anchor.ts';
 
 export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
   {
@@ -13,18 +14,21 @@ export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
     success: {
       status: 200,
       description:
-        '{ok, service, issuer, version, uptimeSeconds}, with witnesses also log: {state, size, witnessed}; 503 with ok false when the database is unreachable, or when it is behind its witnesses (log.state "behind-witnesses")',
+        '{ok, service, issuer, version, uptimeSeconds}, with witnesses also log: {state, size, witnessed}; 503 with ok false when the database is unreachable, and whenever closings are refused: behind its witnesses (log.state "behind-witnesses") or still checking with them after 30 s (log.state "checking"), log.reason saying why',
     },
     errors: [],
     async handler({ svc }) {
       const uptimeSeconds = Math.floor((svc.nowMs() - svc.startedAt) / 1000);
       try {
         const key = await activeKey(svc.db, 'issuer');
-        // With witnesses: whether the log may grow (docs/operations.md §3). Behind them, this
-        // instance issues no proof, so it is not healthy, though reads still work.
+        // With witnesses: whether the log may grow (docs/operations.md §3). Whenever closings are
+        // refused (behind them, or checking with them for over 30 s) this instance issues no proof,
+        // so it is not healthy, though reads still work: 503 and why, so a load balancer moves on.
         const log = svc.anchor.view();
         const body = { service: 'escrow-settlement', issuer: key.publicKey, version: svc.version, uptimeSeconds, ...(log ? { log } : {}) };
-        if (log?.state === 'behind-witnesses') return json({ ok: false, ...body }, 503, { 'retry-after': '30' });
+        if (log?.state === 'behind-witnesses') return json({ ok: false, ...body }, 503, { 'retry-after': String(BEHIND_RETRY_AFTER_S) });
+        if (log?.state === 'checking' && log.reason)
+          return json({ ok: false, ...body }, 503, { 'retry-after': String(Math.max(1, Math.ceil(svc.config.witnessIntervalMs / 1000))) });
         return json({ ok: true, ...body });
       } catch {
         // Retry-After as on every other 503 (docs/protocol.md §19.2, `unavailable`): load balancers and clients back off alike.

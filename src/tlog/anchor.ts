@@ -2,25 +2,31 @@
 // now. A database restored to an earlier point, or a stale standby promoted, holds a shorter tree
 // than the witnesses have cosigned; appending to it would fork the log. So at start, and after the
 // database turns out to be another server, nothing is appended until the witnesses have answered,
-// and a witness that holds more (or finds the tree inconsistent) stops issuance until the database
-// holds again a tree at least as large. Without witnesses the gate is always open.
+// and when WITNESS_QUORUM of them hold more (or find the tree inconsistent) issuance stops until
+// they cosign again (docs/witnessing.md "When a witness disagrees"). Fewer dissenters are a claim
+// that is logged and counted, not a reason to stop. Without witnesses the gate is always open.
 import { AppError } from '../errors.ts';
 import type { AppendGate } from './gate.ts';
 
 /** What GET /health says of the log when witnesses are configured. */
 export type AnchorView =
-  | { state: 'checking' }
+  | { state: 'checking'; reason?: string }
   | { state: 'ok'; size: number; witnessed: number }
-  | { state: 'behind-witnesses'; size: number; witnessed: number };
+  | { state: 'behind-witnesses'; size: number; witnessed: number; reason: string };
 
 export interface Behind {
   /** The log's size in this database when the witnesses' answer was read. */
   size: number;
   /** The largest size any witness holds (or the size it holds a tree inconsistent with ours at). */
   witnessed: number;
-  /** The head that was refused as inconsistent (size and root): not sent again unless the database changes. */
-  refused?: { size: number; rootHash: string };
+  /** How many witnesses said so (at least WITNESS_QUORUM). */
+  dissenting: number;
+  /** Some of them found the tree inconsistent with theirs (a fork), not only larger. */
+  forked: boolean;
 }
+
+/** How long closings may be refused while the witnesses are asked before GET /health answers 503. */
+export const CHECKING_HEALTHY_MS = 30_000;
 
 export interface LogAnchor extends AppendGate {
   /** Witnesses are configured: the gate can close. */
@@ -28,8 +34,27 @@ export interface LogAnchor extends AppendGate {
   view(): AnchorView | null;
   /** From now on (the jobs have started) nothing is appended before the witnesses have answered, unless best-effort. */
   begin(): void;
-  /** A check is needed (another server answered, a witness said something adverse): the gate closes until it is done. */
+  /** A check is needed (another server answered, a quorum of witnesses said something adverse): the gate closes until it is done. */
   suspect(reason: 'another-server' | 'witness'): void;
+  /**
+   * A witness answered the routine submission that the database is behind or forked. Once as many
+   * witnesses as the quorum have said so since the last confirmation, the gate closes as suspect()
+   * closes it; fewer only ask for a check (recheckWanted), the gate staying as it is.
+   */
+  dissent(vkey: string): void;
+  /** A dissent below the quorum asked for a check while the gate is open; reset when a check starts. */
+  recheckWanted(): boolean;
+  checkStarted(): void;
+  /** A check round decided nothing (no quorum answered): why, for GET /health. */
+  undecided(reasons: string[]): void;
+  /** Witness answers that claimed the database behind or forked but were fewer than the quorum (this process's count). */
+  readonly dissents: number;
+  countDissents(n: number): void;
+  /**
+   * Why closings are refused in a way GET /health must report (503): behind the witnesses, or
+   * checking (and refusing) for longer than CHECKING_HEALTHY_MS. Null when it is healthy.
+   */
+  unhealthy(): string | null;
   /** The quorum has cosigned the database's newest checkpoint: the log may grow. */
   confirmed(size: number, witnessed: number): void;
   /** A witness holds more than, or something inconsistent with, the database: issuance stops. */
@@ -58,6 +83,10 @@ export interface AnchorOptions {
   bestEffort: boolean;
   /** Retry-After of a refusal while the witnesses are asked (seconds). */
   retryAfterS: number;
+  /** WITNESS_QUORUM: the number of dissenting witnesses that closes the gate. */
+  quorum?: number;
+  /** The service's clock (how long the gate has been checking). */
+  nowMs?: () => number;
 }
 
 /** Retry-After of a refusal while the database is behind its witnesses: an operator has to act. */
@@ -71,6 +100,25 @@ export function createAnchor(opts: AnchorOptions): LogAnchor {
   let epoch: (() => number) | undefined;
   let reverify: (() => Promise<void>) | undefined;
   let verified = 0;
+  const now = opts.nowMs ?? (() => Date.now());
+  const quorum = Math.max(1, opts.quorum ?? 1);
+  /** When the state last became 'checking'. */
+  let checkingSince = 0;
+  let lastReasons: string[] = [];
+  const dissenters = new Set<string>();
+  let recheck = false;
+  let dissents = 0;
+  const enterChecking = () => {
+    if (state !== 'checking') {
+      checkingSince = now();
+      lastReasons = [];
+    }
+    state = 'checking';
+  };
+  const behindReason = (b: Behind) =>
+    b.forked
+      ? `${b.dissenting} of its witnesses (quorum ${quorum}) hold a tree of ${b.witnessed} entries that this database's log of ${b.size} entries is not consistent with (a fork): no proof is issued; the witnesses are asked again with backoff`
+      : `this database holds a log of ${b.size} entries, but ${b.dissenting} of its witnesses (quorum ${quorum}) hold ${b.witnessed}: no proof is issued until the database holds as much (restore to a later point); the witnesses are asked again with backoff`;
   const holding = () => state === 'checking' && (hold || !opts.bestEffort);
   /** A connection closed since the server was last identified (only once the witnesses confirmed it). */
   const unverified = () => state === 'ok' && epoch !== undefined && epoch() !== verified;
@@ -90,18 +138,47 @@ export function createAnchor(opts: AnchorOptions): LogAnchor {
     holding,
     view() {
       if (!opts.enabled || state === 'open') return null;
-      if (state === 'behind-witnesses' && behindAt) return { state, size: behindAt.size, witnessed: behindAt.witnessed };
+      if (state === 'behind-witnesses' && behindAt)
+        return { state, size: behindAt.size, witnessed: behindAt.witnessed, reason: behindReason(behindAt) };
       if (state === 'ok' && last) return { state, ...last };
-      return { state: 'checking' };
+      const why = anchor.unhealthy();
+      return why ? { state: 'checking', reason: why } : { state: 'checking' };
     },
     begin() {
-      if (opts.enabled && state === 'open') state = 'checking';
+      if (opts.enabled && state === 'open') enterChecking();
     },
     suspect(reason) {
       if (!opts.enabled || state === 'open' || state === 'behind-witnesses') return;
-      state = 'checking';
-      // A witness's adverse answer closes the gate even under best-effort; another server only as the start does.
+      enterChecking();
+      // A quorum's adverse answers close the gate even under best-effort; another server only as the start does.
       hold = hold || reason === 'witness';
+    },
+    dissent(vkey) {
+      if (!opts.enabled || state === 'open') return;
+      dissenters.add(vkey);
+      if (dissenters.size >= quorum) anchor.suspect('witness');
+      else recheck = true;
+    },
+    recheckWanted: () => recheck,
+    checkStarted() {
+      recheck = false;
+    },
+    undecided(reasons) {
+      lastReasons = reasons;
+    },
+    get dissents() {
+      return dissents;
+    },
+    countDissents(n) {
+      dissents += n;
+    },
+    unhealthy() {
+      if (!opts.enabled) return null;
+      if (state === 'behind-witnesses' && behindAt) return behindReason(behindAt);
+      if (!holding()) return null;
+      const s = Math.floor((now() - checkingSince) / 1000);
+      if (now() - checkingSince <= CHECKING_HEALTHY_MS) return null;
+      return `closings have been refused for ${s} s: the witnesses have not confirmed this database's newest checkpoint${lastReasons.length > 0 ? ` (${lastReasons.join('; ')})` : ''}; they are asked again with backoff`;
     },
     confirmed(size, witnessed) {
       if (!opts.enabled) return;
@@ -110,6 +187,8 @@ export function createAnchor(opts: AnchorOptions): LogAnchor {
       hold = false;
       behindAt = null;
       last = { size, witnessed };
+      dissenters.clear();
+      lastReasons = [];
       if (!was) anchor.onOpen();
     },
     behind(b) {
@@ -117,6 +196,7 @@ export function createAnchor(opts: AnchorOptions): LogAnchor {
       state = 'behind-witnesses';
       hold = false;
       behindAt = b;
+      dissenters.clear();
     },
     behindState: () => (state === 'behind-witnesses' ? behindAt : null),
     watch(e, r) {
@@ -137,7 +217,9 @@ export function createAnchor(opts: AnchorOptions): LogAnchor {
       if (state === 'behind-witnesses' && behindAt) {
         throw new AppError(
           'unavailable',
-          `no proof can be issued: this database holds a log of ${behindAt.size} entries, but its witnesses hold ${behindAt.witnessed}; the database was restored to an earlier point (or a stale standby was promoted), and appending would fork the log. Nothing was changed; the operator must restore to a later point`,
+          behindAt.forked
+            ? `no proof can be issued: ${behindAt.dissenting} of this log's witnesses hold a tree of ${behindAt.witnessed} entries that this database's log of ${behindAt.size} entries is not consistent with, and appending would fork the log. Nothing was changed; the operator must restore the database to the point the witnesses hold`
+            : `no proof can be issued: this database holds a log of ${behindAt.size} entries, but its witnesses hold ${behindAt.witnessed}; the database was restored to an earlier point (or a stale standby was promoted), and appending would fork the log. Nothing was changed; the operator must restore to a later point`,
           { headers: { 'retry-after': String(BEHIND_RETRY_AFTER_S) } },
         );
       }

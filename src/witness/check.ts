@@ -1,15 +1,16 @@
 // Asking the witnesses before appending (docs/operations.md §3): the database's newest checkpoint
 // goes to every witness, whatever the database says it last sent them (the database is what may
 // have been rolled back), and their answers move the anchor (src/tlog/anchor.ts): the quorum's
-// cosignatures open the gate; a witness holding a larger tree, or finding ours inconsistent, stops
-// issuance. A checkpoint is sent only when it may be consistent with what the witnesses hold: never
-// one smaller than a size a witness already named, never one a witness already refused.
+// cosignatures open the gate; WITNESS_QUORUM witnesses holding a larger tree, or finding ours
+// inconsistent, stop issuance. A 409 naming a size or a 422 is a claim: fewer dissenters than the
+// quorum are logged and counted and stop nothing, and every refusal is asked again with backoff
+// (docs/witnessing.md "When a witness disagrees").
 import type { Services } from '../services.ts';
-import { consistencyBetween, logSize, rootAt } from '../tlog/store.ts';
+import { consistencyBetween, logSize } from '../tlog/store.ts';
 import { fromHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { issuerNoteAt } from './note.ts';
 import { addCheckpointBody, interpretAnswer } from './protocol.ts';
-import { DEFAULT_TIMEOUT_MS, exchange } from './submitter.ts';
+import { DEFAULT_TIMEOUT_MS, exchange, MAX_REFUSAL_BACKOFF_MS } from './submitter.ts';
 import { keepCheckpoint, keepCosignature, storedCheckpoint, witnessAt } from './store.ts';
 import type { WitnessConfig } from '../config/witness.ts';
 
@@ -28,12 +29,11 @@ export interface CheckOptions {
   signal?: AbortSignal;
 }
 
-/** What a round found: the gate's new state, or nothing decided (a witness did not answer). */
+/** What a round found: the gate's new state, or nothing decided (not enough witnesses answered). */
 export type RoundResult =
   | { outcome: 'confirmed'; size: number; witnessed: number }
-  | { outcome: 'behind'; size: number; witnessed: number; refused?: { size: number; rootHash: string } }
+  | { outcome: 'behind'; size: number; witnessed: number; dissenting: number; forked: boolean }
   | { outcome: 'undecided'; reasons: string[] };
-
 /** At most this many add-checkpoint requests per witness per round (a 409 names its size; one resend). */
 const MAX_EXCHANGES = 3;
 
@@ -84,12 +84,19 @@ async function confirmOne(
 }
 
 /**
- * One round: the newest checkpoint to every witness, then what their answers mean. A witness holding
- * more is believed only if the database, read again after the answer, still holds less (another
- * instance may have grown the log meanwhile).
+ * One round: the newest checkpoint to every witness, then what their answers mean
+ * (docs/witnessing.md "When a witness disagrees"):
+ *
+ * - behind: at least WITNESS_QUORUM witnesses say the database holds less than they do, or a tree
+ *   inconsistent with theirs; fewer could not have cosigned a checkpoint ahead of the database. A
+ *   witness holding more is believed only if the database, read again after the answer, still holds
+ *   less (another instance may have grown the log meanwhile). A log at size 0 is never behind.
+ * - confirmed: the quorum has answered and no checkpoint ahead of ours can have its quorum: the
+ *   quorum cosigned ours, or so many cosigned it (n − quorum + 1) that the rest are too few.
+ * - undecided otherwise: asked again with backoff.
  */
 export async function checkRound(svc: Services, opts: CheckOptions): Promise<RoundResult> {
-  const { witnesses, witnessQuorum, logOrigin } = svc.config;
+  const { witnesses, witnessQuorum: quorum, logOrigin } = svc.config;
   const head = await issuerNoteAt(svc.db, logOrigin);
   if (head.size > 0) await keepCheckpoint(svc.db, head.size, head.note);
   const note = (head.size > 0 ? await storedCheckpoint(svc.db, head.size) : null) ?? head.note;
@@ -105,29 +112,59 @@ export async function checkRound(svc: Services, opts: CheckOptions): Promise<Rou
       }
     }),
   );
-  const adverse = results.filter(({ r }) => r.kind === 'ahead' || r.kind === 'inconsistent');
-  if (adverse.length > 0) {
+  type Adverse = { w: WitnessConfig; r: Extract<Confirmation, { kind: 'ahead' | 'inconsistent' }> };
+  let adverse = results.filter((x): x is Adverse => x.r.kind === 'ahead' || x.r.kind === 'inconsistent');
+  if (head.size > 0 && adverse.length >= quorum) {
     const size = await logSize(svc.db);
-    const witnessed = Math.max(...adverse.map(({ r }) => (r as { size: number }).size));
-    const inconsistent = adverse.some(({ r }) => r.kind === 'inconsistent');
-    // Only "ahead" answers, and the log has grown past them since: another instance appended; ask again.
-    if (!inconsistent && size >= witnessed) return { outcome: 'undecided', reasons: ['the log grew while the witnesses were asked'] };
-    return {
-      outcome: 'behind',
-      size,
-      witnessed,
-      ...(inconsistent ? { refused: { size: head.size, rootHash: await rootAt(svc.db, head.size) } } : {}),
-    };
+    // A claim of more than the log holds, made before another instance appended past it, no longer stands.
+    const standing = adverse.filter(({ r }) => r.kind === 'inconsistent' || r.size > size);
+    if (standing.length >= quorum)
+      return {
+        outcome: 'behind',
+        size,
+        witnessed: Math.max(...standing.map(({ r }) => r.size)),
+        dissenting: standing.length,
+        forked: standing.some(({ r }) => r.kind === 'inconsistent'),
+      };
+    if (standing.length === 0) return { outcome: 'undecided', reasons: ['the log grew while the witnesses were asked'] };
+    adverse = standing;
   }
+  // Fewer dissenters than the quorum (or any, on an empty log): a claim, logged and counted.
+  for (const { w, r } of adverse)
+    opts.log(
+      head.size === 0
+        ? 'a witness dissents from the empty log: a log at size 0 is never behind, so this stops nothing'
+        : `a witness dissents: it claims this database is behind or forked, but fewer than WITNESS_QUORUM (${quorum}) witnesses say so; this alone stops nothing`,
+      {
+        witness: w.name,
+        url: w.url,
+        size: head.size,
+        claim: r.kind === 'ahead' ? 'larger' : 'inconsistent',
+        witnessSize: r.size,
+        ...(r.kind === 'inconsistent' ? { reason: r.reason } : {}),
+        dissenting: adverse.length,
+        quorum,
+      },
+    );
+  svc.anchor.countDissents(adverse.length);
+  const larger = adverse.filter(({ r }) => r.kind === 'ahead');
+  if (head.size === 0 && larger.length > 0)
+    opts.log(
+      `${larger.length} witness(es) claim to hold up to ${Math.max(...larger.map(({ r }) => r.size))} entries of this log, but the database is empty: a new log is never behind, so issuance goes on; if this database replaced one that held the log, stop the service and restore that database (docs/operations.md §3)`,
+      { witnesses: larger.map(({ w }) => w.name) },
+    );
   const cosigned = results.filter(({ r }) => r.kind === 'cosigned').length;
   // An empty log has nothing a witness could hold against it: a witness that refuses a size-0
-  // checkpoint (some do) has answered all the same. Only a 409 naming a larger size (above) counts.
+  // checkpoint (some do) has answered all the same.
   const answered =
-    head.size === 0
-      ? results.filter(({ r }) => r.kind === 'cosigned' || !/^no answer/.test((r as { reason?: string }).reason ?? '')).length
-      : cosigned;
-  if (answered >= witnessQuorum) return { outcome: 'confirmed', size: head.size, witnessed: head.size };
-  const reasons = results.filter(({ r }) => r.kind === 'failed').map(({ w, r }) => `${w.name}: ${(r as { reason: string }).reason}`);
+    head.size === 0 ? results.filter(({ r }) => r.kind !== 'failed' || !/^no answer/.test(r.reason)).length : cosigned + adverse.length;
+  const confirmed =
+    head.size === 0 ? answered >= quorum : cosigned >= quorum || (answered >= quorum && cosigned >= witnesses.length - quorum + 1);
+  if (confirmed) return { outcome: 'confirmed', size: head.size, witnessed: head.size };
+  const reasons = results
+    .filter(({ r }) => r.kind === 'failed')
+    .map(({ w, r }) => `${w.name}: ${(r as { reason: string }).reason}`)
+    .concat(adverse.map(({ w, r }) => `${w.name}: ${r.kind === 'ahead' ? `claims ${r.size} entries` : r.reason}`));
   for (const { w, r } of results)
     if (r.kind === 'failed') opts.log('witness check failed', { witness: w.name, url: w.url, size: head.size, reason: r.reason });
   return { outcome: 'undecided', reasons };
@@ -142,10 +179,11 @@ export async function serverIdentity(svc: Services): Promise<string> {
   return row.id;
 }
 
-/** How long the behind state waits between looks at the database (has it been restored to a later point?). */
-export const BEHIND_RECHECK_MS = 5_000;
 /** Longest wait between rounds while the witnesses do not answer. */
 const MAX_CHECK_BACKOFF_MS = 30_000;
+/** The wait before the `refusals`-th retry of a refused round: WITNESS_INTERVAL_MS, doubling, at most 60 s. */
+export const refusalBackoffMs = (intervalMs: number, refusals: number) =>
+  Math.min(MAX_REFUSAL_BACKOFF_MS, intervalMs * 2 ** Math.min(Math.max(refusals - 1, 0), 20));
 
 export interface AnchorChecks {
   /** One step: what the ticker runs every WITNESS_INTERVAL_MS. */
@@ -154,14 +192,16 @@ export interface AnchorChecks {
 
 /**
  * The checks the jobs run (docs/operations.md §3): begin() closes the gate (unless best-effort), the
- * first tick asks the witnesses, and later ticks ask again while undecided (doubling waits), look
- * at a database that is behind until it holds enough to ask again, and read the server's identity
- * after a connection closed.
+ * first tick asks the witnesses, and later ticks ask again while undecided or behind (doubling
+ * waits), after a dissent below the quorum (the gate staying open), and read the server's identity
+ * after a connection closed. Waits are measured on the service's clock (svc.nowMs).
  */
-export function anchorChecks(svc: Services, opts: CheckOptions & { intervalMs: number; behindRecheckMs?: number }): AnchorChecks {
+export function anchorChecks(svc: Services, opts: CheckOptions & { intervalMs: number }): AnchorChecks {
   const { anchor, db } = svc;
+  const now = () => svc.nowMs();
   let identity: string | undefined;
   let failures = 0;
+  let refusals = 0;
   let nextAt = 0;
   let identifying: Promise<void> | undefined;
   const epoch = db.connectionEpoch?.bind(db);
@@ -192,47 +232,44 @@ export function anchorChecks(svc: Services, opts: CheckOptions & { intervalMs: n
     },
   };
   async function step(): Promise<void> {
-    {
-      if (!anchor.enabled) return;
-      if (anchor.state() === 'ok') {
-        if (epoch && anchor.mayAppend() === false && anchor.state() === 'ok') await identify();
-        if (anchor.state() === 'ok') return;
-      }
-      if (Date.now() < nextAt) return;
-      const was = anchor.behindState();
-      if (was) {
-        // Nothing is sent until the database could be consistent with what the witnesses hold:
-        // at least as large, and not the very head a witness already refused.
-        const size = await logSize(db);
-        const same = was.refused && size === was.refused.size && (await rootAt(db, size)) === was.refused.rootHash;
-        if (size < was.witnessed || same) {
-          nextAt = Date.now() + (opts.behindRecheckMs ?? BEHIND_RECHECK_MS);
-          return;
-        }
-      }
-      if (epoch) {
-        const e = epoch();
-        identity = await serverIdentity(svc);
-        anchor.verifiedAt(e);
-      }
-      const r = await checkRound(svc, opts);
-      if (r.outcome === 'confirmed') {
-        failures = 0;
-        if (was) opts.log('the log is consistent with its witnesses again: issuing proofs', { size: r.size });
-        anchor.confirmed(r.size, r.witnessed);
-      } else if (r.outcome === 'behind') {
-        failures = 0;
-        nextAt = Date.now() + (opts.behindRecheckMs ?? BEHIND_RECHECK_MS);
-        if (!was || was.size !== r.size || was.witnessed !== r.witnessed)
-          opts.log(
-            `the log's database is behind its witnesses (it holds ${r.size} entries, they hold ${r.witnessed}): no proof is issued; restore the database to a later point (docs/operations.md §3)`,
-            { size: r.size, witnessed: r.witnessed },
-          );
-        anchor.behind(r);
-      } else {
-        failures++;
-        nextAt = Date.now() + Math.min(MAX_CHECK_BACKOFF_MS, opts.intervalMs * 2 ** Math.min(failures, 20));
-      }
+    if (!anchor.enabled) return;
+    if (anchor.state() === 'ok') {
+      if (epoch && anchor.mayAppend() === false && anchor.state() === 'ok') await identify();
+      // Open: a round only when a witness dissented below the quorum (the gate stays open meanwhile).
+      if (anchor.state() === 'ok' && !anchor.recheckWanted()) return;
+    }
+    if (now() < nextAt) return;
+    const was = anchor.behindState();
+    anchor.checkStarted();
+    if (epoch) {
+      const e = epoch();
+      identity = await serverIdentity(svc);
+      anchor.verifiedAt(e);
+    }
+    const r = await checkRound(svc, opts);
+    if (r.outcome === 'confirmed') {
+      failures = 0;
+      refusals = 0;
+      nextAt = 0;
+      if (was) opts.log('the log is consistent with its witnesses again: issuing proofs', { size: r.size });
+      anchor.confirmed(r.size, r.witnessed);
+    } else if (r.outcome === 'behind') {
+      failures = 0;
+      refusals++;
+      // Asked again with backoff: a witness that stops lying, or a database restored to the right point, resumes issuance.
+      nextAt = now() + refusalBackoffMs(opts.intervalMs, refusals);
+      if (!was || was.size !== r.size || was.witnessed !== r.witnessed || was.forked !== r.forked)
+        opts.log(
+          r.forked
+            ? `the log's database is not consistent with its witnesses (${r.dissenting} of them hold a tree of ${r.witnessed} entries this log of ${r.size} does not extend): no proof is issued; restore the database to the point the witnesses hold (docs/operations.md §3)`
+            : `the log's database is behind its witnesses (it holds ${r.size} entries, they hold ${r.witnessed}): no proof is issued; restore the database to a later point (docs/operations.md §3)`,
+          { size: r.size, witnessed: r.witnessed, dissenting: r.dissenting },
+        );
+      anchor.behind(r);
+    } else {
+      failures++;
+      nextAt = now() + Math.min(MAX_CHECK_BACKOFF_MS, opts.intervalMs * 2 ** Math.min(failures, 20));
+      anchor.undecided(r.reasons);
     }
   }
 }

@@ -31,6 +31,11 @@ export interface Submitted {
 
 /** Longest wait between attempts to a failing witness. */
 export const MAX_BACKOFF_MS = 300_000;
+/**
+ * Longest wait before a refusal (a 409 naming a larger size, a 422) is asked again, by the submitter
+ * and by the anchor's checks (docs/witnessing.md "When a witness disagrees").
+ */
+export const MAX_REFUSAL_BACKOFF_MS = 60_000;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** Doubling waits from WITNESS_INTERVAL_MS, capped: the `failures`-th retry. */
@@ -119,9 +124,9 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
   return Promise.all(
     claimed.map(async (c): Promise<Submitted> => {
       const w = witnesses.find((x) => x.vkey === c.vkey)!;
-      const fail = async (reason: string): Promise<Submitted> => {
+      const fail = async (reason: string, maxWaitMs = MAX_BACKOFF_MS): Promise<Submitted> => {
         opts.log('witness submission failed', { witness: w.name, url: w.url, size: head.size, reason });
-        await failed(svc.db, w.vkey, reason, backoffMs(witnessIntervalMs, c.failures));
+        await failed(svc.db, w.vkey, reason, Math.min(maxWaitMs, backoffMs(witnessIntervalMs, c.failures)));
         return { witness: w.name, size: head.size, outcome: 'failed', reason };
       };
       try {
@@ -138,12 +143,16 @@ export async function submitOnce(svc: Services, opts: SubmitOptions): Promise<Su
         const meaning = interpretAnswer(answer, head.text, w.vkey, head.size);
         if (meaning.kind === 'failed') return await fail(meaning.reason);
         if (meaning.kind === 'ahead' || meaning.kind === 'inconsistent') {
-          // The database may be behind its witnesses: the anchor checks before anything more is appended.
-          svc.anchor.suspect('witness');
+          // A claim that the database is behind or forked: the anchor asks every witness again, and
+          // closes the gate first only once as many witnesses as the quorum have said so
+          // (docs/witnessing.md "When a witness disagrees").
+          svc.anchor.dissent(w.vkey);
+          // A refusal is asked again at most 60 s apart, as the anchor's retries are.
           return await fail(
             meaning.kind === 'ahead'
               ? `409 says the witness has size ${meaning.size}, larger than the log's ${head.size}: this database is behind what it cosigned`
               : meaning.reason,
+            MAX_REFUSAL_BACKOFF_MS,
           );
         }
         if (meaning.kind === 'conflict') {

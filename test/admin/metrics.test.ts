@@ -14,6 +14,7 @@ const SHAPE = {
   rateLimit: ['rejected'],
   apiKeys: ['active', 'revoked'],
   requestLog: ['lines', 'rotations'],
+  witnesses: ['dissents'],
 };
 const STATES = ['created', 'delivered', 'disputed', 'funded', 'refunded', 'resolved', 'settled'];
 
@@ -42,6 +43,7 @@ describeStores(
         m.apiKeys.revoked,
         m.requestLog.lines,
         m.requestLog.rotations,
+        m.witnesses.dissents,
         m.uptimeSeconds,
       ];
       for (const n of numbers) assert.ok(Number.isInteger(n) && (n as number) >= 0, `${n}`);

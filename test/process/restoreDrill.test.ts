@@ -6,44 +6,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PG_URL } from '../harness.ts';
 import { caller, leafHashOf, merkleRoot, pgDatabase, sleep, type Call } from '../reliability/lib.ts';
-import { createTestWitness, type TestWitness } from '../witness/witness.ts';
+import { createTestWitness } from '../witness/witness.ts';
+import { serveWitness } from '../witness/http.ts';
 import { parseCheckpoint, splitNote } from '@escrow-settlement/protocol/tlog/checkpoint';
 import { startService, TSX, type Proc } from './proc.ts';
 
 const TERMS = { description: 'a report with a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] };
 const tools = ['pg_dump', 'psql'].every((t) => spawnSync('which', [t]).status === 0);
 const skip = !PG_URL ? 'needs TEST_DATABASE_URL' : !tools ? 'needs pg_dump and psql' : false;
-
-/** A test witness served over HTTP on loopback (the service reaches it as it would a real one). */
-async function serveWitness(w: TestWitness): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const answer = await w.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined }),
-      );
-      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 async function closeOne(call: Call, payer: string, payee: string): Promise<{ id: string; delivery: Awaited<ReturnType<Call>> }> {
   const e = await call('POST', '/v1/escrows', { amount: '2.5', asset: 'USDC', terms: TERMS, payerAgentId: payer, payeeAgentId: payee });
@@ -112,7 +87,9 @@ test('the restore drill: a database restored to an earlier point issues nothing,
     await until('/health says behind-witnesses', 30_000, async () => (await call2('GET', '/health')).status === 503);
     const health = await call2('GET', '/health');
     assert.equal(health.body.ok, false);
-    assert.deepEqual(health.body.log, { state: 'behind-witnesses', size: 13, witnessed: 21 });
+    const { reason, ...log } = health.body.log;
+    assert.deepEqual(log, { state: 'behind-witnesses', size: 13, witnessed: 21 });
+    assert.match(reason, /holds a log of 13 entries, but 1 of its witnesses \(quorum 1\) hold 21/);
     assert.ok(health.headers['retry-after']);
     // Every closing is refused, naming both sizes; creating and funding still work; nothing is appended.
     for (let i = 0; i < 3; i++) {

@@ -15,6 +15,7 @@ import { sweepOnce } from '../../src/jobs/sweep.ts';
 import { parseConfig } from '../../src/config.ts';
 import { createTestWitness, witnessFetch, type TestWitness } from './witness.ts';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const proofCount = async (h: Harness) => Number((await h.db.query('SELECT count(*)::int AS n FROM proofs'))[0].n);
 const logSize = async (h: Harness) => Number((await h.db.query('SELECT size::int AS size FROM log_state'))[0].size);
 
@@ -44,7 +45,7 @@ for (const kind of STORES) {
     after(() => h.close());
 
     test('from the start of the checks until the witnesses answer, a closing is 503 with Retry-After and writes nothing', async () => {
-      checks = anchorChecks(h.app.svc, { log, fetch: fetchW, intervalMs: 50, behindRecheckMs: 0 });
+      checks = anchorChecks(h.app.svc, { log, fetch: fetchW, intervalMs: 50 });
       const e = await funded(h);
       const proofs = await proofCount(h);
       const res = await deliver(e);
@@ -97,11 +98,18 @@ for (const kind of STORES) {
       const health = await h.req('GET', '/health');
       assert.equal(health.status, 503);
       assert.equal(health.body.ok, false);
-      assert.deepEqual(health.body.log, { state: 'behind-witnesses', size: 2, witnessed: 9 });
-      // Another look while the database still holds less sends nothing to anyone.
+      const { reason, ...view } = health.body.log;
+      assert.deepEqual(view, { state: 'behind-witnesses', size: 2, witnessed: 9 });
+      assert.match(reason, /holds a log of 2 entries, but 2 of its witnesses \(quorum 2\) hold 9/);
+      // Asked again after the wait (docs/witnessing.md "When a witness disagrees"): the same head, a
+      // prefix of what they hold; they answer as before, and the operator is not told twice.
       const seen = w1.seen.length + w2.seen.length;
+      await sleep(60);
       await checks.tick();
-      assert.equal(w1.seen.length + w2.seen.length, seen, 'no checkpoint smaller than what they hold is sent again');
+      assert.equal(w1.seen.length + w2.seen.length, seen + 2, 'both witnesses asked again');
+      assert.deepEqual([w1.seen.at(-1)?.status, w2.seen.at(-1)?.status], [409, 409]);
+      assert.equal(h.app.svc.anchor.state(), 'behind-witnesses');
+      assert.equal(lines.filter((l) => /behind its witnesses/.test(l.msg)).length, 1);
       assert.equal(await logSize(h), 2, 'nothing appended');
     });
 
@@ -116,6 +124,7 @@ for (const kind of STORES) {
       w2.state.set(h.config.logOrigin, { size: 9, root: Buffer.from(head.rootHash, 'hex') });
       await h.db.query('UPDATE witness_state SET witness_size = 9');
       const before = lines.length;
+      await sleep(120);
       await checks.tick();
       assert.equal(h.app.svc.anchor.state(), 'ok');
       assert.ok(lines.slice(before).some((l) => /consistent with its witnesses again/.test(l.msg)));
@@ -123,20 +132,39 @@ for (const kind of STORES) {
       assert.ok((await settled(h)).proof.id, 'closings go on');
     });
 
-    test('a witness that finds the tree inconsistent (422) stops issuance, and that head is never sent again', async () => {
+    test('one witness of two (quorum 2) finding the tree inconsistent is a dissent: closings go on', async () => {
       const size = await logSize(h);
-      // w1 holds a tree of 3 entries that is not a prefix of ours (a fork).
+      // w1 holds a tree of 3 entries that is not a prefix of ours (a fork); w2 holds ours.
       w1.state.set(h.config.logOrigin, { size: 3, root: randomBytes(32) });
       h.app.svc.anchor.suspect('witness');
       await checks.tick();
-      assert.equal(h.app.svc.anchor.state(), 'behind-witnesses');
       assert.equal(w1.seen.at(-1)?.status, 422);
-      const health = await h.req('GET', '/health');
-      assert.deepEqual(health.body.log, { state: 'behind-witnesses', size, witnessed: 3 });
-      expectError(await deliver(await funded(h)), 503, 'unavailable');
-      const seen = w1.seen.length;
+      assert.equal(h.app.svc.anchor.state(), 'ok', 'fewer dissenters than the quorum stop nothing');
+      assert.ok(lines.some((l) => /a witness dissents/.test(l.msg) && l.fields?.witness === w1.name && l.fields?.claim === 'inconsistent'));
+      assert.deepEqual((await h.req('GET', '/health')).body.log, { state: 'ok', size, witnessed: size });
+      assert.ok((await settled(h)).proof.id);
+    });
+
+    test('both witnesses finding the tree inconsistent (422) stop issuance, and the refused head is asked again after the wait', async () => {
+      const size = await logSize(h);
+      w1.state.set(h.config.logOrigin, { size: 3, root: randomBytes(32) });
+      w2.state.set(h.config.logOrigin, { size: 3, root: randomBytes(32) });
+      await h.db.query('UPDATE witness_state SET witness_size = 3');
+      h.app.svc.anchor.suspect('witness');
       await checks.tick();
-      assert.equal(w1.seen.length, seen, 'the refused head is not sent again');
+      assert.equal(h.app.svc.anchor.state(), 'behind-witnesses');
+      assert.deepEqual([w1.seen.at(-1)?.status, w2.seen.at(-1)?.status], [422, 422]);
+      const health = await h.req('GET', '/health');
+      assert.equal(health.status, 503);
+      assert.equal(health.body.log.state, 'behind-witnesses');
+      assert.deepEqual([health.body.log.size, health.body.log.witnessed], [size, 3]);
+      assert.match(health.body.log.reason, /not consistent with \(a fork\)/);
+      assert.match(expectError(await deliver(await funded(h)), 503, 'unavailable'), /not consistent with/);
+      const seen = w1.seen.length;
+      await sleep(60);
+      await checks.tick();
+      assert.equal(w1.seen.length, seen + 1, 'the refused head is asked again: a witness that recovers resumes issuance');
+      assert.equal(h.app.svc.anchor.state(), 'behind-witnesses');
     });
   });
 }

@@ -35,6 +35,11 @@ export interface TestWitness {
   /** Every request seen: the body and the status answered. */
   seen: Array<{ body: string; status: number }>;
   misbehave: Misbehaviour | null;
+  /**
+   * A hostile variant: when set and it returns an answer, that answer is sent instead of the
+   * witness's own (its state unchanged), e.g. a 409 naming a size it never held, or a 422.
+   */
+  intercept: ((body: string) => Response | null) | null;
   /** Answers one HTTP request (POST <prefix>/add-checkpoint). */
   fetch(req: Request): Promise<Response>;
   /** Seconds since the epoch for the cosignature timestamp (tests may pin it). */
@@ -114,11 +119,12 @@ export function createTestWitness(name: string, logs: string[] = [], kind: Witne
     state: new Map(),
     seen: [],
     misbehave: null,
+    intercept: null,
     now: () => Math.floor(Date.now() / 1000),
     trust: (v) => void logKeys.push(parseVerifierKey(v)),
     async fetch(req) {
       const body = await req.text();
-      const res = await answer(req, body);
+      const res = w.intercept?.(body) ?? (await answer(req, body));
       w.seen.push({ body, status: res.status });
       return res;
     },
@@ -192,6 +198,12 @@ export function createTestWitness(name: string, logs: string[] = [], kind: Witne
   }
   return w;
 }
+
+/** A tlog-witness 409: the size the witness says it holds (c2sp.org/tlog-witness, text/x.tlog.size). */
+export const sizeAnswer = (size: number) => text(409, `${size}\n`, 'text/x.tlog.size');
+
+/** A 422 as a witness answers a checkpoint it finds inconsistent with the one it holds. */
+export const inconsistentAnswer = () => text(422, 'the consistency proof does not verify\n');
 
 /** The signature line with one bit of its signature flipped: our key ID and timestamp, a signature that fails. */
 export function tamper(line: string): string {
