@@ -1,6 +1,7 @@
 // Keys inside a PKCS#11 token (docs/keys.md "PKCS#11"): a `pkcs11:` URI (RFC 7512) names the token
-// and the object; the module comes from PKCS11_MODULE (or the URI's module-path); the PIN from the
-// URI's pin-source file. The private key never leaves the token: signing is C_Sign with CKM_EDDSA
+// and the object; the module is PKCS11_MODULE alone, read at start (a URI naming module-path or
+// module-name is refused: no request and no database row may make the process load a library); the
+// PIN comes from the URI's pin-source file. The private key never leaves the token: signing is C_Sign with CKM_EDDSA
 // (PKCS#11 3.0 §6.3.14, Ed25519). The binding, pkcs11js, is an optional dependency imported only here,
 // and this file is imported only when a pkcs11: source is configured.
 import { createRequire } from 'node:module';
@@ -29,7 +30,6 @@ export interface Pkcs11Uri {
   id?: Uint8Array;
   serial?: string;
   pinSource?: string;
-  modulePath?: string;
 }
 
 const PATH_ATTRS = new Set([
@@ -74,7 +74,10 @@ function pctBytes(variable: string, v: string): Uint8Array {
   return Uint8Array.from(out);
 }
 
-/** Parses a pkcs11: URI; refuses a pin-value (the source is stored with its era: a PIN goes in a pin-source file). */
+/**
+ * Parses a pkcs11: URI; refuses a pin-value (the source is stored with its era: a PIN goes in a
+ * pin-source file) and a module-path or module-name (the module is PKCS11_MODULE's, docs/keys.md).
+ */
 export function parsePkcs11Uri(variable: string, uri: string): Pkcs11Uri {
   if (!uri.startsWith('pkcs11:')) throw new ConfigError(variable, 'is not a pkcs11: URI');
   const [path, query = ''] = uri.slice('pkcs11:'.length).split('?', 2);
@@ -101,8 +104,12 @@ export function parsePkcs11Uri(variable: string, uri: string): Pkcs11Uri {
         variable,
         'pkcs11: URI carries pin-value: put the PIN in a file (mode 0600) and name it with pin-source=file:<path>',
       );
+    if (k === 'module-path' || k === 'module-name')
+      throw new ConfigError(
+        variable,
+        `pkcs11: URI names ${k}: the PKCS#11 module is PKCS11_MODULE alone, set where the service starts; remove ${k} from the URI (docs/keys.md "PKCS#11")`,
+      );
     if (k === 'pin-source') out.pinSource = v;
-    if (k === 'module-path') out.modulePath = v;
   }
   if (!out.object && !out.id) throw new ConfigError(variable, 'pkcs11: URI names no object: add object=<label of the key pair>');
   return out;
@@ -152,8 +159,9 @@ function ecPoint(raw: Uint8Array): Uint8Array | undefined {
  * that signs inside the token. Every failure is a ConfigError naming `variable`.
  */
 export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: string | undefined): LoadedKey {
+  // The URI is parsed, and refused, before anything is loaded.
   const uri = parsePkcs11Uri(variable, source);
-  const modulePath = moduleFromEnv || uri.modulePath;
+  const modulePath = moduleFromEnv;
   if (!modulePath)
     throw new ConfigError(
       'PKCS11_MODULE',

@@ -95,6 +95,8 @@ export function holdKey(key: LoadedKey): void {
   held.set(toHex(key.signer.publicKey), key.signer);
 }
 
+const purposeOf = (row: { key_id: string }) => (row.key_id.startsWith('whk_') ? 'webhook' : 'issuer');
+
 type KeyRow = { key_id: string; public_key: string; source: string | null; valid_from: Date; valid_until: Date | null };
 const KEY_COLS = 'key_id, public_key, source, valid_from, valid_until';
 
@@ -130,7 +132,16 @@ async function signerOf(row: KeyRow, variable: string): Promise<Signer> {
   if (hit) return hit;
   if (!row.source)
     throw new Error(`key ${row.key_id} is held by no source this process can load (it was kept in another process's memory)`);
-  const key = await sources.load(row.source, variable);
+  let key: LoadedKey;
+  try {
+    key = await sources.load(row.source, variable);
+  } catch (err) {
+    // A row anyone with write access to the database could have written: refused sources (a pkcs11:
+    // URI naming a module, a file outside the rules, docs/keys.md) are said so, for the operator's log.
+    if (err instanceof ConfigError)
+      throw new Error(`${purposeOf(row)} key ${row.key_id}: its stored source is refused, nothing was loaded (${err.message})`);
+    throw err;
+  }
   if (toHex(key.signer.publicKey) !== row.public_key)
     throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf('issuer', key.signer.publicKey)})`);
   holdKey(key);
