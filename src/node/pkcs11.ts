@@ -6,7 +6,7 @@
 // and this file is imported only when a pkcs11: source is configured.
 import { createRequire } from 'node:module';
 import { ConfigError } from '../errors.ts';
-import type { LoadedKey } from '../proof/keys.ts';
+import type { LoadedKey, LoadOptions } from '../proof/keys.ts';
 import { readSecretFile } from './keyFiles.ts';
 
 // PKCS#11 3.0 constants (pkcs11t.h).
@@ -158,7 +158,7 @@ function ecPoint(raw: Uint8Array): Uint8Array | undefined {
  * pin-source PIN, finds the private key and its public half by label (and id), and returns a signer
  * that signs inside the token. Every failure is a ConfigError naming `variable`.
  */
-export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: string | undefined): LoadedKey {
+export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: string | undefined, opts: LoadOptions = {}): LoadedKey {
   // The URI is parsed, and refused, before anything is loaded.
   const uri = parsePkcs11Uri(variable, source);
   const modulePath = moduleFromEnv;
@@ -178,7 +178,7 @@ export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: s
   if (slot === undefined) throw new ConfigError(variable, `no token ${JSON.stringify(uri.token ?? '')} in ${modulePath}`);
   const session = p.C_OpenSession(slot, CKF_SERIAL_SESSION);
   if (uri.pinSource !== undefined) {
-    const pin = readSecretFile(variable, uri.pinSource).text.replace(/\r?\n$/, '');
+    const pin = readSecretFile(variable, uri.pinSource, opts).text.replace(/\r?\n$/, '');
     try {
       p.C_Login(session, CKU_USER, pin);
     } catch (err) {

@@ -42,6 +42,12 @@ const whence = (k: LoadedKey) => (k.source ? ` (${k.source})` : ' (held in memor
  */
 export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources): Promise<EnsuredKeys> {
   for (const p of ['issuer', 'webhook'] as const) checkSigns(keys[p], VARIABLE[p]);
+  // One key for both would let a webhook signature stand for a proof's, and the reverse (docs/keys.md).
+  if (toHex(keys.issuer.signer.publicKey) === toHex(keys.webhook.signer.publicKey))
+    throw new ConfigError(
+      'WEBHOOK_KEY',
+      `names the same key as ISSUER_KEY${whence(keys.webhook)}: the issuer and webhook keys must differ (keys generate writes one of each)`,
+    );
   const result = await db.tx(async (tx) => {
     await tx.query(LOCK_SQL);
     const rows = await tx.query<Row>(

@@ -26,10 +26,19 @@ export interface LoadedKey {
   name?: string;
 }
 
+/** How a source is loaded: for the operator (start-up, stored eras) or for a request (a rotation's body). */
+export interface LoadOptions {
+  /**
+   * The source came in a request: a refusal of a key file names the rules it must meet, never which
+   * one a path broke, so an answer tells nothing about paths the caller could not read (docs/keys.md "Key files").
+   */
+  request?: boolean;
+}
+
 /** How an edge turns a source into a key, and makes a new one (the Node edge: src/node/serviceKeys.ts). */
 export interface KeySources {
   /** Loads `source` by the start-up rules; failures are ConfigError naming `variable`. */
-  load(source: string, variable: string): Promise<LoadedKey>;
+  load(source: string, variable: string, opts?: LoadOptions): Promise<LoadedKey>;
   /**
    * A new key for a rotation without a source, present only where the keys are generated rather than
    * named (the sandbox: the Node edge writes it to DATA_DIR/keys/, or keeps it in memory for :memory:).
@@ -187,31 +196,51 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
  * Retires the active issuer key and makes `key` active, atomically, for every instance (each loads
  * it from its source at its next signature). The caller has loaded it and checked that it signs.
  */
-export async function rotateIssuer(
-  db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
-  key: LoadedKey = memoryKey(),
-): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+export const rotateIssuer = (db: TxDb, key: LoadedKey = memoryKey()): Promise<{ active: IssuerKey; retired: IssuerKey }> =>
+  rotateKey(db, 'issuer', key);
+
+type TxDb = { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> };
+
+/**
+ * Retires the active key of `purpose` and makes `key` active, atomically, for every instance. A key
+ * that is already an era of either purpose is refused (ConfigError naming `key`): the issuer and
+ * webhook keys differ, and an era names one key pair for good (docs/keys.md "Rotation").
+ */
+export async function rotateKey(db: TxDb, purpose: Purpose, key: LoadedKey): Promise<{ active: IssuerKey; retired: IssuerKey }> {
   const publicKey = toHex(key.signer.publicKey);
-  const keyId = keyIdOf('issuer', key.signer.publicKey);
+  const keyId = keyIdOf(purpose, key.signer.publicKey);
   holdKey(key);
   return db.tx(async (tx) => {
     // Lock: a transaction-scoped advisory lock per schema, held to commit, so concurrent rotations
-    // run one after the other. A row lock alone is not enough: the second rotation, once granted
-    // the row, re-checks `valid_until IS NULL` on the key the first retired, retires nothing, and
-    // its insert breaks service_keys_one_active. After the advisory lock, READ COMMITTED statements
-    // see the first rotation's commit, so the second retires the key the first made.
+    // (of either key: one key must never become both) run one after the other. A row lock alone is
+    // not enough: the second rotation, once granted the row, re-checks `valid_until IS NULL` on the
+    // key the first retired, retires nothing, and its insert breaks service_keys_one_active. After
+    // the advisory lock, READ COMMITTED statements see the first rotation's commit, so the second
+    // retires the key the first made.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':issuer-rotate'))`);
-    const known = await tx.query<{ key_id: string }>('SELECT key_id FROM service_keys WHERE public_key = $1', [publicKey]);
-    if (known.length > 0) throw new ConfigError('key', `that key is already an era of this service (${known[0].key_id}); give a new key`);
+    const known = await tx.query<{ key_id: string; purpose: Purpose; active: boolean }>(
+      'SELECT key_id, purpose, valid_until IS NULL AS active FROM service_keys WHERE public_key = $1',
+      [publicKey],
+    );
+    if (known.length > 0) {
+      const k = known[0];
+      throw new ConfigError(
+        'key',
+        k.purpose !== purpose
+          ? `that key is ${k.active ? 'the' : 'a former'} ${k.purpose} key of this service (${k.key_id}): the issuer and webhook keys must differ; give a new key`
+          : `that key is already an era of this service (${k.key_id}); give a new key`,
+      );
+    }
     const [old] = await tx.query<KeyRow>(
       `UPDATE service_keys SET valid_until = svc_now() WHERE key_id = (
-         SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL FOR UPDATE)
+         SELECT key_id FROM service_keys WHERE purpose = $1 AND valid_until IS NULL FOR UPDATE)
        RETURNING ${KEY_COLS}`,
+      [purpose],
     );
     const [fresh] = await tx.query<KeyRow>(
       `INSERT INTO service_keys (key_id, purpose, public_key, source, valid_from)
-       VALUES ($1, 'issuer', $2, $3, svc_now()) RETURNING ${KEY_COLS}`,
-      [keyId, publicKey, key.source],
+       VALUES ($1, $2, $3, $4, svc_now()) RETURNING ${KEY_COLS}`,
+      [keyId, purpose, publicKey, key.source],
     );
     return { active: toIssuerKey(fresh), retired: toIssuerKey(old) };
   });

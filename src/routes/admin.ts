@@ -29,7 +29,7 @@ async function rotationKey(svc: Services, source: string | undefined): Promise<L
     return svc.keySources.generate('issuer');
   }
   try {
-    const key = await svc.keySources.load(source, 'key');
+    const key = await svc.keySources.load(source, 'key', { request: true });
     checkSigns(key, 'key');
     checkName(key, svc.config.logOrigin, 'key');
     return key;

@@ -46,6 +46,19 @@ test('a key file that is missing, readable by others or malformed, or only one k
     writeFileSync(join(dir, 'bad.key'), 'PRIVATE+KEY+x+00000000+AAAA\n', { mode: 0o600 });
     await failsNaming({ ...env, ...keys, ISSUER_KEY: `file:${join(dir, 'bad.key')}` }, 'ISSUER_KEY', /bad\.key is not an Ed25519 key/);
     await failsNaming({ ...env, ISSUER_KEY: keys.ISSUER_KEY }, 'WEBHOOK_KEY', /is required when ISSUER_KEY is set/);
+    // One key for both: refused, whichever way it is named (docs/keys.md "Key files").
+    await failsNaming({ ...env, ...keys, WEBHOOK_KEY: keys.ISSUER_KEY }, 'WEBHOOK_KEY', /names the same key as ISSUER_KEY .*must differ/);
+    await failsNaming(
+      { ...env, ...keys, WEBHOOK_KEY: keys.ISSUER_KEY.replace('file:', 'file://') },
+      'WEBHOOK_KEY',
+      /names the same key as ISSUER_KEY/,
+    );
+    // Read whole, /proc/self/pagemap takes gigabytes: refused by its name, at once.
+    await failsNaming(
+      { ...env, ...keys, ISSUER_KEY: 'file:/proc/self/pagemap' },
+      'ISSUER_KEY',
+      /is under \/proc: a key file must be outside/,
+    );
     await failsNaming({ ...env, ...keys, ISSUER_KEY: 'vault:issuer' }, 'ISSUER_KEY', /must be file:<path> or pkcs11:<URI>/);
     await failsNaming(
       { ...env, ...keys, LOG_ORIGIN: 'other.example/log' },
