@@ -104,7 +104,7 @@ export function holdKey(key: LoadedKey): void {
   held.set(toHex(key.signer.publicKey), key.signer);
 }
 
-const purposeOf = (row: { key_id: string }) => (row.key_id.startsWith('whk_') ? 'webhook' : 'issuer');
+const purposeOf = (row: { key_id: string }): Purpose => (row.key_id.startsWith('whk_') ? 'webhook' : 'issuer');
 
 type KeyRow = { key_id: string; public_key: string; source: string | null; valid_from: Date; valid_until: Date | null };
 const KEY_COLS = 'key_id, public_key, source, valid_from, valid_until';
@@ -152,7 +152,7 @@ async function signerOf(row: KeyRow, variable: string): Promise<Signer> {
     throw err;
   }
   if (toHex(key.signer.publicKey) !== row.public_key)
-    throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf('issuer', key.signer.publicKey)})`);
+    throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf(purposeOf(row), key.signer.publicKey)})`);
   holdKey(key);
   return key.signer;
 }
@@ -176,11 +176,58 @@ export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerS
   return s;
 }
 
-/** The webhook key this process signs with, by its public key (read with every claim); held since start. */
-export function webhookSigner(publicKeyHex: string): Signer {
-  const s = held.get(publicKeyHex);
-  if (!s) throw new Error(`the webhook key ${publicKeyHex} is not held by this process`);
-  return s;
+/** A webhook key that signs deliveries, and for a retired one how long it still does (wall-clock ms). */
+export interface WebhookSigningKey {
+  publicKey: string;
+  signer: Signer;
+}
+
+/** The keys that sign a delivery now: the active one, and the retired ones still in their overlap. */
+export interface WebhookSigningKeys {
+  active: WebhookSigningKey;
+  /** Newest first, each with the wall-clock time (ms) its overlap ends. */
+  previous: Array<WebhookSigningKey & { untilMs: number }>;
+  /** Retired keys in their overlap that this process cannot load (said in the log; deliveries go on without them). */
+  unavailable: string[];
+}
+
+/**
+ * The webhook keys that sign deliveries while `activePublicKey` is active: it, and every retired
+ * webhook era whose validUntil is less than `overlapSeconds` ago on the service clock (docs/keys.md
+ * "Webhook key rotation"). Each is held, or loaded from the source its era records (another
+ * instance rotated to it), as issuer keys are. Throws when the active key cannot be loaded.
+ */
+export async function webhookSigningKeys(q: Queryable, activePublicKey: string, overlapSeconds: number): Promise<WebhookSigningKeys> {
+  const rows = await q.query<KeyRow & { left_ms: number | null }>(
+    `SELECT ${KEY_COLS},
+            CASE WHEN valid_until IS NULL THEN NULL
+                 ELSE extract(epoch FROM (valid_until + $2 * interval '1 second' - svc_now())) * 1000 END::float8 AS left_ms
+       FROM service_keys
+      WHERE purpose = 'webhook' AND (public_key = $1 OR (valid_until IS NOT NULL AND valid_until + $2 * interval '1 second' > svc_now()))
+      ORDER BY seq DESC`,
+    [activePublicKey, overlapSeconds],
+  );
+  const now = Date.now();
+  const activeRow = rows.find((r) => r.public_key === activePublicKey);
+  if (!activeRow) throw new Error(`the webhook key ${activePublicKey} is not an era of this database`);
+  const active = { publicKey: activeRow.public_key, signer: await signerOf(activeRow, 'WEBHOOK_KEY') };
+  const previous: WebhookSigningKeys['previous'] = [];
+  const unavailable: string[] = [];
+  for (const r of rows) {
+    if (r === activeRow) continue;
+    try {
+      previous.push({ publicKey: r.public_key, signer: await signerOf(r, 'WEBHOOK_KEY'), untilMs: now + Number(r.left_ms) });
+    } catch (err) {
+      unavailable.push(`${r.key_id}: ${(err as Error).message}`);
+    }
+  }
+  return { active, previous, unavailable };
+}
+
+/** Every webhook key era, oldest first, the last one active (listed in the issuer document). */
+export async function webhookKeys(q: Queryable): Promise<IssuerKey[]> {
+  const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = 'webhook' ORDER BY seq`);
+  return rows.map(toIssuerKey);
 }
 
 /** How the log signs its heads: with the active issuer key (docs/protocol.md §12.4). */
@@ -196,6 +243,10 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
  * Retires the active issuer key and makes `key` active, atomically, for every instance (each loads
  * it from its source at its next signature). The caller has loaded it and checked that it signs.
  */
+/** The same for the webhook key: the retired one keeps signing beside it for WEBHOOK_KEY_OVERLAP_SECONDS. */
+export const rotateWebhook = (db: TxDb, key: LoadedKey = memoryKey()): Promise<{ active: IssuerKey; retired: IssuerKey }> =>
+  rotateKey(db, 'webhook', key);
+
 export const rotateIssuer = (db: TxDb, key: LoadedKey = memoryKey()): Promise<{ active: IssuerKey; retired: IssuerKey }> =>
   rotateKey(db, 'issuer', key);
 
