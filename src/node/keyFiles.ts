@@ -20,6 +20,7 @@ import {
 } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { keyFileProblem, MAX_KEY_FILE_BYTES, NOT_USABLE, systemTree } from '../proof/keyFileRules.ts';
 
 /** A secret file as read: where it is, its bytes, and the bytes as UTF-8 text. */
 export interface SecretFile {
@@ -57,12 +58,7 @@ export function fileSourcePath(variable: string, source: string): string {
   return isAbsolute(p) ? p : resolve(p);
 }
 
-/** A key file holds at most this many bytes (docs/keys.md "Key files"); no more is ever read. */
-export const MAX_KEY_FILE_BYTES = 64 * 1024;
-
-/** Trees of the kernel's and devices' files: never a key file, never opened (a read there may not end). */
-const SYSTEM_TREES = ['/proc', '/sys', '/dev'];
-const systemTree = (p: string) => SYSTEM_TREES.find((t) => p === t || p.startsWith(`${t}/`));
+export { MAX_KEY_FILE_BYTES, NOT_USABLE };
 
 /** Whose the source is: the operator's (start-up variables, stored eras: the log) or a request's (its answer). */
 export interface ReadOptions {
@@ -72,10 +68,6 @@ export interface ReadOptions {
    */
   request?: boolean;
 }
-
-/** The uniform refusal of a request's file: the rules, whichever was broken. */
-export const NOT_USABLE =
-  "is not usable as a key file: a key file must be a regular file of at most 64 KiB that the service can read, owned by the service's user or root, that group and others cannot read (mode 0600 or 0400), outside /proc, /sys and /dev";
 
 /**
  * readSecretFile(variable, source, opts?) → SecretFile. Reads the file a `file:<path>` source names,
@@ -120,12 +112,8 @@ export function readSecretFile(variable: string, source: string, opts: ReadOptio
     // The rules, on what was opened (a file swapped in after the checks above is caught here).
     const f = fstatSync(fd);
     if (!f.isFile() || f.dev !== st.dev || f.ino !== st.ino) throw refuse('changed while it was opened');
-    const uid = process.getuid?.();
-    if (uid !== undefined && f.uid !== uid && f.uid !== 0)
-      throw refuse(`is owned by uid ${f.uid}: a key file must be owned by the service's user (uid ${uid}) or root`);
-    const mode = f.mode & 0o777;
-    if ((mode & 0o077) !== 0) throw refuse(`has mode 0${mode.toString(8)}: group or others may read it; chmod 600 ${path}`);
-    if (f.size > MAX_KEY_FILE_BYTES) throw refuse(`is larger than 64 KiB (${f.size} bytes): a key file holds one key`);
+    const problem = keyFileProblem(f, process.getuid?.() ?? null, path);
+    if (problem) throw refuse(problem);
     // Read with the bound: one byte more than allowed tells a file that grew since fstat.
     const buf = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
     let n = 0;
