@@ -5,7 +5,18 @@
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { ConfigError } from '../errors.ts';
 import type { Db, Queryable } from '../db/types.ts';
-import { checkSigns, holdKey, issuerSigner, keyIdOf, useKeySources, type KeySources, type LoadedKey, type Purpose } from './keys.ts';
+import {
+  activeKey,
+  checkSigns,
+  holdKey,
+  issuerSigner,
+  keyIdOf,
+  useKeySources,
+  webhookSigningKeys,
+  type KeySources,
+  type LoadedKey,
+  type Purpose,
+} from './keys.ts';
 
 export interface StartKeys {
   issuer: LoadedKey;
@@ -70,13 +81,13 @@ export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources):
         created.push(p);
         continue;
       }
-      // Issuer: any era (an instance restarted after a rotation signs with the active era, loaded
-      // from its source); webhook: the one key.
-      const known = p === 'issuer' ? rows.some((r) => r.purpose === p && r.public_key === pub(p)) : now.public_key === pub(p);
+      // Any era of its purpose: an instance restarted after a rotation signs with the active era,
+      // loaded from its source (docs/keys.md "Rotation", "Webhook key rotation").
+      const known = rows.some((r) => r.purpose === p && r.public_key === pub(p));
       if (!known)
         throw new ConfigError(
           VARIABLE[p],
-          `key ${keyIdOf(p, keys[p].signer.publicKey)}${whence(keys[p])} is not ${p === 'issuer' ? 'an issuer key era' : 'the webhook key'} of this database, whose ${p} key is ${now.key_id}: every instance on one database signs with the same keys (is this a second instance configured with other keys?)`,
+          `key ${keyIdOf(p, keys[p].signer.publicKey)}${whence(keys[p])} is not ${p === 'issuer' ? 'an issuer' : 'a webhook'} key era of this database, whose ${p} key is ${now.key_id}: every instance on one database signs with the same keys (is this a second instance configured with other keys?)`,
         );
     }
     return { created, erased: 0 };
@@ -96,6 +107,15 @@ export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources):
     throw new ConfigError(
       'ISSUER_KEY',
       `the active issuer key ${activeIssuer.key_id} cannot be loaded here (${(err as Error).message}); name it in ISSUER_KEY or make its source readable`,
+    );
+  }
+  const webhook = await activeKey(db, 'webhook');
+  try {
+    await webhookSigningKeys(db, webhook.publicKey, 0);
+  } catch (err) {
+    throw new ConfigError(
+      'WEBHOOK_KEY',
+      `the active webhook key ${webhook.keyId} cannot be loaded here (${(err as Error).message}); name it in WEBHOOK_KEY or make its source readable`,
     );
   }
   return result;
