@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { generateKeyPair } from '@escrow-settlement/protocol/crypto/ed25519';
 import { describeStores, expectError, TEST_KEYS } from '../harness.ts';
-import { bearer, HOSTED, ROOT } from '../admin/helpers.ts';
+import { bearer, HOSTED, ROOT, withKey } from '../admin/helpers.ts';
+import { settled } from '../fixtures.ts';
+import { receiver, unregister } from '../webhooks/helpers.ts';
+import { sendDueOnce } from '../../src/jobs/webhooks.ts';
 import { parseConfig } from '../../src/config.ts';
 import { nodeKeySources } from '../../src/node/serviceKeys.ts';
 import { ensureKeys } from '../../src/proof/keyEras.ts';
@@ -73,8 +76,38 @@ describeStores(
         await db.query('UPDATE service_keys SET valid_until = NULL WHERE key_id = $1', [old.key_id]);
       }
     });
+
+    test('a stored webhook era whose source names module-path is refused by the sender and never loaded', async () => {
+      const db = h().db;
+      const rx = await receiver();
+      const pub = toHex(generateKeyPair().publicKey);
+      const keyId = keyIdOf('webhook', Buffer.from(pub, 'hex'));
+      const root = withKey(h(), ROOT);
+      assert.equal((await root.req('POST', '/v1/webhooks', { url: rx.url })).status, 201);
+      await settled(root);
+      const [old] = await db.query<{ key_id: string }>(
+        `UPDATE service_keys SET valid_until = svc_now() - interval '1 day' WHERE purpose = 'webhook' AND valid_until IS NULL RETURNING key_id`,
+      );
+      await db.query(
+        `INSERT INTO service_keys (key_id, purpose, public_key, source, valid_from) VALUES ($1, 'webhook', $2, $3, svc_now())`,
+        [keyId, pub, naming()[0]],
+      );
+      try {
+        // The claimed rows stay leased (due again when the lease ends, nothing lost); the sender's log says why.
+        await assert.rejects(sendDueOnce(h().app.svc), (err: Error) =>
+          new RegExp(`webhook key ${keyId}: its stored source is refused, nothing was loaded .*names module-path`).test(err.message),
+        );
+        assert.equal(rx.got.length, 0, 'nothing was sent unsigned');
+        assert.equal(lib.loaded(), false, 'the library was loaded');
+      } finally {
+        await db.query('DELETE FROM service_keys WHERE key_id = $1', [keyId]);
+        await db.query('UPDATE service_keys SET valid_until = NULL WHERE key_id = $1', [old.key_id]);
+        await unregister(root, rx.url);
+        await rx.close();
+      }
+    });
   },
-  HOSTED,
+  { ...HOSTED, WEBHOOK_ALLOW_PRIVATE: 'on' },
   { keySources: nodeKeySources({ logOrigin: ORIGIN }), onError: (err) => errors.push(String((err as Error)?.message ?? err)) },
 );
 
