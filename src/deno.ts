@@ -8,7 +8,7 @@ import { isDriverTypeFetchFailure } from './db/errors.ts';
 import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
-import { ensureKeys, type StartKeys } from './proof/keyEras.ts';
+import { checkDistinct, ensureKeys, type StartKeys } from './proof/keyEras.ts';
 import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type LoadOptions } from './proof/keys.ts';
 import { keyFileProblem, MAX_KEY_FILE_BYTES, NOT_USABLE, systemTree } from './proof/keyFileRules.ts';
 import { formatNoteKey, parseKeyText } from './crypto/keyText.ts';
@@ -194,6 +194,7 @@ function denoSources(env: Record<string, string>): KeySources {
 let keys: StartKeys;
 try {
   keys = denoKeys(Deno.env.toObject());
+  checkDistinct(keys);
   if (keys.issuer.name !== undefined && keys.issuer.name !== config.logOrigin)
     throw new ConfigError(
       'ISSUER_KEY',

@@ -8,7 +8,7 @@ import { ConfigError } from '../errors.ts';
 import { formatNoteKey, parseKeyText } from '../crypto/keyText.ts';
 import { createSigner } from '../crypto/signer.ts';
 import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type LoadOptions, type Purpose } from '../proof/keys.ts';
-import type { StartKeys } from '../proof/keyEras.ts';
+import { checkDistinct, type StartKeys } from '../proof/keyEras.ts';
 import { generatedKeyFile, KEYS_DIR, keysDir, readSecretFile, writeNewSecretFile } from './keyFiles.ts';
 import { hasPgliteDb } from './pgliteInit.ts';
 import { existsSync } from 'node:fs';
@@ -142,6 +142,7 @@ export async function resolveStartKeys(env: Env, config: Config): Promise<NodeKe
   const boot = nodeKeySources({ logOrigin: config.logOrigin, pkcs11Module });
   const issuer = await boot.load(issuerSource, 'ISSUER_KEY');
   const webhook = await boot.load(webhookSource, 'WEBHOOK_KEY');
+  checkDistinct({ issuer, webhook });
   const withOrigin = originFrom(env, config, issuer, 'ISSUER_KEY');
   return {
     keys: { issuer, webhook, exportCommand },

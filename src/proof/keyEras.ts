@@ -47,18 +47,26 @@ const LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':se
 const whence = (k: LoadedKey) => (k.source ? ` (${k.source})` : ' (held in memory)');
 
 /**
+ * The issuer and webhook keys must differ: one key for both would let a webhook signature stand for a
+ * proof's, and the reverse (docs/keys.md "Two keys, never one"). Throws ConfigError naming WEBHOOK_KEY.
+ * The edges call it as soon as both are loaded, before the database is opened; ensureKeys again.
+ */
+export function checkDistinct(keys: Pick<StartKeys, 'issuer' | 'webhook'>): void {
+  if (toHex(keys.issuer.signer.publicKey) === toHex(keys.webhook.signer.publicKey))
+    throw new ConfigError(
+      'WEBHOOK_KEY',
+      `names the same key as ISSUER_KEY${whence(keys.webhook)}: the issuer and webhook keys must differ (keys generate writes one of each)`,
+    );
+}
+
+/**
  * Reconciles the configured (or generated) keys with the database's eras, holds them for signing,
  * and returns what it wrote. `sources` is the edge's loader for an era's source (files, PKCS#11):
  * without it only the held keys sign. Throws ConfigError naming the variable on every refusal.
  */
 export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources): Promise<EnsuredKeys> {
   for (const p of ['issuer', 'webhook'] as const) checkSigns(keys[p], VARIABLE[p]);
-  // One key for both would let a webhook signature stand for a proof's, and the reverse (docs/keys.md).
-  if (toHex(keys.issuer.signer.publicKey) === toHex(keys.webhook.signer.publicKey))
-    throw new ConfigError(
-      'WEBHOOK_KEY',
-      `names the same key as ISSUER_KEY${whence(keys.webhook)}: the issuer and webhook keys must differ (keys generate writes one of each)`,
-    );
+  checkDistinct(keys);
   const result = await db.tx(async (tx) => {
     await tx.query(LOCK_SQL);
     const rows = await tx.query<Row>(
