@@ -20,7 +20,7 @@ import { VERSION, type RequestLogStats, type Services } from './services.ts';
 import { createSimulatedCustody, type CustodyAdapter } from './custody/simulated.ts';
 import { createProofLog } from './proof/proofLog.ts';
 import { createAnchor } from './tlog/anchor.ts';
-import { memoryKeySources, useKeySources, webhookSigner, type KeySources } from './proof/keys.ts';
+import { memoryKeySources, useKeySources, webhookSigningKeys, type KeySources } from './proof/keys.ts';
 import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 
 export interface AppDeps {
@@ -155,7 +155,7 @@ export function createApp(deps: AppDeps): App {
     ap2: deps.ap2Issuers
       ? { issuers: deps.ap2Issuers, audience: deps.config.ap2Audience ?? deps.config.publicUrl, pisp: deps.config.ap2Pisp }
       : null,
-    webhookSigner,
+    webhookSigningKeys: (active) => webhookSigningKeys(deps.db, active, deps.config.webhookKeyOverlapSeconds),
     keySources: deps.keySources ?? memoryKeySources,
     ap2Receipt: deps.ap2Issuers && deps.ap2ReceiptKey ? receiptKey(deps.ap2ReceiptKey) : null,
   };

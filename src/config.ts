@@ -29,6 +29,8 @@ export interface Config extends WitnessSettings, Ap2Settings {
    * or queued behind), out of its 4,096: a key's dead receivers cannot take every slot (src/webhooks/sender.ts).
    */
   webhookKeyMaxInFlight: number;
+  /** Seconds a retired webhook key still signs every delivery beside the new one (docs/keys.md "Webhook key rotation"). */
+  webhookKeyOverlapSeconds: number;
   /** CLIENT_MAX_CONCURRENCY: requests one client address may have open at the Node edge at once (src/node/clientCap.ts). */
   clientMaxConcurrency: number;
   rateLimitWindowMs: number;
@@ -290,6 +292,7 @@ export function parseConfig(env: Env): Config {
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     webhookMaxUrlsPerKey: int(env, 'WEBHOOK_MAX_URLS_PER_KEY', 20, 1, 100_000),
     webhookKeyMaxInFlight: int(env, 'WEBHOOK_KEY_MAX_IN_FLIGHT', 256, 1, 4096),
+    webhookKeyOverlapSeconds: int(env, 'WEBHOOK_KEY_OVERLAP_SECONDS', 86_400, 0, 31_536_000),
     clientMaxConcurrency: int(env, 'CLIENT_MAX_CONCURRENCY', 64, 1, 1_000_000),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),

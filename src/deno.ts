@@ -8,18 +8,36 @@ import { isDriverTypeFetchFailure } from './db/errors.ts';
 import { openPglite } from './db/pglite.ts';
 import { migrate } from './db/migrate.ts';
 import type { Db } from './db/types.ts';
-import { ensureKeys, type StartKeys } from './proof/keyEras.ts';
-import { keyIdOf, memoryKey, type KeySources, type LoadedKey } from './proof/keys.ts';
+import { checkDistinct, ensureKeys, type StartKeys } from './proof/keyEras.ts';
+import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type LoadOptions } from './proof/keys.ts';
+import { keyFileProblem, MAX_KEY_FILE_BYTES, NOT_USABLE, systemTree } from './proof/keyFileRules.ts';
 import { formatNoteKey, parseKeyText } from './crypto/keyText.ts';
 import { createSigner } from './crypto/signer.ts';
 import { startJobs } from './jobs/index.ts';
 
 // Typed locally so the Node toolchain's tsc needs no Deno type package.
+/** What Deno's stat calls report, as far as the key-file rules read it. */
+interface DenoFileInfo {
+  isFile: boolean;
+  mode: number | null;
+  uid: number | null;
+  size: number;
+  dev: number;
+  ino: number | null;
+}
+interface DenoFile {
+  statSync(): DenoFileInfo;
+  readSync(buf: Uint8Array): number | null;
+  close(): void;
+}
 declare const Deno: {
   env: { toObject(): Record<string, string> };
   exit(code: number): never;
   mkdirSync(path: string, opts: { recursive: boolean; mode?: number }): void;
-  statSync(path: string): { isFile: boolean; mode: number | null };
+  statSync(path: string): DenoFileInfo;
+  realPathSync(path: string): string;
+  openSync(path: string, opts: { read: true }): DenoFile;
+  uid(): number | null;
   readTextFileSync(path: string): string;
   writeTextFileSync(path: string, data: string, opts: { createNew: boolean; mode: number }): void;
   addSignalListener(signal: 'SIGTERM' | 'SIGINT', fn: () => void): void;
@@ -64,24 +82,52 @@ try {
   throw e;
 }
 /** A `file:` source as the Node edge reads it (docs/keys.md): a regular file only its owner may read. */
-function readKeyFile(variable: string, source: string): LoadedKey {
+function readKeyFile(variable: string, source: string, opts: LoadOptions = {}): LoadedKey {
   if (!source.startsWith('file:'))
     throw new ConfigError(variable, 'the Deno edge takes file:<path> sources only (PKCS#11 needs the Node edge)');
   const path = source.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
-  let st: { isFile: boolean; mode: number | null };
+  // The rules of docs/keys.md "Key files", as the Node edge applies them (src/node/keyFiles.ts).
+  const refuse = (detail: string) => new ConfigError(variable, `${path} ${opts.request ? NOT_USABLE : detail}`);
+  const named = systemTree(path);
+  if (named) throw new ConfigError(variable, `${path} is under ${named}: a key file must be outside /proc, /sys and /dev`);
+  let real: string;
+  let st: DenoFileInfo;
   try {
-    st = Deno.statSync(path);
+    real = Deno.realPathSync(path);
+    st = Deno.statSync(real);
   } catch {
-    throw new ConfigError(variable, `${path} does not exist or cannot be reached`);
+    throw refuse('does not exist or cannot be reached');
   }
-  if (!st.isFile) throw new ConfigError(variable, `${path} is not a regular file`);
-  if (((st.mode ?? 0) & 0o077) !== 0)
-    throw new ConfigError(
-      variable,
-      `${path} has mode 0${((st.mode ?? 0) & 0o777).toString(8)}: group or others may read it; chmod 600 ${path}`,
-    );
+  const tree = systemTree(real);
+  if (tree) throw refuse(`leads to ${real}, under ${tree}: a key file must be outside /proc, /sys and /dev`);
+  if (!st.isFile) throw refuse('is not a regular file');
+  let text: string;
+  let file: DenoFile;
   try {
-    const k = parseKeyText(Deno.readTextFileSync(path));
+    file = Deno.openSync(real, { read: true });
+  } catch {
+    throw refuse('cannot be read');
+  }
+  try {
+    const f = file.statSync();
+    if (!f.isFile || f.ino !== st.ino || f.dev !== st.dev) throw refuse('changed while it was opened');
+    const problem = keyFileProblem({ uid: f.uid, mode: f.mode ?? 0, size: f.size }, Deno.uid(), path);
+    if (problem) throw refuse(problem);
+    const buf = new Uint8Array(MAX_KEY_FILE_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      const got = file.readSync(buf.subarray(n));
+      if (got === null || got === 0) break;
+      n += got;
+      if (n > MAX_KEY_FILE_BYTES) throw refuse('is larger than 64 KiB: a key file holds one key');
+    }
+    if (n === 0) throw refuse('is empty');
+    text = new TextDecoder().decode(buf.subarray(0, n));
+  } finally {
+    file.close();
+  }
+  try {
+    const k = parseKeyText(text);
     return { signer: createSigner(k.seed), source, ...(k.name !== undefined ? { name: k.name } : {}) };
   } catch (err) {
     throw new ConfigError(variable, `${path} ${(err as Error).message}`);
@@ -128,7 +174,7 @@ function denoKeys(env: Record<string, string>): StartKeys {
  * (DATA_DIR/keys/<purpose>-<key id>.key, 0600) or kept in memory for :memory:.
  */
 function denoSources(env: Record<string, string>): KeySources {
-  const load = async (source: string, variable: string) => readKeyFile(variable, source);
+  const load = async (source: string, variable: string, opts?: LoadOptions) => readKeyFile(variable, source, opts);
   if (env.ISSUER_KEY || env.WEBHOOK_KEY) return { load };
   if (config.dataDir === ':memory:') return { load, generate: async () => memoryKey() };
   return {
@@ -148,6 +194,7 @@ function denoSources(env: Record<string, string>): KeySources {
 let keys: StartKeys;
 try {
   keys = denoKeys(Deno.env.toObject());
+  checkDistinct(keys);
   if (keys.issuer.name !== undefined && keys.issuer.name !== config.logOrigin)
     throw new ConfigError(
       'ISSUER_KEY',

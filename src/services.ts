@@ -8,7 +8,7 @@ import type { ResolveHost, WebhookTransport } from './webhooks/transport.ts';
 import type { ProofLog } from './proof/proofLog.ts';
 import type { Ap2Trust } from './mandate/ap2.ts';
 import type { LogAnchor } from './tlog/anchor.ts';
-import type { KeySources, Signer } from './proof/keys.ts';
+import type { KeySources, WebhookSigningKeys } from './proof/keys.ts';
 import type { ReceiptKey } from './mandate/ap2Receipt.ts';
 
 /** This process's request-log counters (README.md "Configuration", REQUEST_LOG): lines in the current file, rotations so far. */
@@ -37,8 +37,8 @@ export interface Services {
   webhookTransport?: WebhookTransport;
   /** Registration-time DNS for the webhook SSRF check; absent: only literal IPs and localhost are judged. */
   resolveHost?: ResolveHost;
-  /** The webhook key's signer by its public key (src/proof/keys.ts webhookSigner). */
-  webhookSigner(publicKeyHex: string): Signer;
+  /** The webhook keys that sign deliveries while this one is active (src/proof/keys.ts webhookSigningKeys). */
+  webhookSigningKeys(activePublicKeyHex: string): Promise<WebhookSigningKeys>;
   /** How this edge loads a key source and makes a new key (issuer rotation; docs/keys.md). */
   keySources: KeySources;
   /** How witness submissions leave the process (default: global fetch; tests route them to in-process witnesses). */

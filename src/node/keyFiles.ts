@@ -2,9 +2,25 @@
 // generated keys under DATA_DIR/keys/. Generic over what the file holds (an Ed25519 key, a P-256 PEM
 // or JWK, a JWKS): callers parse the text. Every failure is a ConfigError naming the variable, so a
 // start-up ends with one line and a rotation answers 4xx.
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, chmodSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  realpathSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { keyFileProblem, MAX_KEY_FILE_BYTES, NOT_USABLE, systemTree } from '../proof/keyFileRules.ts';
 
 /** A secret file as read: where it is, its bytes, and the bytes as UTF-8 text. */
 export interface SecretFile {
@@ -42,37 +58,82 @@ export function fileSourcePath(variable: string, source: string): string {
   return isAbsolute(p) ? p : resolve(p);
 }
 
+export { MAX_KEY_FILE_BYTES, NOT_USABLE };
+
+/** Whose the source is: the operator's (start-up variables, stored eras: the log) or a request's (its answer). */
+export interface ReadOptions {
+  /**
+   * The source came in a request: a refusal names the rules, not which one a path broke, so an
+   * answer never tells whether some path exists, what it is, whose it is or its mode.
+   */
+  request?: boolean;
+}
+
 /**
- * readSecretFile(variable, source) → SecretFile. Reads the file a `file:<path>` source names,
- * synchronously. Refused with a ConfigError naming `variable` and saying what is wrong when the
- * source is not `file:`, the file is missing, is not a regular file, cannot be read, is empty, or
- * its mode gives the group or others any access (it must be 0600 or 0400: `chmod 600 <path>`).
- * The text is not parsed here.
+ * readSecretFile(variable, source, opts?) → SecretFile. Reads the file a `file:<path>` source names,
+ * synchronously, by the rules of docs/keys.md "Key files": a regular file (after symbolic links) of
+ * at most MAX_KEY_FILE_BYTES, owned by the service's user or root, that group and others cannot
+ * access (0600 or 0400), not empty, outside /proc, /sys and /dev. Nothing under those trees, and
+ * nothing but a regular file, is opened; the file is opened without following a link, checked again
+ * on the open descriptor, and read with the bound. A refusal is a ConfigError naming `variable`:
+ * which rule the file broke, or with `opts.request` the rules alone (NOT_USABLE). The text is not parsed here.
  */
-export function readSecretFile(variable: string, source: string): SecretFile {
+export function readSecretFile(variable: string, source: string, opts: ReadOptions = {}): SecretFile {
   const path = fileSourcePath(variable, source);
-  let mode: number;
-  let regular: boolean;
+  const refuse = (detail: string) => new ConfigError(variable, `${path} ${opts.request ? NOT_USABLE : detail}`);
+  // The name alone breaks this rule: saying so tells nothing about the file system.
+  const named = systemTree(path);
+  if (named) throw new ConfigError(variable, `${path} is under ${named}: a key file must be outside /proc, /sys and /dev`);
+  let real: string;
   try {
-    const st = statSync(path);
-    mode = st.mode & 0o777;
-    regular = st.isFile();
+    real = realpathSync(path);
   } catch (err) {
-    if (why(err) === 'ENOENT') throw new ConfigError(variable, `${path} does not exist`);
-    if (why(err) === 'EACCES') throw new ConfigError(variable, `${path} cannot be reached (permission denied on a directory)`);
-    throw new ConfigError(variable, `${path} cannot be read (${why(err)})`);
+    if (why(err) === 'ENOENT') throw refuse('does not exist');
+    if (why(err) === 'EACCES') throw refuse('cannot be reached (permission denied on a directory)');
+    throw refuse(`cannot be read (${why(err)})`);
   }
-  if (!regular) throw new ConfigError(variable, `${path} is not a regular file`);
-  if ((mode & 0o077) !== 0)
-    throw new ConfigError(variable, `${path} has mode 0${mode.toString(8)}: group or others may read it; chmod 600 ${path}`);
-  let bytes: Uint8Array;
+  const tree = systemTree(real);
+  if (tree) throw refuse(`leads to ${real}, under ${tree}: a key file must be outside /proc, /sys and /dev`);
+  // Before opening: opening a FIFO or a device can block or act; only a regular file is opened.
+  let st: Stats;
   try {
-    bytes = new Uint8Array(readFileSync(path));
+    st = statSync(real);
   } catch (err) {
-    throw new ConfigError(variable, `${path} cannot be read (${why(err) === 'EACCES' ? 'permission denied' : why(err)})`);
+    throw refuse(`cannot be read (${why(err)})`);
   }
-  if (bytes.length === 0) throw new ConfigError(variable, `${path} is empty`);
-  return { path, bytes, text: new TextDecoder().decode(bytes) };
+  if (!st.isFile()) throw refuse('is not a regular file');
+  let fd: number;
+  try {
+    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    throw refuse(`cannot be read (${why(err) === 'EACCES' ? 'permission denied' : why(err)})`);
+  }
+  try {
+    // The rules, on what was opened (a file swapped in after the checks above is caught here).
+    const f = fstatSync(fd);
+    if (!f.isFile() || f.dev !== st.dev || f.ino !== st.ino) throw refuse('changed while it was opened');
+    const problem = keyFileProblem(f, process.getuid?.() ?? null, path);
+    if (problem) throw refuse(problem);
+    // Read with the bound: one byte more than allowed tells a file that grew since fstat.
+    const buf = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      let got: number;
+      try {
+        got = readSync(fd, buf, n, buf.length - n, null);
+      } catch (err) {
+        throw refuse(`cannot be read (${why(err)})`);
+      }
+      if (got === 0) break;
+      n += got;
+      if (n > MAX_KEY_FILE_BYTES) throw refuse('is larger than 64 KiB: a key file holds one key');
+    }
+    if (n === 0) throw refuse('is empty');
+    const bytes = new Uint8Array(buf.subarray(0, n));
+    return { path, bytes, text: new TextDecoder().decode(bytes) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** DATA_DIR/keys, created with mode 0700 (and narrowed to 0700 if it exists wider). */

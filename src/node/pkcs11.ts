@@ -1,11 +1,12 @@
 // Keys inside a PKCS#11 token (docs/keys.md "PKCS#11"): a `pkcs11:` URI (RFC 7512) names the token
-// and the object; the module comes from PKCS11_MODULE (or the URI's module-path); the PIN from the
-// URI's pin-source file. The private key never leaves the token: signing is C_Sign with CKM_EDDSA
+// and the object; the module is PKCS11_MODULE alone, read at start (a URI naming module-path or
+// module-name is refused: no request and no database row may make the process load a library); the
+// PIN comes from the URI's pin-source file. The private key never leaves the token: signing is C_Sign with CKM_EDDSA
 // (PKCS#11 3.0 §6.3.14, Ed25519). The binding, pkcs11js, is an optional dependency imported only here,
 // and this file is imported only when a pkcs11: source is configured.
 import { createRequire } from 'node:module';
 import { ConfigError } from '../errors.ts';
-import type { LoadedKey } from '../proof/keys.ts';
+import type { LoadedKey, LoadOptions } from '../proof/keys.ts';
 import { readSecretFile } from './keyFiles.ts';
 
 // PKCS#11 3.0 constants (pkcs11t.h).
@@ -29,7 +30,6 @@ export interface Pkcs11Uri {
   id?: Uint8Array;
   serial?: string;
   pinSource?: string;
-  modulePath?: string;
 }
 
 const PATH_ATTRS = new Set([
@@ -74,7 +74,10 @@ function pctBytes(variable: string, v: string): Uint8Array {
   return Uint8Array.from(out);
 }
 
-/** Parses a pkcs11: URI; refuses a pin-value (the source is stored with its era: a PIN goes in a pin-source file). */
+/**
+ * Parses a pkcs11: URI; refuses a pin-value (the source is stored with its era: a PIN goes in a
+ * pin-source file) and a module-path or module-name (the module is PKCS11_MODULE's, docs/keys.md).
+ */
 export function parsePkcs11Uri(variable: string, uri: string): Pkcs11Uri {
   if (!uri.startsWith('pkcs11:')) throw new ConfigError(variable, 'is not a pkcs11: URI');
   const [path, query = ''] = uri.slice('pkcs11:'.length).split('?', 2);
@@ -101,8 +104,12 @@ export function parsePkcs11Uri(variable: string, uri: string): Pkcs11Uri {
         variable,
         'pkcs11: URI carries pin-value: put the PIN in a file (mode 0600) and name it with pin-source=file:<path>',
       );
+    if (k === 'module-path' || k === 'module-name')
+      throw new ConfigError(
+        variable,
+        `pkcs11: URI names ${k}: the PKCS#11 module is PKCS11_MODULE alone, set where the service starts; remove ${k} from the URI (docs/keys.md "PKCS#11")`,
+      );
     if (k === 'pin-source') out.pinSource = v;
-    if (k === 'module-path') out.modulePath = v;
   }
   if (!out.object && !out.id) throw new ConfigError(variable, 'pkcs11: URI names no object: add object=<label of the key pair>');
   return out;
@@ -151,9 +158,10 @@ function ecPoint(raw: Uint8Array): Uint8Array | undefined {
  * pin-source PIN, finds the private key and its public half by label (and id), and returns a signer
  * that signs inside the token. Every failure is a ConfigError naming `variable`.
  */
-export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: string | undefined): LoadedKey {
+export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: string | undefined, opts: LoadOptions = {}): LoadedKey {
+  // The URI is parsed, and refused, before anything is loaded.
   const uri = parsePkcs11Uri(variable, source);
-  const modulePath = moduleFromEnv || uri.modulePath;
+  const modulePath = moduleFromEnv;
   if (!modulePath)
     throw new ConfigError(
       'PKCS11_MODULE',
@@ -170,7 +178,7 @@ export function loadPkcs11Key(variable: string, source: string, moduleFromEnv: s
   if (slot === undefined) throw new ConfigError(variable, `no token ${JSON.stringify(uri.token ?? '')} in ${modulePath}`);
   const session = p.C_OpenSession(slot, CKF_SERIAL_SESSION);
   if (uri.pinSource !== undefined) {
-    const pin = readSecretFile(variable, uri.pinSource).text.replace(/\r?\n$/, '');
+    const pin = readSecretFile(variable, uri.pinSource, opts).text.replace(/\r?\n$/, '');
     try {
       p.C_Login(session, CKU_USER, pin);
     } catch (err) {

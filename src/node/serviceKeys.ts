@@ -7,8 +7,8 @@ import type { Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { formatNoteKey, parseKeyText } from '../crypto/keyText.ts';
 import { createSigner } from '../crypto/signer.ts';
-import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type Purpose } from '../proof/keys.ts';
-import type { StartKeys } from '../proof/keyEras.ts';
+import { keyIdOf, memoryKey, type KeySources, type LoadedKey, type LoadOptions, type Purpose } from '../proof/keys.ts';
+import { checkDistinct, type StartKeys } from '../proof/keyEras.ts';
 import { generatedKeyFile, KEYS_DIR, keysDir, readSecretFile, writeNewSecretFile } from './keyFiles.ts';
 import { hasPgliteDb } from './pgliteInit.ts';
 import { existsSync } from 'node:fs';
@@ -44,15 +44,15 @@ function keyFromText(variable: string, source: string, path: string, text: strin
  * `logOrigin` names a generated issuer key; `pkcs11Module` is PKCS11_MODULE.
  */
 export function nodeKeySources(opts: { generateInto?: string; logOrigin: string; pkcs11Module?: string }): KeySources {
-  const load = async (source: string, variable: string): Promise<LoadedKey> => {
+  const load = async (source: string, variable: string, lo: LoadOptions = {}): Promise<LoadedKey> => {
     if (source.startsWith('file:')) {
-      const f = readSecretFile(variable, source);
+      const f = readSecretFile(variable, source, lo);
       return keyFromText(variable, source, f.path, f.text);
     }
     if (source.startsWith('pkcs11:')) {
       // The binding is loaded only now, for a configured pkcs11: key (docs/keys.md "PKCS#11").
       const { loadPkcs11Key } = await import('./pkcs11.ts');
-      return loadPkcs11Key(variable, source, opts.pkcs11Module);
+      return loadPkcs11Key(variable, source, opts.pkcs11Module, lo);
     }
     throw new ConfigError(variable, `must be file:<path> or pkcs11:<URI>, got ${JSON.stringify(source.slice(0, 80))}`);
   };
@@ -142,6 +142,7 @@ export async function resolveStartKeys(env: Env, config: Config): Promise<NodeKe
   const boot = nodeKeySources({ logOrigin: config.logOrigin, pkcs11Module });
   const issuer = await boot.load(issuerSource, 'ISSUER_KEY');
   const webhook = await boot.load(webhookSource, 'WEBHOOK_KEY');
+  checkDistinct({ issuer, webhook });
   const withOrigin = originFrom(env, config, issuer, 'ISSUER_KEY');
   return {
     keys: { issuer, webhook, exportCommand },

@@ -223,6 +223,16 @@ export const SCHEMAS: Record<string, unknown> = {
     },
     ['keyId', 'alg', 'publicKey', 'validFrom'],
   ),
+  WebhookKey: obj(
+    {
+      keyId: { type: 'string', description: 'whk_ + the first 16 hex characters of sha256(public key)' },
+      alg: { const: 'ed25519' },
+      publicKey: hex64,
+      validFrom: ts,
+      validUntil: { ...ts, description: 'when it was rotated out; it signs beside its successor for WEBHOOK_KEY_OVERLAP_SECONDS more' },
+    },
+    ['keyId', 'alg', 'publicKey', 'validFrom'],
+  ),
   Custody: obj(
     {
       escrowId: str,
@@ -266,9 +276,10 @@ export const RESPONSES: Record<string, unknown> = {
   'GET /.well-known/proof-issuer.json': obj(
     {
       keys: arr(ref('IssuerKey')),
+      webhookKeys: arr(ref('WebhookKey')),
       ap2ReceiptKeys: arr(obj({ kty: str, crv: str, x: str, y: str, kid: str, alg: str, use: str })),
     },
-    ['keys'],
+    ['keys', 'webhookKeys'],
   ),
   'GET /v1/openapi.json': { type: 'object', description: 'this document' },
   'GET /docs/errors': { type: 'string', description: 'HTML page listing every error code' },
@@ -443,6 +454,7 @@ export const RESPONSES: Record<string, unknown> = {
   ),
   'POST /v1/webhooks/dead-letters/:id/redeliver': obj({ ok: bool, id: str }),
   'POST /v1/admin/issuer/rotate': obj({ active: ref('IssuerKey'), retired: ref('IssuerKey') }),
+  'POST /v1/admin/webhooks/rotate-key': obj({ active: ref('WebhookKey'), retired: ref('WebhookKey'), overlapUntil: ts }),
   'POST /v1/admin/keys': obj({ id: str, label: str, secret: str, createdAt: ts, rateLimitMax: int }, [
     'id',
     'label',

@@ -5,7 +5,18 @@
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
 import { ConfigError } from '../errors.ts';
 import type { Db, Queryable } from '../db/types.ts';
-import { checkSigns, holdKey, issuerSigner, keyIdOf, useKeySources, type KeySources, type LoadedKey, type Purpose } from './keys.ts';
+import {
+  activeKey,
+  checkSigns,
+  holdKey,
+  issuerSigner,
+  keyIdOf,
+  useKeySources,
+  webhookSigningKeys,
+  type KeySources,
+  type LoadedKey,
+  type Purpose,
+} from './keys.ts';
 
 export interface StartKeys {
   issuer: LoadedKey;
@@ -36,12 +47,26 @@ const LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':se
 const whence = (k: LoadedKey) => (k.source ? ` (${k.source})` : ' (held in memory)');
 
 /**
+ * The issuer and webhook keys must differ: one key for both would let a webhook signature stand for a
+ * proof's, and the reverse (docs/keys.md "Two keys, never one"). Throws ConfigError naming WEBHOOK_KEY.
+ * The edges call it as soon as both are loaded, before the database is opened; ensureKeys again.
+ */
+export function checkDistinct(keys: Pick<StartKeys, 'issuer' | 'webhook'>): void {
+  if (toHex(keys.issuer.signer.publicKey) === toHex(keys.webhook.signer.publicKey))
+    throw new ConfigError(
+      'WEBHOOK_KEY',
+      `names the same key as ISSUER_KEY${whence(keys.webhook)}: the issuer and webhook keys must differ (keys generate writes one of each)`,
+    );
+}
+
+/**
  * Reconciles the configured (or generated) keys with the database's eras, holds them for signing,
  * and returns what it wrote. `sources` is the edge's loader for an era's source (files, PKCS#11):
  * without it only the held keys sign. Throws ConfigError naming the variable on every refusal.
  */
 export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources): Promise<EnsuredKeys> {
   for (const p of ['issuer', 'webhook'] as const) checkSigns(keys[p], VARIABLE[p]);
+  checkDistinct(keys);
   const result = await db.tx(async (tx) => {
     await tx.query(LOCK_SQL);
     const rows = await tx.query<Row>(
@@ -64,13 +89,13 @@ export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources):
         created.push(p);
         continue;
       }
-      // Issuer: any era (an instance restarted after a rotation signs with the active era, loaded
-      // from its source); webhook: the one key.
-      const known = p === 'issuer' ? rows.some((r) => r.purpose === p && r.public_key === pub(p)) : now.public_key === pub(p);
+      // Any era of its purpose: an instance restarted after a rotation signs with the active era,
+      // loaded from its source (docs/keys.md "Rotation", "Webhook key rotation").
+      const known = rows.some((r) => r.purpose === p && r.public_key === pub(p));
       if (!known)
         throw new ConfigError(
           VARIABLE[p],
-          `key ${keyIdOf(p, keys[p].signer.publicKey)}${whence(keys[p])} is not ${p === 'issuer' ? 'an issuer key era' : 'the webhook key'} of this database, whose ${p} key is ${now.key_id}: every instance on one database signs with the same keys (is this a second instance configured with other keys?)`,
+          `key ${keyIdOf(p, keys[p].signer.publicKey)}${whence(keys[p])} is not ${p === 'issuer' ? 'an issuer' : 'a webhook'} key era of this database, whose ${p} key is ${now.key_id}: every instance on one database signs with the same keys (is this a second instance configured with other keys?)`,
         );
     }
     return { created, erased: 0 };
@@ -90,6 +115,15 @@ export async function ensureKeys(db: Db, keys: StartKeys, sources?: KeySources):
     throw new ConfigError(
       'ISSUER_KEY',
       `the active issuer key ${activeIssuer.key_id} cannot be loaded here (${(err as Error).message}); name it in ISSUER_KEY or make its source readable`,
+    );
+  }
+  const webhook = await activeKey(db, 'webhook');
+  try {
+    await webhookSigningKeys(db, webhook.publicKey, 0);
+  } catch (err) {
+    throw new ConfigError(
+      'WEBHOOK_KEY',
+      `the active webhook key ${webhook.keyId} cannot be loaded here (${(err as Error).message}); name it in WEBHOOK_KEY or make its source readable`,
     );
   }
   return result;

@@ -26,10 +26,19 @@ export interface LoadedKey {
   name?: string;
 }
 
+/** How a source is loaded: for the operator (start-up, stored eras) or for a request (a rotation's body). */
+export interface LoadOptions {
+  /**
+   * The source came in a request: a refusal of a key file names the rules it must meet, never which
+   * one a path broke, so an answer tells nothing about paths the caller could not read (docs/keys.md "Key files").
+   */
+  request?: boolean;
+}
+
 /** How an edge turns a source into a key, and makes a new one (the Node edge: src/node/serviceKeys.ts). */
 export interface KeySources {
   /** Loads `source` by the start-up rules; failures are ConfigError naming `variable`. */
-  load(source: string, variable: string): Promise<LoadedKey>;
+  load(source: string, variable: string, opts?: LoadOptions): Promise<LoadedKey>;
   /**
    * A new key for a rotation without a source, present only where the keys are generated rather than
    * named (the sandbox: the Node edge writes it to DATA_DIR/keys/, or keeps it in memory for :memory:).
@@ -95,6 +104,8 @@ export function holdKey(key: LoadedKey): void {
   held.set(toHex(key.signer.publicKey), key.signer);
 }
 
+const purposeOf = (row: { key_id: string }): Purpose => (row.key_id.startsWith('whk_') ? 'webhook' : 'issuer');
+
 type KeyRow = { key_id: string; public_key: string; source: string | null; valid_from: Date; valid_until: Date | null };
 const KEY_COLS = 'key_id, public_key, source, valid_from, valid_until';
 
@@ -130,9 +141,18 @@ async function signerOf(row: KeyRow, variable: string): Promise<Signer> {
   if (hit) return hit;
   if (!row.source)
     throw new Error(`key ${row.key_id} is held by no source this process can load (it was kept in another process's memory)`);
-  const key = await sources.load(row.source, variable);
+  let key: LoadedKey;
+  try {
+    key = await sources.load(row.source, variable);
+  } catch (err) {
+    // A row anyone with write access to the database could have written: refused sources (a pkcs11:
+    // URI naming a module, a file outside the rules, docs/keys.md) are said so, for the operator's log.
+    if (err instanceof ConfigError)
+      throw new Error(`${purposeOf(row)} key ${row.key_id}: its stored source is refused, nothing was loaded (${err.message})`);
+    throw err;
+  }
   if (toHex(key.signer.publicKey) !== row.public_key)
-    throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf('issuer', key.signer.publicKey)})`);
+    throw new Error(`key ${row.key_id}: ${row.source} now holds another key (${keyIdOf(purposeOf(row), key.signer.publicKey)})`);
   holdKey(key);
   return key.signer;
 }
@@ -156,11 +176,58 @@ export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerS
   return s;
 }
 
-/** The webhook key this process signs with, by its public key (read with every claim); held since start. */
-export function webhookSigner(publicKeyHex: string): Signer {
-  const s = held.get(publicKeyHex);
-  if (!s) throw new Error(`the webhook key ${publicKeyHex} is not held by this process`);
-  return s;
+/** A webhook key that signs deliveries, and for a retired one how long it still does (wall-clock ms). */
+export interface WebhookSigningKey {
+  publicKey: string;
+  signer: Signer;
+}
+
+/** The keys that sign a delivery now: the active one, and the retired ones still in their overlap. */
+export interface WebhookSigningKeys {
+  active: WebhookSigningKey;
+  /** Newest first, each with the wall-clock time (ms) its overlap ends. */
+  previous: Array<WebhookSigningKey & { untilMs: number }>;
+  /** Retired keys in their overlap that this process cannot load (said in the log; deliveries go on without them). */
+  unavailable: string[];
+}
+
+/**
+ * The webhook keys that sign deliveries while `activePublicKey` is active: it, and every retired
+ * webhook era whose validUntil is less than `overlapSeconds` ago on the service clock (docs/keys.md
+ * "Webhook key rotation"). Each is held, or loaded from the source its era records (another
+ * instance rotated to it), as issuer keys are. Throws when the active key cannot be loaded.
+ */
+export async function webhookSigningKeys(q: Queryable, activePublicKey: string, overlapSeconds: number): Promise<WebhookSigningKeys> {
+  const rows = await q.query<KeyRow & { left_ms: number | null }>(
+    `SELECT ${KEY_COLS},
+            CASE WHEN valid_until IS NULL THEN NULL
+                 ELSE extract(epoch FROM (valid_until + $2 * interval '1 second' - svc_now())) * 1000 END::float8 AS left_ms
+       FROM service_keys
+      WHERE purpose = 'webhook' AND (public_key = $1 OR (valid_until IS NOT NULL AND valid_until + $2 * interval '1 second' > svc_now()))
+      ORDER BY seq DESC`,
+    [activePublicKey, overlapSeconds],
+  );
+  const now = Date.now();
+  const activeRow = rows.find((r) => r.public_key === activePublicKey);
+  if (!activeRow) throw new Error(`the webhook key ${activePublicKey} is not an era of this database`);
+  const active = { publicKey: activeRow.public_key, signer: await signerOf(activeRow, 'WEBHOOK_KEY') };
+  const previous: WebhookSigningKeys['previous'] = [];
+  const unavailable: string[] = [];
+  for (const r of rows) {
+    if (r === activeRow) continue;
+    try {
+      previous.push({ publicKey: r.public_key, signer: await signerOf(r, 'WEBHOOK_KEY'), untilMs: now + Number(r.left_ms) });
+    } catch (err) {
+      unavailable.push(`${r.key_id}: ${(err as Error).message}`);
+    }
+  }
+  return { active, previous, unavailable };
+}
+
+/** Every webhook key era, oldest first, the last one active (listed in the issuer document). */
+export async function webhookKeys(q: Queryable): Promise<IssuerKey[]> {
+  const rows = await q.query<KeyRow>(`SELECT ${KEY_COLS} FROM service_keys WHERE purpose = 'webhook' ORDER BY seq`);
+  return rows.map(toIssuerKey);
 }
 
 /** How the log signs its heads: with the active issuer key (docs/protocol.md §12.4). */
@@ -176,31 +243,55 @@ export async function issuerKeys(q: Queryable): Promise<IssuerKey[]> {
  * Retires the active issuer key and makes `key` active, atomically, for every instance (each loads
  * it from its source at its next signature). The caller has loaded it and checked that it signs.
  */
-export async function rotateIssuer(
-  db: { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
-  key: LoadedKey = memoryKey(),
-): Promise<{ active: IssuerKey; retired: IssuerKey }> {
+/** The same for the webhook key: the retired one keeps signing beside it for WEBHOOK_KEY_OVERLAP_SECONDS. */
+export const rotateWebhook = (db: TxDb, key: LoadedKey = memoryKey()): Promise<{ active: IssuerKey; retired: IssuerKey }> =>
+  rotateKey(db, 'webhook', key);
+
+export const rotateIssuer = (db: TxDb, key: LoadedKey = memoryKey()): Promise<{ active: IssuerKey; retired: IssuerKey }> =>
+  rotateKey(db, 'issuer', key);
+
+type TxDb = { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> };
+
+/**
+ * Retires the active key of `purpose` and makes `key` active, atomically, for every instance. A key
+ * that is already an era of either purpose is refused (ConfigError naming `key`): the issuer and
+ * webhook keys differ, and an era names one key pair for good (docs/keys.md "Rotation").
+ */
+export async function rotateKey(db: TxDb, purpose: Purpose, key: LoadedKey): Promise<{ active: IssuerKey; retired: IssuerKey }> {
   const publicKey = toHex(key.signer.publicKey);
-  const keyId = keyIdOf('issuer', key.signer.publicKey);
+  const keyId = keyIdOf(purpose, key.signer.publicKey);
   holdKey(key);
   return db.tx(async (tx) => {
     // Lock: a transaction-scoped advisory lock per schema, held to commit, so concurrent rotations
-    // run one after the other. A row lock alone is not enough: the second rotation, once granted
-    // the row, re-checks `valid_until IS NULL` on the key the first retired, retires nothing, and
-    // its insert breaks service_keys_one_active. After the advisory lock, READ COMMITTED statements
-    // see the first rotation's commit, so the second retires the key the first made.
+    // (of either key: one key must never become both) run one after the other. A row lock alone is
+    // not enough: the second rotation, once granted the row, re-checks `valid_until IS NULL` on the
+    // key the first retired, retires nothing, and its insert breaks service_keys_one_active. After
+    // the advisory lock, READ COMMITTED statements see the first rotation's commit, so the second
+    // retires the key the first made.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':issuer-rotate'))`);
-    const known = await tx.query<{ key_id: string }>('SELECT key_id FROM service_keys WHERE public_key = $1', [publicKey]);
-    if (known.length > 0) throw new ConfigError('key', `that key is already an era of this service (${known[0].key_id}); give a new key`);
+    const known = await tx.query<{ key_id: string; purpose: Purpose; active: boolean }>(
+      'SELECT key_id, purpose, valid_until IS NULL AS active FROM service_keys WHERE public_key = $1',
+      [publicKey],
+    );
+    if (known.length > 0) {
+      const k = known[0];
+      throw new ConfigError(
+        'key',
+        k.purpose !== purpose
+          ? `that key is ${k.active ? 'the' : 'a former'} ${k.purpose} key of this service (${k.key_id}): the issuer and webhook keys must differ; give a new key`
+          : `that key is already an era of this service (${k.key_id}); give a new key`,
+      );
+    }
     const [old] = await tx.query<KeyRow>(
       `UPDATE service_keys SET valid_until = svc_now() WHERE key_id = (
-         SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL FOR UPDATE)
+         SELECT key_id FROM service_keys WHERE purpose = $1 AND valid_until IS NULL FOR UPDATE)
        RETURNING ${KEY_COLS}`,
+      [purpose],
     );
     const [fresh] = await tx.query<KeyRow>(
       `INSERT INTO service_keys (key_id, purpose, public_key, source, valid_from)
-       VALUES ($1, 'issuer', $2, $3, svc_now()) RETURNING ${KEY_COLS}`,
-      [keyId, publicKey, key.source],
+       VALUES ($1, $2, $3, $4, svc_now()) RETURNING ${KEY_COLS}`,
+      [keyId, purpose, publicKey, key.source],
     );
     return { active: toIssuerKey(fresh), retired: toIssuerKey(old) };
   });

@@ -1,10 +1,10 @@
-// Admin routes, root key only (docs/protocol.md §22, §18.2, §18.6): issuer rotation, bearer keys, metrics, rate counters.
+// Admin routes, root key only (docs/protocol.md §22, §18.2, §18.6): issuer and webhook key rotation (docs/keys.md), bearer keys, metrics, rate counters.
 import { object, optional, string } from 'superstruct';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check, label, positiveInt } from '../validate.ts';
-import { checkName, checkSigns, rotateIssuer, type LoadedKey } from '../proof/keys.ts';
+import { checkName, checkSigns, rotateIssuer, rotateWebhook, type LoadedKey, type Purpose } from '../proof/keys.ts';
 import { ConfigError } from '../errors.ts';
 import { AppError } from '../errors.ts';
 import type { Services } from '../services.ts';
@@ -19,19 +19,20 @@ export const RotateBody = object({ key: optional(string()) });
  * files and PKCS#11 are Node's), checked to sign and, for a signed-note key, to be named LOG_ORIGIN;
  * without a source only a service whose keys are generated (the sandbox's) may rotate, to a key the edge generates (docs/keys.md "Rotation").
  */
-async function rotationKey(svc: Services, source: string | undefined): Promise<LoadedKey> {
+async function rotationKey(svc: Services, purpose: Purpose, source: string | undefined): Promise<LoadedKey> {
+  const variable = purpose === 'issuer' ? 'ISSUER_KEY' : 'WEBHOOK_KEY';
   if (source === undefined) {
     if (!svc.keySources.generate)
       throw new AppError(
         'bad_request',
-        'key is required: this service signs with named keys (ISSUER_KEY), so give the new issuer key the same way (file:<path> or pkcs11:<URI>)',
+        `key is required: this service signs with named keys (${variable}), so give the new ${purpose} key the same way (file:<path> or pkcs11:<URI>)`,
       );
-    return svc.keySources.generate('issuer');
+    return svc.keySources.generate(purpose);
   }
   try {
-    const key = await svc.keySources.load(source, 'key');
+    const key = await svc.keySources.load(source, 'key', { request: true });
     checkSigns(key, 'key');
-    checkName(key, svc.config.logOrigin, 'key');
+    if (purpose === 'issuer') checkName(key, svc.config.logOrigin, 'key');
     return key;
   } catch (err) {
     if (err instanceof ConfigError) throw new AppError('bad_request', err.message);
@@ -53,9 +54,29 @@ export const adminRoutes = defineRoutes({ tag: 'admin', access: 'root', rate: 'k
     errors: ['bad_request', 'payload_too_large', 'invalid_state', ...ADMIN_ERRORS],
     async handler({ request, svc }) {
       const body = check((await readJson(request)) ?? {}, RotateBody);
-      const key = await rotationKey(svc, body.key);
+      const key = await rotationKey(svc, 'issuer', body.key);
       try {
         return json(await rotateIssuer(svc.db, key), 201);
+      } catch (err) {
+        if (err instanceof ConfigError) throw new AppError('invalid_state', err.message);
+        throw err;
+      }
+    },
+  },
+  {
+    route: 'POST /v1/admin/webhooks/rotate-key',
+    summary:
+      "Make a new webhook key sign every delivery, on every instance. Body {key: source}: the new key as WEBHOOK_KEY takes it (file:<path>, mode 0600, or pkcs11:<URI>), loaded and checked to sign before anything changes; only a sandbox on generated keys may omit it (a new key is generated into DATA_DIR/keys/). For WEBHOOK_KEY_OVERLAP_SECONDS (default 86400) the outgoing key still signs every delivery beside the new one: webhook-signature carries a v1a entry by each, x-proof-signature and x-proof-key-id are the new key's. Every webhook key era stays listed in /.well-known/proof-issuer.json (webhookKeys). A key that is or was the issuer key, or already a webhook key era, is 409.",
+    body: RotateBody,
+    success: { status: 201, description: '{active: WebhookKey, retired: WebhookKey, overlapUntil}' },
+    errors: ['bad_request', 'payload_too_large', 'invalid_state', ...ADMIN_ERRORS],
+    async handler({ request, svc }) {
+      const body = check((await readJson(request)) ?? {}, RotateBody);
+      const key = await rotationKey(svc, 'webhook', body.key);
+      try {
+        const r = await rotateWebhook(svc.db, key);
+        const until = new Date(Date.parse(r.retired.validUntil!) + svc.config.webhookKeyOverlapSeconds * 1000).toISOString();
+        return json({ ...r, overlapUntil: until }, 201);
       } catch (err) {
         if (err instanceof ConfigError) throw new AppError('invalid_state', err.message);
         throw err;

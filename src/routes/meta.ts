@@ -1,7 +1,7 @@
 // Meta routes: health and the issuer key document (docs/protocol.md §22, §11.2).
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
-import { activeKey, issuerKeys } from '../proof/keys.ts';
+import { activeKey, issuerKeys, webhookKeys } from '../proof/keys.ts';
 import { issuerVkey } from '@escrow-settlement/protocol/issuer';
 import { openApiDocument } from '../openapi/document.ts';
 import { VERSION } from '../version.ts';
@@ -41,14 +41,16 @@ export const metaRoutes = defineRoutes({ tag: 'meta', access: 'public' }, [
   {
     route: 'GET /.well-known/proof-issuer.json',
     summary:
-      'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint.',
-    success: { status: 200, description: '{keys: [IssuerKey with vkey], ap2ReceiptKeys?: [JWK with kid]}' },
+      'Every issuer key era, oldest first; the last key signs today. Each key carries vkey, its C2SP note verifier key under LOG_ORIGIN, which checks GET /v1/log/checkpoint. webhookKeys: every webhook key era, oldest first, the last one active (a retired one still signs deliveries beside it for WEBHOOK_KEY_OVERLAP_SECONDS after its validUntil).',
+    success: { status: 200, description: '{keys: [IssuerKey with vkey], webhookKeys: [WebhookKey], ap2ReceiptKeys?: [JWK with kid]}' },
     errors: [],
     async handler({ svc }) {
       // vkey = <origin>+<hex key hash>+<base64(0x01 ‖ key)> (c2sp.org/signed-note): what note.NewVerifier and witnesses take.
       const keys = (await issuerKeys(svc.db)).map((k) => ({ ...k, vkey: issuerVkey(svc.config.logOrigin, k.publicKey) }));
+      // webhookKeys: every webhook key era, so a receiver can tell a rotated key from a stranger's (docs/keys.md).
+      const webhook = await webhookKeys(svc.db);
       // ap2ReceiptKeys: the JWKs AP2 Payment Receipts are signed with, when AP2 is on (docs/ap2.md §7).
-      return json({ keys, ...(svc.ap2Receipt ? { ap2ReceiptKeys: [svc.ap2Receipt.jwk] } : {}) }, 200, {
+      return json({ keys, webhookKeys: webhook, ...(svc.ap2Receipt ? { ap2ReceiptKeys: [svc.ap2Receipt.jwk] } : {}) }, 200, {
         'cache-control': 'public, max-age=60',
       });
     },

@@ -51,6 +51,8 @@ export interface HeaderInput {
   proofSignature: string;
   publicKey: string;
   sign: Signer;
+  /** Webhook keys rotated out less than WEBHOOK_KEY_OVERLAP_SECONDS ago: each adds a v1a entry (docs/keys.md). */
+  previous?: Signer[];
   /** The endpoint's Standard Webhooks secret (HMAC key bytes); absent only for an unregistered URL's redelivery. */
   hmacKey: Uint8Array | null;
   userAgent: string;
@@ -66,7 +68,11 @@ export interface HeaderInput {
  */
 export function deliveryHeaders(h: HeaderInput): Record<string, string> {
   const content = signedContent(h.id, h.timestamp, h.body);
-  const signatures = [...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []), v1aSignature(content, h.sign)];
+  const signatures = [
+    ...(h.hmacKey ? [v1Signature(content, h.hmacKey)] : []),
+    v1aSignature(content, h.sign),
+    ...(h.previous ?? []).map((sign) => v1aSignature(content, sign)),
+  ];
   // The body is one document for every receiver, so its signatures cannot say whom it was sent to:
   // this one does (docs/security.md "Checking the destination").
   const destinationSignature = toHex(

@@ -10,6 +10,8 @@ import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
+import { WebhookKeyring } from './keyring.ts';
+import type { WebhookSigningKeys } from '../proof/keys.ts';
 
 /** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
 export interface SenderDeps {
@@ -18,8 +20,8 @@ export interface SenderDeps {
   nowMs: () => number;
   version: string;
   webhookTransport?: WebhookTransport;
-  /** The webhook key's signer by its public key (hex): held by the process, never read from the database (docs/keys.md). */
-  webhookSigner(publicKeyHex: string): { sign(message: Uint8Array): Uint8Array };
+  /** The webhook keys that sign while this one (hex) is active: held or loaded from their sources, never read from the database (docs/keys.md). */
+  webhookSigningKeys(activePublicKeyHex: string): Promise<WebhookSigningKeys>;
 }
 
 /**
@@ -91,7 +93,7 @@ export class SenderEngine {
   private toRelease: Held[] = [];
   private readonly sigCache = new Map<string, { signature: string; signer: string }>();
   private readonly keyCache = new Map<string, Uint8Array>();
-  private signerOf: { publicKey: string; sign: Signer } | null = null;
+  private readonly keyring: WebhookKeyring;
   private readonly inflight = new Set<Promise<void>>();
   /** Set while the rest of a burst waits for the next turn of the event loop (pump). */
   private pumpScheduled: Promise<void> | null = null;
@@ -106,6 +108,10 @@ export class SenderEngine {
   ) {
     this.transport = guarded(svc.webhookTransport ?? fetchTransport(), svc.config.webhookTimeoutMs);
     this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
+    this.keyring = new WebhookKeyring(
+      (active) => svc.webhookSigningKeys(active),
+      (what) => opts.onError?.('a webhook key in its overlap cannot be loaded here; deliveries go without its signature', new Error(what)),
+    );
   }
 
   /**
@@ -162,6 +168,8 @@ export class SenderEngine {
       throw err;
     }
     for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
+    // The keys of this claim (one active key per statement); claimed rows not queued on a failure here are due again when their lease ends.
+    if (rows.length > 0) await this.keyring.ready(rows[0].keyPublic);
     const now = Date.now();
     for (const row of rows) {
       // A row still held here (its lease ran out under us and we claimed it again) is not sent twice.
@@ -200,22 +208,19 @@ export class SenderEngine {
     return k;
   }
 
-  /** The Ed25519 signer of the webhook key (its public key read with every claim), looked up once per key. */
+  /** The Ed25519 signer of the webhook key (its public key read with every claim). */
   private signer(publicKey: string): Signer {
-    if (this.signerOf?.publicKey !== publicKey) {
-      const held = this.svc.webhookSigner(publicKey);
-      this.signerOf = { publicKey, sign: (m) => held.sign(m) };
-    }
-    return this.signerOf.sign;
+    return this.keyring.signer(publicKey);
   }
 
   /** The body and the event's x-proof signature: stored, or made once here and stored by the next tick. */
   private prepare(row: ClaimedRow, now: number): Held {
     const body = eventBody(row.escrowId, row);
-    if (row.signature && row.signer) return { row, body, signature: row.signature, signer: row.signer, claimedAt: now };
+    // x-proof-signature is by the active key: one stored by a key rotated out since is made again.
+    if (row.signature && row.signer === row.keyPublic) return { row, body, signature: row.signature, signer: row.signer, claimedAt: now };
     const id = webhookId(row.escrowId, row.idx);
     let sig = this.sigCache.get(id);
-    if (!sig) {
+    if (sig?.signer !== row.keyPublic) {
       sig = { signature: signBody(body, this.signer(row.keyPublic)), signer: row.keyPublic };
       this.sigCache.set(id, sig);
       this.sigs.push({ escrowId: row.escrowId, idx: row.idx, signature: sig.signature, publicKey: sig.signer });
@@ -321,6 +326,7 @@ export class SenderEngine {
         proofSignature: h.signature,
         publicKey: h.signer,
         sign: this.signer(row.keyPublic),
+        previous: this.keyring.previous(row.keyPublic),
         hmacKey: row.secret ? this.hmacKey(row.secret) : null,
         userAgent: `escrow-settlement/${this.svc.version}`,
         destination: row.url,

@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { describeStores, expectError } from '../harness.ts';
 import { settled } from '../fixtures.ts';
 import { bearer, HOSTED, ROOT, withKey } from './helpers.ts';
-import { chmodSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config.ts';
 import { formatNoteKey } from '../../src/crypto/keyText.ts';
 import { nodeKeySources } from '../../src/node/serviceKeys.ts';
+import { NOT_USABLE } from '../../src/node/keyFiles.ts';
 
 const ORIGIN = parseConfig({}).logOrigin;
 const dir = mkdtempSync(join(tmpdir(), 'rotate-'));
@@ -20,6 +21,16 @@ function keyFile(opts: { mode?: number; name?: string; text?: string } = {}): st
   const path = join(dir, `issuer-${seq++}.key`);
   writeFileSync(path, opts.text ?? formatNoteKey(opts.name ?? ORIGIN, crypto.getRandomValues(new Uint8Array(32))), { mode: 0o600 });
   chmodSync(path, opts.mode ?? 0o600);
+  return `file:${path}`;
+}
+
+/** The one refusal a rotation's unusable file gets, whatever rule it broke (docs/keys.md "Key files"). */
+const notUsable = new RegExp(`^key: \\S+ ${NOT_USABLE.replace(/[()/]/g, '\\$&')}$`);
+
+/** A link to /proc/self/pagemap: its source. */
+function procLink(): string {
+  const path = join(dir, `link-${seq++}`);
+  symlinkSync('/proc/self/pagemap', path);
   return `file:${path}`;
 }
 
@@ -123,12 +134,18 @@ describeStores(
 
     const bad: Array<[string, () => unknown, RegExp]> = [
       ['no key (the keys are named)', () => ({}), /key is required: this service signs with named keys/],
-      ['a missing file', () => ({ key: `file:${join(dir, 'absent.key')}` }), /^key: .*absent\.key does not exist/],
+      ['a missing file', () => ({ key: `file:${join(dir, 'absent.key')}` }), notUsable],
+      ['a file group and others may read', () => ({ key: keyFile({ mode: 0o644 }) }), notUsable],
+      ['a directory', () => ({ key: `file:${dir}` }), notUsable],
+      ['a file of another user, open to others', () => ({ key: 'file:/etc/passwd' }), notUsable],
+      ['a file over 64 KiB', () => ({ key: keyFile({ text: `${'#'.repeat(64 * 1024)}\n` }) }), notUsable],
+      // Read whole, this froze the service (gigabytes in seconds): it is refused by its name.
       [
-        'a file group and others may read',
-        () => ({ key: keyFile({ mode: 0o644 }) }),
-        /^key: .* has mode 0644: group or others may read it; chmod 600/,
+        '/proc/self/pagemap',
+        () => ({ key: 'file:/proc/self/pagemap' }),
+        /^key: \/proc\/self\/pagemap is under \/proc: a key file must be outside/,
       ],
+      ['a link into /proc', () => ({ key: procLink() }), notUsable],
       ['a malformed file', () => ({ key: keyFile({ text: 'not a key\n' }) }), /^key: .* is neither a signed-note private key/],
       [
         'a key named other than the log origin',

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config.ts';
 import { formatNoteKey } from '../../src/crypto/keyText.ts';
+import { NOT_USABLE } from '../../src/proof/keyFileRules.ts';
 import { nodeKeySources } from '../../src/node/serviceKeys.ts';
 import { DENO, NO_DENO, overHttp, ROOT as REPO, run, startService } from '../process/proc.ts';
 import { HOSTED, ROOT } from '../admin/helpers.ts';
@@ -93,6 +94,15 @@ test('under Deno: named file: keys sign as given, a rotation must name its key, 
     const ok = await h.req('POST', '/v1/admin/issuer/rotate', { key: `file:${next}` });
     assert.equal(ok.status, 201, ok.text);
     assert.equal(ok.body.active.publicKey, await publicKeyOf(next));
+    // The key-file rules, as on the Node edge (docs/keys.md "Key files"): a request learns the rules, not which one a path broke.
+    for (const p of [write('open-rot.key', ORIGIN, 0o644), join(dir, 'absent.key'), dir, '/etc/passwd']) {
+      const bad = await h.req('POST', '/v1/admin/issuer/rotate', { key: `file:${p}` });
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.body.error.message, `key: ${p} ${NOT_USABLE}`);
+    }
+    const proc = await h.req('POST', '/v1/admin/issuer/rotate', { key: 'file:/proc/self/pagemap' });
+    assert.equal(proc.status, 400, proc.text);
+    assert.match(proc.body.error.message, /^key: \/proc\/self\/pagemap is under \/proc/);
   } finally {
     assert.equal(await s.stop(), 0, s.stderr());
   }

@@ -2,11 +2,23 @@
 // generated key is written once (0600 in a 0700 directory) and reused (src/node/keyFiles.ts).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+  mkdirSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/errors.ts';
-import { fileSourcePath, generatedKeyFile, readSecretFile } from '../../src/node/keyFiles.ts';
+import { fileSourcePath, generatedKeyFile, MAX_KEY_FILE_BYTES, NOT_USABLE, readSecretFile } from '../../src/node/keyFiles.ts';
 
 function tmp() {
   return mkdtempSync(join(tmpdir(), 'keyfiles-'));
@@ -56,6 +68,92 @@ describe('readSecretFile', () => {
       refusal(() => readSecretFile('ISSUER_KEY', `file:${empty}`), 'ISSUER_KEY', /is empty/);
       refusal(() => readSecretFile('ISSUER_KEY', path), 'ISSUER_KEY', /must be file:<path> or pkcs11:<URI>/);
       refusal(() => fileSourcePath('ISSUER_KEY', 'file://host/x'), 'ISSUER_KEY', /with a host/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('readSecretFile: the key-file rules (docs/keys.md "Key files")', () => {
+  it('refuses /proc, /sys and /dev by name and through a link, without opening them (a read there may never end)', () => {
+    const dir = tmp();
+    try {
+      for (const p of ['/proc/self/pagemap', '/proc/self/environ', '/sys/kernel/notes', '/dev/zero', '/dev/stdin'])
+        refusal(
+          () => readSecretFile('ISSUER_KEY', `file:${p}`),
+          'ISSUER_KEY',
+          /is under \/(proc|sys|dev): a key file must be outside \/proc, \/sys and \/dev/,
+        );
+      const link = join(dir, 'k');
+      symlinkSync('/proc/self/pagemap', link);
+      refusal(() => readSecretFile('ISSUER_KEY', `file:${link}`), 'ISSUER_KEY', /leads to \/proc\/\d+\/pagemap, under \/proc/);
+      const dev = join(dir, 'z');
+      symlinkSync('/dev/zero', dev);
+      refusal(() => readSecretFile('ISSUER_KEY', `file:${dev}`), 'ISSUER_KEY', /leads to \/dev\/zero, under \/dev/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a file over 64 KiB and a FIFO without reading them; takes a file of exactly 64 KiB', () => {
+    const dir = tmp();
+    try {
+      const big = join(dir, 'big');
+      // A sparse 1 GiB file: read whole, it would take a gigabyte of memory.
+      writeFileSync(big, 'x', { mode: 0o600 });
+      truncateSync(big, 1 << 30);
+      refusal(() => readSecretFile('ISSUER_KEY', `file:${big}`), 'ISSUER_KEY', /is larger than 64 KiB \(1073741824 bytes\)/);
+      const edge = join(dir, 'edge');
+      writeFileSync(edge, Buffer.alloc(MAX_KEY_FILE_BYTES, 0x41), { mode: 0o600 });
+      assert.equal(readSecretFile('ISSUER_KEY', `file:${edge}`).bytes.length, 64 * 1024);
+      const fifo = join(dir, 'fifo');
+      execFileSync('mkfifo', ['-m', '600', fifo]);
+      refusal(() => readSecretFile('ISSUER_KEY', `file:${fifo}`), 'ISSUER_KEY', /is not a regular file/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a file owned by another user (root's own files are taken)", {
+    skip: process.getuid?.() !== 0 && 'needs root to give a file away',
+  }, () => {
+    const dir = tmp();
+    try {
+      const path = join(dir, 'k');
+      writeFileSync(path, 'secret\n', { mode: 0o600 });
+      chownSync(path, 12345, 12345);
+      refusal(
+        () => readSecretFile('ISSUER_KEY', `file:${path}`),
+        'ISSUER_KEY',
+        /is owned by uid 12345: a key file must be owned by the service's user \(uid 0\) or root/,
+      );
+      chownSync(path, 0, 0);
+      assert.equal(readSecretFile('ISSUER_KEY', `file:${path}`).text, 'secret\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a request's source is refused with the rules alone: missing, unreachable, a directory, open to others, too big and a link to /proc read the same", () => {
+    const dir = tmp();
+    try {
+      const open = join(dir, 'open');
+      writeFileSync(open, 'x', { mode: 0o644 });
+      chmodSync(open, 0o644);
+      const big = join(dir, 'big');
+      writeFileSync(big, 'x', { mode: 0o600 });
+      truncateSync(big, 1 << 20);
+      const link = join(dir, 'link');
+      symlinkSync('/proc/self/pagemap', link);
+      const paths = [join(dir, 'absent'), join(dir, 'absent', 'below'), dir, open, big, link, '/etc/shadow', '/root/.ssh/id_ed25519'];
+      for (const p of paths) {
+        let msg = '';
+        assert.throws(
+          () => readSecretFile('key', `file:${p}`, { request: true }),
+          (err: unknown) => err instanceof ConfigError && Boolean((msg = err.message)),
+        );
+        assert.equal(msg, `key: ${p} ${NOT_USABLE}`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -46,6 +46,19 @@ test('a key file that is missing, readable by others or malformed, or only one k
     writeFileSync(join(dir, 'bad.key'), 'PRIVATE+KEY+x+00000000+AAAA\n', { mode: 0o600 });
     await failsNaming({ ...env, ...keys, ISSUER_KEY: `file:${join(dir, 'bad.key')}` }, 'ISSUER_KEY', /bad\.key is not an Ed25519 key/);
     await failsNaming({ ...env, ISSUER_KEY: keys.ISSUER_KEY }, 'WEBHOOK_KEY', /is required when ISSUER_KEY is set/);
+    // One key for both: refused, whichever way it is named (docs/keys.md "Key files").
+    await failsNaming({ ...env, ...keys, WEBHOOK_KEY: keys.ISSUER_KEY }, 'WEBHOOK_KEY', /names the same key as ISSUER_KEY .*must differ/);
+    await failsNaming(
+      { ...env, ...keys, WEBHOOK_KEY: keys.ISSUER_KEY.replace('file:', 'file://') },
+      'WEBHOOK_KEY',
+      /names the same key as ISSUER_KEY/,
+    );
+    // Read whole, /proc/self/pagemap takes gigabytes: refused by its name, at once.
+    await failsNaming(
+      { ...env, ...keys, ISSUER_KEY: 'file:/proc/self/pagemap' },
+      'ISSUER_KEY',
+      /is under \/proc: a key file must be outside/,
+    );
     await failsNaming({ ...env, ...keys, ISSUER_KEY: 'vault:issuer' }, 'ISSUER_KEY', /must be file:<path> or pkcs11:<URI>/);
     await failsNaming(
       { ...env, ...keys, LOG_ORIGIN: 'other.example/log' },
@@ -236,12 +249,14 @@ test('keys generate never overwrites a key and refuses unknown arguments', { tim
   }
 });
 
-test('after a rotation the next start signs with the new key: a sandbox rotated without a source, and named keys started with the old ISSUER_KEY', {
+test('after a rotation the next start signs with the new keys: a sandbox rotated without a source, and named keys started with the old ISSUER_KEY and WEBHOOK_KEY', {
   timeout: 300_000,
 }, async () => {
   const root = 'root-secret-0123456789';
-  const rotate = async (url: string, body: unknown) => {
-    const r = await fetch(`${url}/v1/admin/issuer/rotate`, {
+  const webhookKeyOf = async (url: string) =>
+    (await (await fetch(`${url}/v1/webhooks`, { headers: { authorization: `Bearer ${root}` } })).json()).signingKey as string;
+  const rotate = async (url: string, body: unknown, path = '/v1/admin/issuer/rotate') => {
+    const r = await fetch(`${url}${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -256,9 +271,11 @@ test('after a rotation the next start signs with the new key: a sandbox rotated 
     // The sandbox's generated keys: the new one is written to DATA_DIR/keys/ and read from there at the next start.
     let s = await startService(TSX, { DATA_DIR: dataDir, API_KEY: root }, 150_000);
     const rotated = await rotate(s.url, {});
+    const rotatedWebhook = await rotate(s.url, {}, '/v1/admin/webhooks/rotate-key');
     assert.equal(await s.stop(), 0, s.stderr());
     s = await startService(TSX, { DATA_DIR: dataDir, API_KEY: root }, 150_000);
     assert.equal(await issuerOf(s.url), rotated);
+    assert.equal(await webhookKeyOf(s.url), rotatedWebhook);
     assert.equal(await s.stop(), 0, s.stderr());
 
     // Named keys: rotated to a new file; a start still naming the old file signs with the new one (its era's source).
@@ -268,9 +285,13 @@ test('after a rotation the next start signs with the new key: a sandbox rotated 
     const env = { DATA_DIR: join(dataDir, 'named'), API_KEY: root, ...named };
     s = await startService(TSX, env, 150_000);
     const active = await rotate(s.url, { key: `file:${next}` });
+    const nextWebhook = join(keyDir, 'webhook-next.key');
+    writeFileSync(nextWebhook, formatNoteKey('escrow-settlement-webhook', crypto.getRandomValues(new Uint8Array(32))), { mode: 0o600 });
+    const activeWebhook = await rotate(s.url, { key: `file:${nextWebhook}` }, '/v1/admin/webhooks/rotate-key');
     assert.equal(await s.stop(), 0, s.stderr());
     s = await startService(TSX, env, 150_000);
     assert.equal(await issuerOf(s.url), active);
+    assert.equal(await webhookKeyOf(s.url), activeWebhook, 'the old WEBHOOK_KEY is an era: the start signs with the active one');
     assert.equal(await s.stop(), 0, s.stderr());
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
