@@ -111,10 +111,10 @@ def test_lifecycle_signed_locally_and_verified_offline(service: str, tmp_path: P
 def test_dispute_split_with_a_moved_clock(service: str) -> None:
     c = Client(service)
     payer, payee = SigningKey.generate(), SigningKey.generate()
+    c.advance_clock(86_400)  # the sandbox's clock a day ahead of this machine's
     e = c.create_escrow(amount="10", asset="USDC", terms=TERMS, payer={"publicKey": payer.public_key_hex}, payee={"publicKey": payee.public_key_hex})
     c.fund_escrow(e["id"])
-    # The sandbox clock moves a day ahead: signed times follow the service's clock, not the local one.
-    c.advance_clock(86_400)
+    # Signed times follow the service's clock, not the local one: a local time would be refused as skew.
     d = c.submit_delivery(e["id"], {"no": "title"}, signer=payee)
     assert d["verdict"]["passed"] is False
     c.open_dispute(e["id"], signer=payer, reason="no title")
@@ -179,3 +179,12 @@ def test_a_webhook_delivery_verifies_with_the_pinned_key(service: str) -> None:
         c.unregister_webhook(url)
     finally:
         server.shutdown()
+
+
+def test_the_readme_python_example_runs(service: str, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Python") :]
+    code = section[section.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("\n```")]
+    exec(compile(code.replace("http://127.0.0.1:4280", service), "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    assert capsys.readouterr().out.strip() == "True"

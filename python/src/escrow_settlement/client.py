@@ -170,9 +170,8 @@ class Client:
         if self.clock.offset_ms is None and not self._clock_asked:
             self._clock_asked = True
             try:
-                at = int(time.time() * 1000)
-                self.clock.observe(self.request("GET", "/v1/sandbox/clock")["now"], at)
-            except (ApiError, OSError, KeyError, TypeError):
+                self.sandbox_clock()
+            except (ApiError, OSError):
                 pass
         return self.clock.now_iso()
 
@@ -536,12 +535,18 @@ class Client:
     # ---- sandbox ----
 
     def advance_clock(self, advance_seconds: int) -> dict[str, Any]:
-        """``POST /v1/sandbox/clock``: move the sandbox's clock forward."""
-        return self.request("POST", "/v1/sandbox/clock", {"advanceSeconds": advance_seconds})
+        """``POST /v1/sandbox/clock``: move the sandbox's clock forward (this client's clock follows it)."""
+        at = int(time.time() * 1000)
+        answer = self.request("POST", "/v1/sandbox/clock", {"advanceSeconds": advance_seconds})
+        self.clock.observe(answer.get("now") if isinstance(answer, dict) else None, at)
+        return answer
 
     def sandbox_clock(self) -> dict[str, Any]:
-        """``GET /v1/sandbox/clock``: ``{now, offsetSeconds}``."""
-        return self.request("GET", "/v1/sandbox/clock")
+        """``GET /v1/sandbox/clock``: ``{now, offsetSeconds}`` (this client's clock follows it)."""
+        at = int(time.time() * 1000)
+        answer = self.request("GET", "/v1/sandbox/clock")
+        self.clock.observe(answer.get("now") if isinstance(answer, dict) else None, at)
+        return answer
 
     def fail_next_settlements(self, count: int) -> dict[str, Any]:
         """``POST /v1/sandbox/custody/fail-next``."""

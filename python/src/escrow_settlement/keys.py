@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ._jcs import canonical_bytes
 
@@ -22,7 +23,8 @@ class SigningKey:
             raise ValueError("an Ed25519 seed is 32 bytes")
         self._seed = bytes(seed)
         self._key = Ed25519PrivateKey.from_private_bytes(self._seed)
-        self.public_key_hex: str = self._key.public_key().public_bytes_raw().hex()
+        # public_bytes(Raw, Raw) rather than public_bytes_raw(): cryptography 38 (Debian 12) has only the former.
+        self.public_key_hex: str = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
         """The public key, 64 lowercase hex characters: the party's ``publicKey``."""
 
     @classmethod
