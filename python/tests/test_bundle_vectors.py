@@ -98,8 +98,9 @@ def test_cli_prints_one_line_per_check_and_exits_like_the_typescript_cli(tmp_pat
     r = _cli(args)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.strip().split("\n")
-    assert [line.split(":")[0] for line in lines[:-1]] == [f"PASS {n}" for n, _ in good["expected"]["checks"]]
-    assert lines[-1] == f"OK: all {len(good['expected']['checks'])} checks passed"
+    n = len(good["expected"]["checks"])
+    assert [line.split(":")[0] for line in lines[:n]] == [f"PASS {name}" for name, _ in good["expected"]["checks"]]
+    assert lines[n:] == [f"payouts: payee 1, payer 0, fee 0", f"OK: all {n} checks passed"]
 
     # Refused without a pinned key; the detail says how to pin one.
     r = _cli(["verify", str(path)])

@@ -97,6 +97,20 @@ def test_lifecycle_signed_locally_and_verified_offline(service: str, tmp_path: P
     assert "verdict.replay" in [x.name for x in r.checks] and "re-ran all 1 checks" in next(x.detail for x in r.checks if x.name == "verdict.replay")
     assert not verify_bundle(bundle).valid  # refused without a pinned key
 
+    # A refund after release, signed here by the payee: an adjustment proof, and the bundle carries it.
+    refund = c.refund_after_release(escrow["id"], "2.5", signer=payee, reason="two pages missing")
+    assert refund["proof"]["outcome"] == "refunded-after-release" and refund["proof"]["adjusts"] == result["proof"]["id"]
+    assert refund["refund"]["amount"] == "2.5" and refund["refund"]["by"] == payee.public_key_hex
+    c.request_refund(escrow["id"], "1", "one more page", agent_id=payer["id"])
+    with pytest.raises(ApiError) as e:
+        c.refund_after_release(escrow["id"], "10.000001", signer=payee)
+    assert (e.value.status, e.value.code) == (409, "invalid_state")
+    bundle = c.get_bundle(result["proof"]["id"], disclose_payload=True)
+    r = verify_bundle(bundle, trusted_keys=_pinned(c))
+    assert r.valid, r.failed
+    assert "adjustments[0].total" in [x.name for x in r.checks] and "parties[1].refund" in [x.name for x in r.checks]
+    assert r.payouts == {"payee": "10", "payer": "2.5", "fee": "0"}
+
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps(bundle))
     env = {**os.environ, "PYTHONPATH": str(Path(escrow_settlement.__file__).resolve().parent.parent)}
@@ -106,6 +120,7 @@ def test_lifecycle_signed_locally_and_verified_offline(service: str, tmp_path: P
     out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith("OK: all ")
+    assert "payouts after refunds: payee 10, payer 2.5, fee 0" in out.stdout
 
 
 def test_dispute_split_with_a_moved_clock(service: str) -> None:

@@ -15,7 +15,7 @@ import { submitOnce } from '../../src/witness/submitter.ts';
 import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { verifyBundle, type VerifyOptions } from '@escrow-settlement/protocol/verify';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { generateKeys, signDelivery, signDisputeAction, signMandate, signRuling } from '@escrow-settlement/client';
+import { contentHash, generateKeys, signDelivery, signDisputeAction, signMandate, signRuling } from '@escrow-settlement/client';
 import { signCapture, signCollect, signVoid } from '@escrow-settlement/client/x402/authCapture';
 import { signBody } from '@escrow-settlement/protocol/keys';
 import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
@@ -354,6 +354,108 @@ export async function bundleVectors(): Promise<BundleVector[]> {
     const vb = clone(voided);
     vb.parties.signatures = vb.parties.signatures.filter((s: any) => s.kind !== 'x402.void');
     add('facilitator-void-missing', vb, pin);
+
+    // ---- money after the verdict: a fee, a partial capture under a metered price, refunds after release ----
+    {
+      const moneyPayee = generateKeys();
+      const arbiter = await agent(h, 'arbiter');
+      const feeTo = generateKeys().publicKey;
+      const metered = {
+        description: 'a metered report',
+        checks: [
+          { kind: 'shape', requiredFields: ['title'] },
+          { kind: 'price', perUnit: '0.5', units: '/units', max: '15' },
+        ],
+      };
+      const e = await ok(h, 'POST', '/v1/escrows', {
+        amount: '20',
+        asset: 'USDC',
+        terms: metered,
+        payerAgentId: payer.id,
+        payee: { publicKey: moneyPayee.publicKey },
+        arbiterAgentId: arbiter.id,
+        fee: { bps: 250, recipient: feeTo },
+      });
+      await ok(h, 'POST', `/v1/escrows/${e.id}/fund`);
+      const submittedAt = await now(h);
+      const signed = signBody(moneyPayee.secretKey, {
+        escrowId: e.id,
+        contentHash: contentHash({ title: 'metered', units: 30.5 }),
+        submittedAt,
+        amount: '12.5',
+      });
+      const d = await ok(h, 'POST', `/v1/escrows/${e.id}/delivery`, {
+        payload: { title: 'metered', units: 30.5 },
+        submittedAt,
+        signature: signed,
+        amount: '12.5',
+      });
+      const closingId = d.proof.id;
+      const captured = await bundleOf(closingId);
+      add('released-fee-partial-capture', captured, pin);
+      const c1 = clone(captured);
+      c1.proof.payouts.fee = '0';
+      add('payouts-altered', c1, pin);
+      const c2 = clone(captured);
+      c2.parties.signatures.find((x: any) => x.kind === 'delivery').signedBody.amount = '20';
+      add('delivery-claimed-amount-altered', c2, pin);
+      const c3 = clone(captured);
+      c3.disclosed.payload.units = 20;
+      add('metered-units-altered', c3, pin);
+      const c4 = clone(captured);
+      c4.terms.checks[1].perUnit = '0.25';
+      add('metered-price-altered', c4, pin);
+
+      // Metered prices judged exactly: a claim over perUnit × units fails (then refunded), one exactly at it passes.
+      const priced = (perUnit: string) => ({ description: 'metered', checks: [{ kind: 'price', perUnit, units: '/n' }] });
+      const over = await ok(h, 'POST', '/v1/escrows', { amount: '15', asset: 'USDC', terms: priced('0.5'), ...party });
+      await ok(h, 'POST', `/v1/escrows/${over.id}/fund`);
+      await ok(h, 'POST', `/v1/escrows/${over.id}/delivery`, { agentId: payee.id, payload: { n: 10 }, amount: '5.000001' });
+      const overRefund = await ok(h, 'POST', `/v1/escrows/${over.id}/refund`);
+      add('metered-price-over-refunded', await bundleOf(overRefund.id ?? overRefund.proof?.id), pin);
+      const exact = await ok(h, 'POST', '/v1/escrows', { amount: '1', asset: 'USDC', terms: priced('0.3'), ...party });
+      await ok(h, 'POST', `/v1/escrows/${exact.id}/fund`);
+      const ex = await ok(h, 'POST', `/v1/escrows/${exact.id}/delivery`, { agentId: payee.id, payload: { n: 0.1 }, amount: '0.03' });
+      add('metered-price-exact', await bundleOf(ex.proof.id), pin);
+
+      // A refund by the payee (client-signed), a refund request by the payer, a refund by the arbiter.
+      const refundBody = { escrowId: e.id, action: 'refund', amount: '2.5', reason: 'two pages were missing', signedAt: await now(h) };
+      await ok(h, 'POST', `/v1/escrows/${e.id}/refunds`, {
+        amount: '2.5',
+        reason: 'two pages were missing',
+        signedAt: refundBody.signedAt,
+        signature: signBody(moneyPayee.secretKey, refundBody),
+      });
+      await ok(h, 'POST', `/v1/escrows/${e.id}/refund-requests`, { amount: '1', reason: 'one more page', agentIds: [payer.id] });
+      const second = await ok(h, 'POST', `/v1/escrows/${e.id}/refunds`, { amount: '1', agentIds: [arbiter.id] });
+      const adjusted = await bundleOf(closingId);
+      add('refunded-after-release', adjusted, pin);
+      add('refunded-after-release-trust-bundle-keys', adjusted, { trustBundleKeys: true });
+      add('adjustment-bundle', await bundleOf(second.proof.id), pin);
+      const broken = (name: string, f: (b: any) => void) => {
+        const b = clone(adjusted);
+        f(b);
+        add(name, b, pin);
+      };
+      broken('adjustment-amount-altered', (b) => (b.adjustments[0].proof.amount = '3'));
+      broken(
+        'adjustment-signature-tampered',
+        (b) => (b.adjustments[1].proof.signature.signature = flip(b.adjustments[1].proof.signature.signature)),
+      );
+      broken('adjustment-inclusion-wrong', (b) => (b.adjustments[0].inclusion.leafIndex += 1));
+      broken('adjustment-missing', (b) => b.adjustments.pop());
+      broken('adjustments-all-missing', (b) => delete b.adjustments);
+      broken('adjustment-trail-cut', (b) => (b.trail = b.trail.slice(0, b.proof.trailLength + 1)));
+      broken('refund-signature-missing', (b) => (b.parties.signatures = b.parties.signatures.filter((x: any) => x.kind !== 'refund')));
+      broken('refund-request-signature-tampered', (b) => {
+        const r = b.parties.signatures.find((x: any) => x.kind === 'refund.request');
+        r.signature = flip(r.signature);
+      });
+      broken('refund-signed-by-payer', (b) => {
+        const r = b.parties.signatures.find((x: any) => x.kind === 'refund.request');
+        r.kind = 'refund';
+      });
+    }
 
     // ---- AP2 ----
     {

@@ -201,6 +201,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = 
     for c in result.checks:
         detail = HOW_TO_PIN if c.name == "issuer.trust" and not c.ok else c.detail
         out(f"{'PASS' if c.ok else 'FAIL'} {c.name}: {detail}")
+    if result.payouts is not None:
+        p = result.payouts
+        out(f"payouts{' after refunds' if isinstance(bundle, dict) and bundle.get('adjustments') else ''}: payee {p['payee']}, payer {p['payer']}, fee {p['fee']}")
     failed = len(result.failed)
     out(f"OK: all {len(result.checks)} checks passed" if result.valid else f"FAILED: {failed} of {len(result.checks)} checks failed")
     return 0 if result.valid else 1

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._jcs import canonicalize
+from .amounts import amount_micro, format_amount, within_metered_price
 
 __all__ = ["DeliveryFacts", "evaluate_checks", "parse_iso_datetime", "resolve_pointer"]
 
@@ -113,6 +114,8 @@ class DeliveryFacts:
     content_hash: str
     size_bytes: int
     received_at_ms: int | None
+    amount: int | None = None
+    """Micro-units the delivery claims (its ``amount``, else the escrow's): what ``price`` is judged against."""
 
 
 UNDISCLOSED = object()
@@ -227,6 +230,24 @@ def _check(check: Any, d: DeliveryFacts) -> tuple[bool, str]:
         return True, f"all {len(fields)} required fields present"
     if kind == "predicate":
         return _predicate(check.get("name"), check.get("params"), d.payload)
+    if kind == "price":
+        per_unit = amount_micro(check.get("perUnit"))
+        mx = amount_micro(check["max"]) if "max" in check else None
+        if per_unit is None or ("max" in check and mx is None):
+            return False, "perUnit or max is not an amount"
+        if d.amount is None:
+            return False, "the claimed amount is not known"
+        found, units = resolve_pointer(None if d.payload is UNDISCLOSED else d.payload, check.get("units"))  # type: ignore[arg-type]
+        if not found or d.payload is UNDISCLOSED:
+            return False, f"no value at {check.get('units')}"
+        if not _is_number(units) or units < 0 or units != units or units in (float("inf"), float("-inf")):
+            return False, f"the value at {check.get('units')} is {_type_of(units)}, not a non-negative finite number"
+        claim = format_amount(d.amount)
+        if not within_metered_price(d.amount, per_unit, units):
+            return False, f"claimed {claim} is over {check.get('perUnit')} × {units} units"
+        if mx is not None and d.amount > mx:
+            return False, f"claimed {claim} is over the max {check.get('max')}"
+        return True, f"claimed {claim} is within {check.get('perUnit')} × {units} units"
     return False, f"unknown check kind {kind!r}"
 
 

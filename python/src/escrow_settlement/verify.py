@@ -14,6 +14,7 @@ from . import ap2 as _ap2
 from . import tlog
 from ._ed25519 import is_hex64, verify_hex
 from ._jcs import canonical_bytes, canonicalize, hash_json, normalize, sha256_hex
+from .amounts import amount_micro, format_amount, split_amount
 from .terms import UNDISCLOSED, DeliveryFacts, check_kind, evaluate_checks, iso_from_ms, parse_iso_datetime
 
 __all__ = ["Check", "VerifyResult", "verify_bundle", "proof_leaf_hash", "BUNDLE_KEYS_WARNING"]
@@ -41,6 +42,8 @@ class VerifyResult:
     valid: bool
     checks: list[Check]
     warnings: list[str] = field(default_factory=list)
+    payouts: dict[str, str] | None = None
+    """Where the money ended (``{payee, payer, fee}``) for a proof with payouts, after every carried adjustment."""
 
     @property
     def failed(self) -> list[str]:
@@ -52,6 +55,8 @@ class VerifyResult:
         out: dict[str, Any] = {"valid": self.valid, "checks": [c.__dict__.copy() for c in self.checks]}
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.payouts is not None:
+            out["payouts"] = dict(self.payouts)
         return out
 
 
@@ -197,7 +202,7 @@ def _issuer_keys_p(k: Any, at: str = "issuerKeys", present: bool = True) -> str 
     return _list_problem(k, at, "issuer keys", lambda e, here: _object_problem(e, here, _ISSUER_KEY))
 
 
-PARTY_KINDS = ["mandate", "ap2", "x402", "delivery", "x402.void", "dispute.open", "dispute.evidence", "ruling"]
+PARTY_KINDS = ["mandate", "ap2", "x402", "delivery", "x402.void", "dispute.open", "dispute.evidence", "ruling", "refund", "refund.request"]
 
 
 def _kind_p(v: Any, at: str, present: bool = True) -> str | None:
@@ -227,6 +232,17 @@ def _disclosed_p(v: Any, at: str, present: bool) -> str | None:
     return _object_problem(v, at, {"payload": _required_p, "submittedAt": _str_p}, "an object {payload, submittedAt}")
 
 
+def _adjustments_p(v: Any, at: str, present: bool) -> str | None:
+    if not present:
+        return None
+    return _list_problem(
+        v,
+        at,
+        "adjustments {proof, inclusion}",
+        lambda a, ai: _object_problem(a, ai, {"proof": _proof_p, "inclusion": _inclusion_p}, "an object {proof, inclusion}"),
+    )
+
+
 _BUNDLE = {
     "proof": _proof_p,
     "trail": _trail_p,
@@ -235,6 +251,7 @@ _BUNDLE = {
     "parties": _parties_p,
     "terms": _optional_object_p,
     "disclosed": _disclosed_p,
+    "adjustments": _adjustments_p,
 }
 
 
@@ -309,6 +326,8 @@ _EVENT = {
     "dispute.open": "dispute.opened",
     "dispute.evidence": "dispute.evidence",
     "ruling": "dispute.resolved",
+    "refund": "refund.issued",
+    "refund.request": "refund.requested",
 }
 _DECIMAL = re.compile(r"(\d{1,18})(?:\.(\d{1,6}))?", re.ASCII)
 
@@ -420,6 +439,25 @@ def _binding_problem(s: dict[str, Any], b: dict[str, Any]) -> str | None:
             _truthy(dh) and not _seq(_g(body, "contentHash"), dh)
         ):
             return "signed contentHash is not the delivery's"
+        # A partial capture: the payee signed the amount it claimed, which delivery.submitted records.
+        if not _seq(_nullish(_g(body, "amount"), None), _nullish(_g(data, "amount"), None)):
+            return "signed amount is not the amount delivery.submitted records"
+        return None
+    if kind in ("refund", "refund.request"):
+        if not _seq(_g(body, "escrowId"), _g(proof, "escrowId")) or not _seq(_g(body, "action"), kind):
+            return f'signed body is not {{escrowId, action: "{kind}", amount, reason, signedAt}}'
+        if not _seq(_g(data, "by"), pk):
+            return f"signer is not the party trail entry {idx} names"
+        if kind == "refund" and not _seq(pk, r["payee"]) and not _seq(pk, r["arbiter"]):
+            return "signer is neither the payee nor the named arbiter"
+        if kind == "refund.request" and not _seq(pk, r["payer"]):
+            return "signer is not the payer"
+        if (
+            not _seq(_g(body, "amount"), _g(data, "amount"))
+            or not _seq(_nullish(_g(body, "reason"), ""), _nullish(_g(data, "reason"), ""))
+            or not _seq(_g(body, "signedAt"), _g(data, "signedAt"))
+        ):
+            return f"signed amount, reason or signedAt is not what trail entry {idx} records"
         return None
     if kind in ("dispute.open", "dispute.evidence"):
         if not _seq(_g(body, "escrowId"), _g(proof, "escrowId")) or not _seq(_g(body, "action"), kind):
@@ -575,6 +613,10 @@ def _missing_party(b: dict[str, Any], sigs: list[dict[str, Any]]) -> str | None:
             return f"trail entry {ix} (dispute.opened) has no dispute.open signature"
         if ev == "dispute.evidence" and not has("dispute.evidence", ix):
             return f"trail entry {ix} (dispute.evidence) has no dispute.evidence signature"
+        if ev == "refund.issued" and not has("refund", ix, data["by"] if isinstance(data.get("by"), str) else UNDEF):
+            return f"trail entry {ix} (refund.issued) has no refund signature of its signer"
+        if ev == "refund.requested" and not has("refund.request", ix, r["payer"]):
+            return f"trail entry {ix} (refund.requested) has no refund.request signature of the payer"
         if ev == "dispute.resolved":
             decided = data.get("decidedBy")
             need = (
@@ -649,7 +691,7 @@ def _replay(b: dict[str, Any]) -> tuple[bool, str]:
         signed = _g(sig["signedBody"], "submittedAt") if sig is not None and _obj(sig["signedBody"]) else UNDEF
         if signed is not UNDEF and not _seq(signed, b["disclosed"]["submittedAt"]):
             return False, f"disclosed.submittedAt {b['disclosed']['submittedAt']} is not the {signed} the payee signed"
-        passed, results = evaluate_checks(checks, DeliveryFacts(payload, content, len(raw), received))
+        passed, results = evaluate_checks(checks, DeliveryFacts(payload, content, len(raw), received, claimed_amount(trail)))
         failed = [check_kind(c) for c, ok, _ in results if not ok]
         if passed == r_passed and canonicalize(failed) == canonicalize(r_failed):
             return True, f"re-ran all {len(checks)} checks of the terms against the disclosed payload: {_said(r_passed, r_failed)}, as the trail records"
@@ -676,6 +718,16 @@ def _replay(b: dict[str, Any]) -> tuple[bool, str]:
         )
     kinds = ", ".join(check_kind(c) for c in replayable) or "none"
     return True, f"re-ran {len(replayable)} of {len(checks)} checks without the payload ({kinds}): as the trail records ({_said(r_passed, r_failed)}){not_run}"
+
+
+def claimed_amount(trail: list[dict[str, Any]]) -> int | None:
+    """The amount a delivery claimed as the trail records it (delivery.submitted's, else the escrow's), in micro-units."""
+    d = next((e for e in trail if e["event"] == "delivery.submitted"), None)
+    if d is not None and _obj(d["body"]) and "amount" in d["body"]:
+        return amount_micro(d["body"]["amount"])
+    c = next((e for e in trail if e["event"] == "escrow.created"), None)
+    escrow = c["body"].get("escrow") if c is not None and _obj(c["body"]) else None
+    return amount_micro(escrow.get("amount")) if _obj(escrow) else None
 
 
 def replay_check(b: dict[str, Any]) -> Check:
@@ -769,6 +821,233 @@ def witness_checks(b: dict[str, Any], log_keys: Sequence[str], witnesses: Sequen
     return checks
 
 
+# ---- money after the verdict (protocol §24) ----
+
+
+def payouts_problem(proof: dict[str, Any]) -> str | None:
+    """Why a closing proof's ``payouts`` do not add up (the ``payouts.sum`` check), or None."""
+    p = proof.get("payouts")
+    if p is None:
+        return None
+    payee, payer, fee, amount = (amount_micro(_g(p, "payee")), amount_micro(_g(p, "payer")), amount_micro(_g(p, "fee")), amount_micro(proof.get("amount")))
+    if payee is None or payer is None or fee is None or amount is None:
+        return "payouts and amount must be amounts"
+    if payee + payer + fee != amount:
+        return f"payouts sum to {format_amount(payee + payer + fee)}, not the amount {proof.get('amount')}"
+    claim = amount if "captured" not in proof else amount_micro(proof["captured"])
+    if claim is None or claim > amount:
+        return "captured is not an amount within the escrow amount"
+    outcome = proof.get("outcome")
+    if outcome == "released":
+        share = claim
+    elif outcome == "split" and _truthy(proof.get("shares", UNDEF)):
+        share = split_amount(claim, _g(proof["shares"], "payeeBps"))[0]
+    else:
+        share = 0
+    if payee + fee != share:
+        return f"the payee's share is {format_amount(payee + fee)}, not the {format_amount(share)} a {outcome} of {format_amount(claim)} gives"
+    f = proof.get("fee")
+    bps = _nullish(_g(f, "bps"), 0) if f is not None else 0
+    if isinstance(bps, bool) or not isinstance(bps, int):
+        raise ValueError(f"fee.bps {bps} is not an integer")
+    due = share * bps // 10_000
+    if fee != due:
+        return f"the fee is {format_amount(fee)}, not floor({format_amount(share)} × {bps} / 10000) = {format_amount(due)}"
+    if _truthy(_nullish(f, UNDEF)) and amount_micro(_g(f, "amount")) != fee:
+        return f"fee.amount {_g(f, 'amount')} is not payouts.fee {p['fee']}"
+    return None
+
+
+DEFAULT_REFUND_WITHIN_SECONDS = 2_592_000
+
+
+def payee_net(p: dict[str, Any]) -> int | None:
+    """The payee's net payout of a closing: ``payouts.payee``, or without payouts its whole share."""
+    if _truthy(p.get("payouts", UNDEF)):
+        return amount_micro(_g(p["payouts"], "payee"))
+    amount = amount_micro(p.get("amount"))
+    if amount is None:
+        return None
+    if p.get("outcome") == "released":
+        return amount
+    if p.get("outcome") == "split" and _truthy(p.get("shares", UNDEF)):
+        return split_amount(amount, _g(p["shares"], "payeeBps"))[0]
+    return 0
+
+
+def _refund_window(trail: list[dict[str, Any]]) -> int | float:
+    e = _created_body(trail).get("escrow")
+    t = e.get("timeouts") if _obj(e) else None
+    w = t.get("refundWithinSeconds") if _obj(t) else None
+    return w if _num(w) else DEFAULT_REFUND_WITHIN_SECONDS
+
+
+def _deadline_of(b: dict[str, Any]) -> tuple[int, str] | str:
+    proof, trail = b["proof"], b["trail"]
+    window = _refund_window(trail)
+    if window <= 0:
+        return "the escrow was created with refundWithinSeconds 0: no refunds after release"
+    issued_at = parse_iso_datetime(proof.get("issuedAt"))
+    if issued_at is None:
+        return "proof.issuedAt is not a time"
+    at = issued_at + int(window * 1000)
+    text = iso_from_ms(at)
+    tl = proof["trailLength"]
+    issued = trail[tl] if tl < len(trail) else None
+    recorded = _g(issued["body"], "refundDeadline") if issued is not None and issued["event"] == "proof.issued" else UNDEF
+    if not _seq(recorded, text):
+        return f"the closing's proof.issued entry (trail entry {tl}) records refundDeadline {recorded}, not issuedAt + {window} s = {text}"
+    return at, text
+
+
+def adjustment_checks(
+    b: dict[str, Any], proof_signature: Any, inclusion_check: Any, signers: set[str]
+) -> tuple[list[Check], tuple[int, int, int] | None]:
+    """``adjustments[i].signature|inclusion|binding|trail|signer|deadline|total`` for each carried adjustment,
+    then ``adjustments.complete``; and the net payouts (payee, payer, fee) after them."""
+    proof, trail = b["proof"], b["trail"]
+    adjustments = b.get("adjustments", [])
+    checks: list[Check] = []
+    net0 = payee_net(proof)
+    payouts = proof.get("payouts")
+    payer0 = amount_micro(_g(payouts, "payer")) if _truthy(_nullish(payouts, UNDEF)) else None
+    fee0 = amount_micro(_g(payouts, "fee")) if _truthy(_nullish(payouts, UNDEF)) else 0
+    r = _roles(trail)
+    state = {"total": 0, "last": proof["trailLength"]}
+    deadline = _deadline_of(b) if adjustments else None
+    for i, adj in enumerate(adjustments):
+        a, inc = adj["proof"], adj["inclusion"]
+        n = f"adjustments[{i}]"
+        amount = amount_micro(a.get("amount"))
+
+        def signature(a: dict[str, Any] = a) -> tuple[bool, str]:
+            if not proof_signature(a):
+                return False, f"issuer signature of {a.get('id')} does not verify over its canonical body"
+            if a["signature"]["signer"] not in signers:
+                return False, f"adjustment signer {a['signature']['signer']} is not a trusted issuer key"
+            return True, f"issuer signature of {a.get('id')} verifies with a trusted issuer key"
+
+        checks.append(_run(f"{n}.signature", signature))
+
+        def inclusion(a: dict[str, Any] = a, inc: dict[str, Any] = inc) -> tuple[bool, str]:
+            ok, detail = inclusion_check(a, inc)
+            return (True, f"{a.get('id')} is leaf {inc['leafIndex']} of a signed {inc['logSize']}-leaf log") if ok else (False, detail)
+
+        checks.append(_run(f"{n}.inclusion", inclusion))
+
+        def binding(a: dict[str, Any] = a, amount: int | None = amount) -> tuple[bool, str]:
+            if a.get("outcome") != "refunded-after-release":
+                return False, f"outcome is {a.get('outcome')}, not refunded-after-release"
+            if not _seq(_g(a, "adjusts"), _g(proof, "id")):
+                return False, f"adjusts {_g(a, 'adjusts')} is not the closing proof {_g(proof, 'id')}"
+            for k in ("escrowId", "payer", "payee", "asset", "termsHash"):
+                if not _seq(_g(a, k), _g(proof, k)):
+                    return False, f"{k} {_g(a, k)} is not the closing proof's {_g(proof, k)}"
+            if amount is None or amount <= 0:
+                return False, f"amount {a.get('amount')} is not an amount greater than 0"
+            return True, f"adjusts {proof.get('id')} of the same escrow, parties, asset and terms"
+
+        checks.append(_run(f"{n}.binding", binding))
+        at_index = a["trailLength"] - 1
+        entry = trail[at_index] if 0 <= at_index < len(trail) else None
+        data = entry["body"] if entry is not None and _obj(entry["body"]) else {}
+
+        def trail_check(a: dict[str, Any] = a, entry: Any = entry, data: dict[str, Any] = data) -> tuple[bool, str]:
+            if a["trailLength"] <= state["last"]:
+                return False, f"trailLength {a['trailLength']} does not extend the trail past {state['last']}"
+            if entry is None or a["trailLength"] > len(trail):
+                return False, f"the bundle's trail has {len(trail)} entries, fewer than trailLength {a['trailLength']}"
+            if entry["hash"] != a["trailHead"]:
+                return False, f"trail entry {a['trailLength'] - 1} does not hash to trailHead"
+            if entry["event"] != "refund.issued":
+                return False, f"trail entry {a['trailLength'] - 1} is {entry['event']}, not refund.issued"
+            if (
+                not _seq(_g(data, "proofId"), _g(a, "id"))
+                or not _seq(_g(data, "amount"), _g(a, "amount"))
+                or not _seq(_nullish(_g(data, "reason"), ""), _nullish(_g(a, "reason"), ""))
+            ):
+                return False, f"refund.issued at {a['trailLength'] - 1} records another proof, amount or reason"
+            return True, f"its trail extends the closing proof's ({proof['trailLength']} → {a['trailLength']} entries) and ends with its refund.issued"
+
+        checks.append(_run(f"{n}.trail", trail_check))
+        state["last"] = max(state["last"], a["trailLength"])
+
+        def signer(data: dict[str, Any] = data) -> tuple[bool, str]:
+            by = data.get("by")
+            if not isinstance(by, str):
+                return False, "refund.issued names no signer"
+            if not _seq(by, r["payee"]) and not _seq(by, r["arbiter"]):
+                return False, f"signer {by} is neither the payee nor the named arbiter"
+            return True, f"signed by the {'payee' if _seq(by, r['payee']) else 'arbiter'} (its consent is checked as parties[…].refund)"
+
+        checks.append(_run(f"{n}.signer", signer))
+
+        def deadline_check(entry: Any = entry) -> tuple[bool, str]:
+            if deadline is None or isinstance(deadline, str):
+                return False, deadline or "no refund deadline"
+            at = parse_iso_datetime(entry["at"]) if entry is not None else None
+            if at is None or not at < deadline[0]:
+                return False, f"refund.issued was received at {entry['at'] if entry else None}, not before the refund deadline {deadline[1]}"
+            return True, f"received at {entry['at']}, before the refund deadline {deadline[1]}"
+
+        checks.append(_run(f"{n}.deadline", deadline_check))
+
+        def total(a: dict[str, Any] = a, amount: int | None = amount) -> tuple[bool, str]:
+            if amount is None or net0 is None:
+                return False, "amounts cannot be read"
+            state["total"] += amount
+            t = state["total"]
+            if not _seq(_g(a, "refundedTotal"), format_amount(t)):
+                return False, f"refundedTotal {_g(a, 'refundedTotal')} is not the running total {format_amount(t)}"
+            if t > net0:
+                return False, f"refunds total {format_amount(t)}, over the payee's net payout {format_amount(net0)}"
+            return True, f"refunds total {format_amount(t)} of the payee's net payout {format_amount(net0)}"
+
+        checks.append(_run(f"{n}.total", total))
+
+    def complete() -> tuple[bool, str]:
+        issued = sum(1 for e in trail if e["event"] == "refund.issued")
+        if issued != len(adjustments):
+            return False, f"the trail has {issued} refund.issued entries but the bundle carries {len(adjustments)} adjustments"
+        if adjustments and len(trail) != state["last"]:
+            return False, f"the trail has {len(trail)} entries; it should end with the last adjustment's {state['last']}"
+        return True, f"every refund after release in the trail is carried ({len(adjustments)})"
+
+    checks.append(_run("adjustments.complete", complete))
+    net = (net0 - state["total"], payer0 + state["total"], fee0) if net0 is not None and payer0 is not None and fee0 is not None else None
+    return checks, net
+
+
+def _inclusion_steps(p: dict[str, Any], inc: dict[str, Any], issuer_keys: list[dict[str, Any]], trusted: set[str] | None) -> list[tuple[str, Any]]:
+    """An adjustment's leaf.hash, inclusion.path, head.signature, head.trusted and head.match, as for the closing proof."""
+    head = inc["head"]
+    signer = head["signature"]["signer"]
+
+    def leaf() -> tuple[bool, str]:
+        return (proof_leaf_hash(p) == inc["leafHash"], "inclusion.leafHash does not equal SHA-256(0x00 || JCS(proof))")
+
+    def path() -> tuple[bool, str]:
+        ok = tlog.verify_inclusion(
+            bytes.fromhex(proof_leaf_hash(p)), inc["leafIndex"], inc["logSize"], [bytes.fromhex(h) for h in inc["auditPath"]], bytes.fromhex(inc["rootHash"])
+        )
+        return ok, f"audit path does not lead from this proof at leaf {inc['leafIndex']} to rootHash {inc['rootHash']}"
+
+    def head_signature() -> tuple[bool, str]:
+        era = next((k for k in issuer_keys if k["publicKey"] == signer), None)
+        if era is None:
+            return False, f"head signer {signer} is not among the {len(issuer_keys)} issuer keys"
+        if era["keyId"] != head["keyId"]:
+            return False, f"head.keyId {head['keyId']} does not name the signer's key {era['keyId']}"
+        body = {"logSize": head["logSize"], "rootHash": head["rootHash"], "signedAt": head["signedAt"]}
+        return _verify_json(body, head["signature"]["signature"], signer), "tree head signature does not verify"
+
+    steps: list[tuple[str, Any]] = [("leaf.hash", leaf), ("inclusion.path", path), ("head.signature", head_signature)]
+    if trusted is not None:
+        steps.append(("head.trusted", lambda: (signer in trusted, f"head signer {signer} is not one of the {len(trusted)} trusted keys given")))
+    steps.append(("head.match", lambda: (head["logSize"] == inc["logSize"] and head["rootHash"] == inc["rootHash"], "the signed head does not cover the inclusion")))
+    return steps
+
+
 # ---- the bundle ----
 
 
@@ -852,16 +1131,20 @@ def verify_bundle(
         return True, f"{len(trail)} entries chain from genesis and every hash recomputes"
 
     checks.append(_run("trail.chain", chain))
+    # With adjustments (refunds after release) the trail runs on past the closing proof; adjustments.* checks that part.
+    adjusted = isinstance(b.get("adjustments"), list) and len(b["adjustments"]) > 0
+    tl = proof["trailLength"]
+    if len(trail) == tl:
+        checks.append(Check("trail.length", True, f"trail has {len(trail)} entries, as proof.trailLength says"))
+    elif adjusted and len(trail) > tl:
+        checks.append(Check("trail.length", True, f"trail has {len(trail)} entries: the {tl} of proof.trailLength, then the adjustments'"))
+    else:
+        checks.append(Check("trail.length", False, f"trail has {len(trail)} entries but proof.trailLength is {tl}"))
+    last = (trail[tl - 1]["hash"] if tl <= len(trail) else UNDEF) if tl > 0 else GENESIS
     checks.append(
-        Check("trail.length", True, f"trail has {len(trail)} entries, as proof.trailLength says")
-        if len(trail) == proof["trailLength"]
-        else Check("trail.length", False, f"trail has {len(trail)} entries but proof.trailLength is {proof['trailLength']}")
-    )
-    last = trail[-1]["hash"] if trail else GENESIS
-    checks.append(
-        Check("trail.head", True, "the last trail hash equals proof.trailHead")
-        if last == proof["trailHead"]
-        else Check("trail.head", False, f"the last trail hash {last} does not equal proof.trailHead {proof['trailHead']}")
+        Check("trail.head", True, "the trail hash at proof.trailLength equals proof.trailHead")
+        if _seq(last, proof["trailHead"])
+        else Check("trail.head", False, f"the trail hash at proof.trailLength {last} does not equal proof.trailHead {proof['trailHead']}")
     )
 
     def leaf() -> tuple[bool, str]:
@@ -914,9 +1197,36 @@ def verify_bundle(
         checks.append(Check("head.match", False, f"head.rootHash {head['rootHash']} does not equal inclusion.rootHash {inclusion['rootHash']}"))
     else:
         checks.append(Check("head.match", True, f"the signed head covers the same {head['logSize']}-leaf log and root as the inclusion"))
+    if "payouts" in proof:
+
+        def payouts_sum() -> tuple[bool, str]:
+            problem = payouts_problem(proof)
+            if problem:
+                return False, problem
+            p = proof["payouts"]
+            return True, f"payee {p['payee']} + payer {p['payer']} + fee {p['fee']} = {proof['amount']}, as the outcome and the fee give"
+
+        checks.append(_run("payouts.sum", payouts_sum))
+    net: dict[str, str] | None = None
+    if "adjustments" in b or len(trail) > tl:
+        signers = set(trusted) if trusted is not None else {k["publicKey"] for k in issuer_keys}
+
+        def adjustment_inclusion(p: dict[str, Any], inc: dict[str, Any]) -> tuple[bool, str]:
+            for name, fn in _inclusion_steps(p, inc, issuer_keys, trusted):
+                c = _run(name, fn)
+                if not c.ok:
+                    return False, f"{c.name}: {c.detail}"
+            return True, ""
+
+        adj_checks, adj_net = adjustment_checks(b, lambda p: _verify_json(proof_body(p), p["signature"]["signature"], p["signature"]["signer"]), adjustment_inclusion, signers)
+        checks.extend(adj_checks)
+        if adj_net is not None:
+            net = {"payee": format_amount(adj_net[0]), "payer": format_amount(adj_net[1]), "fee": format_amount(adj_net[2])}
+    elif _obj(proof.get("payouts")):
+        net = dict(proof["payouts"])
     checks.extend(party_checks(b, ap2_issuers))
     checks.append(replay_check(b))
     log_keys = sorted(trusted) if trusted is not None else [k["publicKey"] for k in issuer_keys]
     checks.extend(witness_checks(b, log_keys, witnesses, quorum))
     valid = all(c.ok for c in checks)
-    return VerifyResult(valid, checks, [BUNDLE_KEYS_WARNING] if trust_bundle_keys else [])
+    return VerifyResult(valid, checks, [BUNDLE_KEYS_WARNING] if trust_bundle_keys else [], net)
