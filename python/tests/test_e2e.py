@@ -203,3 +203,13 @@ def test_the_readme_python_example_runs(service: str, capsys: pytest.CaptureFixt
     code = code[: code.index("\n```")]
     exec(compile(code.replace("http://127.0.0.1:4280", service), "README.md", "exec"), {})  # noqa: S102 - the README's own example
     assert capsys.readouterr().out.strip() == "True"
+
+
+def test_every_operation_of_the_openapi_document_has_a_method(service: str) -> None:
+    from escrow_settlement.client import NOT_FOR_CLIENTS, OPERATIONS
+
+    doc = Client(service).openapi()
+    served = {f"{m.upper()} {p}" for p, ops in doc["paths"].items() for m in ops if m in ("get", "post", "delete", "put", "patch")}
+    assert served - NOT_FOR_CLIENTS == set(OPERATIONS), (served - NOT_FOR_CLIENTS) ^ set(OPERATIONS)
+    for name in OPERATIONS.values():
+        assert callable(getattr(Client, name))

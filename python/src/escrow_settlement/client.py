@@ -28,7 +28,7 @@ from .keys import SigningKey
 from .terms import parse_iso_datetime
 from .types import Agent, Bundle, DeliveryResult, Escrow, Proof
 
-__all__ = ["Client", "ApiError", "ServiceClock", "content_hash"]
+__all__ = ["Client", "ApiError", "ServiceClock", "content_hash", "OPERATIONS"]
 
 
 class ApiError(Exception):
@@ -632,6 +632,73 @@ class Client:
     def sign_void(self, payee: SigningKey | str, escrow_id: str) -> dict[str, Any]:
         """The payee's void payload, over JCS({escrowId, action: "void", signedAt})."""
         return signing.sign_void(_key(payee), escrow_id, self.service_now())
+
+#: Which method calls each operation of the service's OpenAPI document, as "METHOD /path" (the
+#: document's spelling). The end-to-end test compares this table with the served document, so an
+#: operation without a method fails it. Pages for people (``/``, ``/console``, ``/docs``, the icon)
+#: and ``POST /mcp`` (an MCP client's transport) are not REST operations a client calls.
+OPERATIONS: dict[str, str] = {
+    "GET /health": "health",
+    "GET /.well-known/proof-issuer.json": "issuer_keys",
+    "GET /v1/openapi.json": "openapi",
+    "GET /docs/errors": "errors_page",
+    "POST /v1/agents": "create_agent",
+    "POST /v1/mandates": "create_mandate",
+    "GET /v1/mandates/{id}": "get_mandate",
+    "POST /v1/escrows": "create_escrow",
+    "GET /v1/escrows": "list_escrows",
+    "GET /v1/escrows/{id}": "get_escrow",
+    "POST /v1/escrows/{id}/fund": "fund_escrow",
+    "POST /v1/escrows/{id}/delivery": "submit_delivery",
+    "POST /v1/escrows/{id}/refund": "refund_escrow",
+    "POST /v1/escrows/{id}/refunds": "refund_after_release",
+    "POST /v1/escrows/{id}/refund-requests": "request_refund",
+    "GET /v1/escrows/{id}/trail": "get_trail",
+    "GET /v1/escrows/{id}/events": "get_events",
+    "GET /v1/escrows/{id}/proof": "get_escrow_proof",
+    "POST /v1/ap2/challenge": "ap2_challenge",
+    "GET /v1/escrows/{id}/ap2-receipt": "ap2_receipt",
+    "POST /v1/escrows/{id}/dispute": "open_dispute",
+    "GET /v1/escrows/{id}/dispute": "get_dispute",
+    "POST /v1/escrows/{id}/dispute/evidence": "add_evidence",
+    "POST /v1/escrows/{id}/dispute/resolve": "resolve_dispute",
+    "GET /v1/escrows/{id}/custody": "get_custody",
+    "POST /v1/escrows/{id}/custody/retry": "retry_custody",
+    "POST /v1/sandbox/clock": "advance_clock",
+    "GET /v1/sandbox/clock": "sandbox_clock",
+    "POST /v1/sandbox/custody/fail-next": "fail_next_settlements",
+    "GET /v1/proofs/{id}": "get_proof",
+    "GET /v1/proofs/{id}/verify": "verify_proof_online",
+    "GET /v1/proofs/{id}/bundle": "get_bundle",
+    "POST /v1/verify": "verify_document",
+    "GET /v1/log/head": "log_head",
+    "GET /v1/log/proof/{proofId}": "log_inclusion",
+    "GET /v1/log/consistency/{firstSize}": "log_consistency",
+    "GET /v1/log/consistency/{firstSize}/{secondSize}": "log_consistency",
+    "GET /v1/log/entries": "log_entries",
+    "GET /v1/log/checkpoint": "log_checkpoint",
+    "GET /v1/log/tile/{tile}": "log_tile",
+    "GET /v1/log/witnesses": "log_witnesses",
+    "GET /.well-known/tlog-policy": "log_policy",
+    "POST /v1/admin/issuer/rotate": "rotate_issuer",
+    "POST /v1/admin/keys": "create_api_key",
+    "GET /v1/admin/keys": "list_api_keys",
+    "DELETE /v1/admin/keys/{keyId}": "revoke_api_key",
+    "GET /v1/admin/metrics": "metrics",
+    "GET /v1/admin/rate": "rate",
+    "POST /v1/webhooks": "register_webhook",
+    "GET /v1/webhooks": "list_webhooks",
+    "DELETE /v1/webhooks": "unregister_webhook",
+    "GET /v1/webhooks/dead-letters": "dead_letters",
+    "POST /v1/webhooks/dead-letters/{id}/redeliver": "redeliver",
+    "GET /v1/webhooks/attempts": "webhook_attempts",
+    "GET /v1/x402/demo": "x402_pay",
+    "GET /v1/x402/facilitator/supported": "facilitator_supported",
+    "POST /v1/x402/facilitator/verify": "facilitator_verify",
+    "POST /v1/x402/facilitator/settle": "facilitator_settle",
+}
+
+NOT_FOR_CLIENTS = frozenset({"GET /", "GET /console", "GET /console/assets/{name}", "GET /favicon.ico", "GET /docs", "POST /mcp"})
 
 
 def _parse(text: bytes) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
 from . import ap2 as _ap2
 from . import tlog
@@ -75,7 +75,7 @@ def _g(o: Any, k: str) -> Any:
     return UNDEF
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -94,7 +94,7 @@ def _seq(a: Any, b: Any) -> bool:
     return False
 
 
-def _obj(v: Any) -> bool:
+def _obj(v: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(v, dict)
 
 
@@ -1056,12 +1056,12 @@ def _trusted_set(trusted_keys: Iterable[Any] | None) -> set[str] | None:
         return None
     if isinstance(trusted_keys, (str, bytes)) or not isinstance(trusted_keys, (list, tuple, set, frozenset)):
         raise TypeError("trusted_keys must be a list of hex public keys or issuer key records")
-    out = set()
+    out: set[str] = set()
     for i, k in enumerate(trusted_keys):
         pub = k if isinstance(k, str) else k.get("publicKey") if isinstance(k, dict) else None
         if not is_hex64(pub):
             raise TypeError(f"trusted_keys[{i}] must be a 64-hex public key or an IssuerKey")
-        out.add(pub)  # type: ignore[arg-type]
+        out.add(str(pub))
     return out
 
 
