@@ -17,6 +17,7 @@ import { closeMatter } from './close.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
 import { formatAmount } from '../units/amounts.ts';
+import type { Fee } from './escrowRow.ts';
 
 export const MAX_SKEW_MS = 300_000;
 
@@ -26,9 +27,18 @@ export const MAX_SKEW_MS = 300_000;
  * payer in the same closing; the client form then signs JCS {escrowId, contentHash, submittedAt, amount}
  * (amount as the decimal string). Absent: the whole amount, and the signed body has no `amount`.
  */
-export type DeliveryInput =
+export type DeliveryInput = (
   | { form: 'sandbox'; agentId: string; payload: unknown; amount?: bigint }
-  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string }; amount?: bigint };
+  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string }; amount?: bigint }
+) & {
+  /**
+   * A fee chosen at delivery (an x402 capture's `feeBps` with its recipient, docs/protocol.md §24.1),
+   * for an escrow created without one: it applies to this closing and any later one, and
+   * delivery.submitted records it. Not part of the payee's signed body. An escrow that already has a
+   * fee refuses it (409 invalid_state).
+   */
+  fee?: Fee;
+};
 
 export interface DeliveryResult {
   delivery: Record<string, unknown>;
@@ -71,6 +81,8 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     const claimed = input.amount;
     if (claimed !== undefined && (claimed <= 0n || claimed > e.amount))
       throw badRequest(`amount ${formatAmount(claimed)} must be greater than 0 and at most the escrow's amount ${formatAmount(e.amount)}`);
+    if (input.fee && e.fee) throw invalidState('this escrow already has a fee; a delivery cannot choose another');
+    const fee = input.fee ?? e.fee;
     const at = e.now.toISOString();
     let submittedAt: string;
     let signature: { signer: string; signature: string };
@@ -121,7 +133,12 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     const pending = [
       {
         event: 'delivery.submitted',
-        body: { deliveryId, contentHash, ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}) },
+        body: {
+          deliveryId,
+          contentHash,
+          ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}),
+          ...(input.fee ? { fee: input.fee } : {}),
+        },
       },
       {
         event: evaluation.passed ? 'verdict.passed' : 'verdict.failed',
@@ -142,11 +159,17 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       // Failed verdict: delivered, open for dispute or refund until resolveWithinSeconds passes.
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([fuse([...writes, ...advanceEscrow(e, entries, { state: 'delivered', deadlineAt, verdict: 'failed' })])]);
+      await tx.commitWith([
+        fuse([
+          ...writes,
+          ...advanceEscrow(e, entries, { state: 'delivered', deadlineAt, verdict: 'failed', ...(input.fee ? { fee: input.fee } : {}) }),
+        ]),
+      ]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {
-      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null },
+      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null, fee },
+      setFee: input.fee !== undefined,
       closing: { kind: 'release' },
       pending,
       writes,
