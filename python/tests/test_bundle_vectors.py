@@ -100,7 +100,7 @@ def test_cli_prints_one_line_per_check_and_exits_like_the_typescript_cli(tmp_pat
     lines = r.stdout.strip().split("\n")
     n = len(good["expected"]["checks"])
     assert [line.split(":")[0] for line in lines[:n]] == [f"PASS {name}" for name, _ in good["expected"]["checks"]]
-    assert lines[n:] == ["payouts: payee 1, payer 0, fee 0", f"OK: all {n} checks passed"]
+    assert lines[n:] == ["PAYOUTS payee 1, payer 0, fee 0 (net of refunds after release)", f"OK: all {n} checks passed"]
 
     # Refused without a pinned key; the detail says how to pin one.
     r = _cli(["verify", str(path)])

@@ -120,7 +120,7 @@ def test_lifecycle_signed_locally_and_verified_offline(service: str, tmp_path: P
     out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith("OK: all ")
-    assert "payouts after refunds: payee 10, payer 2.5, fee 0" in out.stdout
+    assert "PAYOUTS payee 10, payer 2.5, fee 0 (net of refunds after release)" in out.stdout
 
 
 def test_dispute_split_with_a_moved_clock(service: str) -> None:

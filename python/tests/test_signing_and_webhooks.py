@@ -49,7 +49,10 @@ def test_every_signed_body_is_byte_for_byte_the_typescript_clients() -> None:
     terms = {"description": "a report with a title", "checks": [{"kind": "shape", "requiredFields": ["title"]}]}
     req = {"payTo": "b" * 64, "amount": "250000", "asset": "USDC", "maxTimeoutSeconds": 60, "extra": {"terms": terms}}
     assert sign_collect(k, req, "https://shop.example/report", AT, "c" * 64) == S["collect"]
-    assert sign_refund(k, ESC, "2.5", AT)["signature"] == S["refund"]
+    assert sign_delivery(k, ESC, {"title": "t"}, AT, amount="01.50") == S["deliveryPartial"]
+    assert sign_refund(k, ESC, "2.50", AT) == S["refund"]
+    assert sign_refund(k, ESC, "1", AT, "two pages missing") == S["refundWithReason"]
+    assert sign_refund(k, ESC, "0.5", AT, "late", action="refund.request") == S["refundRequest"]
 
 
 WEBHOOKS = load("webhooks.json")

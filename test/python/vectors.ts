@@ -15,7 +15,7 @@ import { submitOnce } from '../../src/witness/submitter.ts';
 import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { verifyBundle, type VerifyOptions } from '@escrow-settlement/protocol/verify';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { contentHash, generateKeys, signDelivery, signDisputeAction, signMandate, signRuling } from '@escrow-settlement/client';
+import { contentHash, generateKeys, signDelivery, signDisputeAction, signMandate, signRefund, signRuling } from '@escrow-settlement/client';
 import { signCapture, signCollect, signVoid } from '@escrow-settlement/client/x402/authCapture';
 import { signBody } from '@escrow-settlement/protocol/keys';
 import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
@@ -597,7 +597,10 @@ export function signedVectors() {
       nonce: 'c'.repeat(64),
       validBefore: at,
     }),
-    refund: signBody(secret, { escrowId, action: 'refund', amount: '2.5', reason: '', signedAt: at }),
+    deliveryPartial: signDelivery(secret, { escrowId, payload: { title: 't' }, submittedAt: at, amount: '01.50' }),
+    refund: signRefund(secret, { escrowId, amount: '2.50', signedAt: at }),
+    refundWithReason: signRefund(secret, { escrowId, amount: '1', reason: 'two pages missing', signedAt: at }),
+    refundRequest: signRefund(secret, { escrowId, amount: '0.5', reason: 'late', signedAt: at }, 'refund.request'),
   };
 }
 

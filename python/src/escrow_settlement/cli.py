@@ -34,7 +34,7 @@ of these the bundle is not valid (issuer.trust fails):
                        The bundle's checkpoint must then carry --quorum valid cosignatures.
 --quorum K             cosignatures needed from distinct pinned witnesses (default: all of them).
 --ap2-issuers FILE     pin the AP2 issuers' keys (a JWKS of P-256 keys by kid).
-Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error."""
+Prints one PASS/FAIL line per check, then the net payouts (PAYOUTS payee …, payer …, fee …) when the proof carries them; exits 0 when all pass, 1 on any failure, 2 on a usage error."""
 
 HOW_TO_PIN = (
     "no trusted issuer key given: pin the issuer with --issuer-doc FILE (a saved /.well-known/proof-issuer.json "
@@ -201,9 +201,10 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = 
     for c in result.checks:
         detail = HOW_TO_PIN if c.name == "issuer.trust" and not c.ok else c.detail
         out(f"{'PASS' if c.ok else 'FAIL'} {c.name}: {detail}")
+    # Where the money ended: the closing's payouts less any refunds after release (docs/protocol.md §24.7).
     if result.payouts is not None:
         p = result.payouts
-        out(f"payouts{' after refunds' if isinstance(bundle, dict) and bundle.get('adjustments') else ''}: payee {p['payee']}, payer {p['payer']}, fee {p['fee']}")
+        out(f"PAYOUTS payee {p['payee']}, payer {p['payer']}, fee {p['fee']} (net of refunds after release)")
     failed = len(result.failed)
     out(f"OK: all {len(result.checks)} checks passed" if result.valid else f"FAILED: {failed} of {len(result.checks)} checks failed")
     return 0 if result.valid else 1

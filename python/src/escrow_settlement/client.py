@@ -302,7 +302,7 @@ class Client:
         self,
         escrow_id: str,
         amount: str,
-        reason: str,
+        reason: str | None = None,
         signer: SigningKey | str | None = None,
         agent_id: str | None = None,
         *,
@@ -313,12 +313,9 @@ class Client:
         if (signer is None) == (agent_id is None):
             raise ValueError("give signer (the payer's key) or agent_id (a sandbox agent), one of them")
         if signer is not None:
-            key = _key(signer)
-            signed_at = self.service_now()
-            signed = {"escrowId": escrow_id, "action": "refund.request", "amount": amount, "reason": reason, "signedAt": signed_at}
-            body: dict[str, Any] = {"amount": amount, "reason": reason, "signedAt": signed_at, "signature": key.sign_json(signed)}
+            body = signing.sign_refund(_key(signer), escrow_id, amount, self.service_now(), reason, action="refund.request")
         else:
-            body = {"amount": amount, "reason": reason, "agentIds": [agent_id]}
+            body = {"amount": amount, **({"reason": reason} if reason is not None else {}), "agentIds": [agent_id]}
         return self.request("POST", f"/v1/escrows/{self._id(escrow_id)}/refund-requests", body, idempotency_key=idempotency_key)
 
     def get_trail(self, escrow_id: str, **query: Any) -> dict[str, Any]:

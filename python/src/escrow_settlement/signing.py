@@ -5,6 +5,7 @@ the signing key and the time to stamp, and returns the request body the service 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Mapping
 
 from ._jcs import hash_json
@@ -23,8 +24,19 @@ __all__ = [
 ]
 
 
+def normal_amount(a: str) -> str:
+    """The shortest form of an amount string, as the service shows and signs it ("1.50" → "1.5", "01" → "1")."""
+    m = re.fullmatch(r"(\d+)(?:\.(\d{1,6}))?", a, re.ASCII) if isinstance(a, str) else None
+    if not m:
+        raise ValueError("amount must be a decimal string with at most 6 fraction digits")
+    frac = (m.group(2) or "").rstrip("0")
+    return f"{int(m.group(1))}.{frac}" if frac else str(int(m.group(1)))
+
+
 def sign_delivery(key: SigningKey, escrow_id: str, payload: Any, submitted_at: str, amount: str | None = None) -> dict[str, Any]:
-    """Client-signed delivery: JCS({escrowId, contentHash, submittedAt[, amount]}) by the payee."""
+    """Client-signed delivery: JCS({escrowId, contentHash, submittedAt[, amount]}) by the payee (a claimed amount in its shortest form)."""
+    if amount is not None:
+        amount = normal_amount(amount)
     signed: dict[str, Any] = {"escrowId": escrow_id, "contentHash": hash_json(payload), "submittedAt": submitted_at}
     if amount is not None:
         signed["amount"] = amount
@@ -81,9 +93,15 @@ def sign_mandate(principal: SigningKey, caps: Mapping[str, Any]) -> dict[str, An
     return {**body, "signature": principal.sign_json(body)}
 
 
-def sign_refund(key: SigningKey, escrow_id: str, amount: str, signed_at: str, reason: str | None = None) -> dict[str, Any]:
-    """A refund after release: JCS({escrowId, action: "refund", amount, reason ("" when absent), signedAt}) by the payee or arbiter."""
-    signed = {"escrowId": escrow_id, "action": "refund", "amount": amount, "reason": reason or "", "signedAt": signed_at}
+def sign_refund(
+    key: SigningKey, escrow_id: str, amount: str, signed_at: str, reason: str | None = None, action: str = "refund"
+) -> dict[str, Any]:
+    """A refund after release by the payee or the arbiter (``action`` "refund"), or a refund request by the payer
+    (``action`` "refund.request"): JCS({escrowId, action, amount, reason ("" when absent), signedAt})."""
+    if action not in ("refund", "refund.request"):
+        raise ValueError('action must be "refund" or "refund.request"')
+    amount = normal_amount(amount)
+    signed = {"escrowId": escrow_id, "action": action, "amount": amount, "reason": reason or "", "signedAt": signed_at}
     body: dict[str, Any] = {"amount": amount}
     if reason is not None:
         body["reason"] = reason

@@ -1140,11 +1140,14 @@ def verify_bundle(
         checks.append(Check("trail.length", True, f"trail has {len(trail)} entries: the {tl} of proof.trailLength, then the adjustments'"))
     else:
         checks.append(Check("trail.length", False, f"trail has {len(trail)} entries but proof.trailLength is {tl}"))
-    last = (trail[tl - 1]["hash"] if tl <= len(trail) else UNDEF) if tl > 0 else GENESIS
+    # Without adjustments the trail ends at the proof; with them, the proof's head is at its trailLength.
+    at = tl if adjusted else len(trail)
+    last = (trail[at - 1]["hash"] if at <= len(trail) else UNDEF) if at > 0 else GENESIS
+    where = "the trail hash at proof.trailLength" if adjusted else "the last trail hash"
     checks.append(
-        Check("trail.head", True, "the trail hash at proof.trailLength equals proof.trailHead")
+        Check("trail.head", True, f"{where} equals proof.trailHead")
         if _seq(last, proof["trailHead"])
-        else Check("trail.head", False, f"the trail hash at proof.trailLength {last} does not equal proof.trailHead {proof['trailHead']}")
+        else Check("trail.head", False, f"{where} {last} does not equal proof.trailHead {proof['trailHead']}")
     )
 
     def leaf() -> tuple[bool, str]:
@@ -1208,7 +1211,7 @@ def verify_bundle(
 
         checks.append(_run("payouts.sum", payouts_sum))
     net: dict[str, str] | None = None
-    if "adjustments" in b or len(trail) > tl:
+    if "adjustments" in b:
         signers = set(trusted) if trusted is not None else {k["publicKey"] for k in issuer_keys}
 
         def adjustment_inclusion(p: dict[str, Any], inc: dict[str, Any]) -> tuple[bool, str]:
