@@ -213,3 +213,34 @@ def test_every_operation_of_the_openapi_document_has_a_method(service: str) -> N
     assert served - NOT_FOR_CLIENTS == set(OPERATIONS), (served - NOT_FOR_CLIENTS) ^ set(OPERATIONS)
     for name in OPERATIONS.values():
         assert callable(getattr(Client, name))
+
+
+def test_x402_payments_signed_by_the_python_client(service: str) -> None:
+    c = Client(service)
+    pinned = _pinned(c)
+    # The demo resource (x402 v1): the payment runs a whole lifecycle and names its proof.
+    paid = c.x402_pay(SigningKey.generate())
+    assert paid["payment"]["outcome"] == "released"
+    assert verify_bundle(c.get_bundle(paid["payment"]["proofId"]), trusted_keys=pinned).valid
+    # The facilitator (auth-capture): the payer's collect, then the payee's capture.
+    payer, payee = SigningKey.generate(), SigningKey.generate()
+    req = {
+        "scheme": "auth-capture",
+        "network": "escrow:sandbox",
+        "asset": "USDC",
+        "amount": "250000",
+        "payTo": payee.public_key_hex,
+        "maxTimeoutSeconds": 60,
+        "extra": {"paymentFlow": "escrow", "terms": TERMS},
+    }
+    resource = "https://shop.example/report"
+    collect = c.sign_collect(payer, req, resource)
+    body = {"x402Version": 2, "paymentPayload": {"x402Version": 2, "resource": {"url": resource}, "accepted": req, "payload": collect}, "paymentRequirements": req}
+    assert c.facilitator_verify(body)["isValid"] is True
+    collected = c.facilitator_settle(body)
+    assert collected["success"] is True, collected
+    capture = c.sign_capture(payee, collected["transaction"], {"title": "the report"})
+    captured = c.facilitator_settle({**body, "paymentPayload": {**body["paymentPayload"], "payload": capture}})
+    assert captured["success"] is True, captured
+    r = verify_bundle(c.get_bundle(captured["transaction"]), trusted_keys=pinned)
+    assert r.valid and "parties[0].x402" in [x.name for x in r.checks], r.failed

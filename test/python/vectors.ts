@@ -15,7 +15,16 @@ import { submitOnce } from '../../src/witness/submitter.ts';
 import { ap2Issuers } from '@escrow-settlement/protocol/ap2/chain';
 import { verifyBundle, type VerifyOptions } from '@escrow-settlement/protocol/verify';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
-import { contentHash, generateKeys, signDelivery, signDisputeAction, signMandate, signRefund, signRuling } from '@escrow-settlement/client';
+import {
+  contentHash,
+  createPaymentHeader,
+  generateKeys,
+  signDelivery,
+  signDisputeAction,
+  signMandate,
+  signRefund,
+  signRuling,
+} from '@escrow-settlement/client';
 import { signCapture, signCollect, signVoid } from '@escrow-settlement/client/x402/authCapture';
 import { signBody } from '@escrow-settlement/protocol/keys';
 import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
@@ -354,6 +363,19 @@ export async function bundleVectors(): Promise<BundleVector[]> {
     const vb = clone(voided);
     vb.parties.signatures = vb.parties.signatures.filter((s: any) => s.kind !== 'x402.void');
     add('facilitator-void-missing', vb, pin);
+
+    // The x402 demo (v1): the payer's decimal authorization is the matter's consent.
+    {
+      const offer = (await h.req('GET', '/v1/x402/demo')).body.accepts[0];
+      const header = createPaymentHeader(offer, generateKeys().secretKey);
+      const paid = await h.req('GET', '/v1/x402/demo', undefined, { 'X-PAYMENT': header });
+      const answer = JSON.parse(Buffer.from(paid.headers.get('x-payment-response')!, 'base64').toString());
+      const demo = await bundleOf(answer.proofId);
+      add('x402-demo-paid', demo, pin);
+      const d2 = clone(demo);
+      d2.parties.signatures.find((x: any) => x.kind === 'x402').signedBody.value = '0.02';
+      add('x402-demo-authorization-altered', d2, pin);
+    }
 
     // ---- money after the verdict: a fee, a partial capture under a metered price, refunds after release ----
     {
