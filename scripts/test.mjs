@@ -42,6 +42,7 @@ const E2E = [
   'test/mcp/deno.test.ts', // /mcp under Deno
   'test/x402/facilitator-docs.test.ts', // the docs' resource server and payer as child processes
   'test/x402/facilitator-flow.test.ts', // @x402/core against a started service, the CLI verifying the proof
+  'test/python/regenerate.test.ts', // the Python vectors made afresh by a service in process (about 30 s)
 ];
 
 function testFiles(dir) {

@@ -67,6 +67,15 @@ export const amountStr = annotate(
   ),
   { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount > 0, at most 6 fraction digits' },
 );
+/** An amount that may be zero (a proof's payouts and fee: docs/protocol.md §24.1). */
+export const amountOrZero = annotate(
+  define<string>(
+    'amount',
+    (v) =>
+      (typeof v === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(v)) || 'must be a decimal string with at most 6 fraction digits, e.g. "0"',
+  ),
+  { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount >= 0, at most 6 fraction digits' },
+);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
 export const timestamp = annotate(
   define<string>(
@@ -105,6 +114,16 @@ export const positiveInt = (max = 2_147_483_647) =>
     { type: 'integer', minimum: 1, maximum: max },
   );
 
+/** An integer from `min` to `max` (a fee's basis points, a window that may be 0). */
+export const intIn = (min: number, max: number) =>
+  annotate(
+    define<number>(
+      'integer',
+      (v) => (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) || `must be a whole number from ${min} to ${max}`,
+    ),
+    { type: 'integer', minimum: min, maximum: max },
+  );
+
 // Request schemas shared by several routes and the x402 facilitator.
 /**
  * A required field whose content a hand validator checks (validateTerms, validateMandateCaps) so its
@@ -126,4 +145,7 @@ export const TimeoutsS = object({
   resolveWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
   decideWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
   timeoutRuling: optional(enums(['release', 'refund', 'split'])),
+  refundWithinSeconds: optional(intIn(0, MAX_STAGE_SECONDS)),
 });
+/** An escrow's fee (docs/protocol.md §24.1): basis points of the payee's share, and who receives it. */
+export const FeeS = object({ bps: intIn(0, 10_000), recipient: hex64 });

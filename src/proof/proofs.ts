@@ -17,7 +17,7 @@ export async function getProof(q: Queryable, id: string): Promise<Proof> {
 
 export async function proofOfEscrow(q: Queryable, escrowId: string): Promise<Proof> {
   const rows = await q.query<{ doc: string | null; exists: boolean }>(
-    'SELECT p.doc, true AS exists FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = $1',
+    'SELECT p.doc, true AS exists FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id AND p.adjusts IS NULL WHERE e.id = $1',
     [escrowId],
   );
   if (rows.length === 0) throw notFound(`no escrow ${escrowId}`);
@@ -93,4 +93,15 @@ export async function proofsInLeafRange(q: Queryable, start: number, end: number
     [start, end],
   );
   return rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof }));
+}
+
+/**
+ * The adjustment proofs of a closing proof with their leaves, in issue order (docs/protocol.md §24.6).
+ * 503 like proofLeaf while one is not yet integrated.
+ */
+export async function adjustmentsOf(q: Queryable, closingId: string): Promise<ProofLeaf[]> {
+  const rows = await q.query<{ id: string }>('SELECT id FROM proofs WHERE adjusts = $1 ORDER BY issued_at, id', [closingId]);
+  const leaves: ProofLeaf[] = [];
+  for (const r of rows) leaves.push(await proofLeaf(q, r.id));
+  return leaves.sort((a, b) => a.proof.trailLength - b.proof.trailLength);
 }

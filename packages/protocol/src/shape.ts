@@ -116,6 +116,14 @@ const optionalObject: Check = (v, at, present) => (!present || isObj(v) ? null :
 const disclosedProblem: Check = (v, at, present) =>
   present ? objectProblem(v, at, { payload: required, submittedAt: str }, 'an object {payload, submittedAt}') : null;
 
+/** `adjustments` (the service's protocol documentation, §24.7): when present, an array of {proof, inclusion}. */
+const adjustmentsProblem: Check = (v, at, present) =>
+  present
+    ? listProblem(v, at, 'adjustments {proof, inclusion}', (a, ai) =>
+        objectProblem(a, ai, { proof: proofProblem, inclusion: inclusionProblem }, 'an object {proof, inclusion}'),
+      )
+    : null;
+
 const BUNDLE: Fields = {
   proof: proofProblem,
   trail: trailProblem,
@@ -124,6 +132,7 @@ const BUNDLE: Fields = {
   parties: partiesProblem,
   terms: optionalObject,
   disclosed: disclosedProblem,
+  adjustments: adjustmentsProblem,
 };
 
 export function bundleProblem(b: unknown): Problem {

@@ -7,8 +7,10 @@ import { entryHash, GENESIS } from './trail/chain.ts';
 import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
 import { partyChecks } from './parties.ts';
 import { replayCheck } from './replay.ts';
+import { adjustmentChecks } from './adjustments.ts';
 import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
+import { amountMicro, formatAmount, splitAmount } from './amounts.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 
 /** prevHash of a trail's first entry (64 zeros at genesis). */
@@ -213,6 +215,31 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 }
 
 /**
+ * `payouts.sum` of a closing proof that carries `payouts` (the service's protocol documentation, §24.1):
+ * payee + payer + fee is exactly `amount`; the payee's share (payee + fee) is what the outcome gives of
+ * the claim (`captured`, else `amount`): all of it released, floor(claim × payeeBps / 10000) of a
+ * split, none of a refund; and the fee is floor(share × bps / 10000), as `fee.amount` says.
+ */
+export function payoutsProblem(proof: Proof): string | null {
+  const p = proof.payouts;
+  if (p === undefined) return null;
+  const [payee, payer, fee, amount] = [p.payee, p.payer, p.fee, proof.amount].map(amountMicro);
+  if (payee === null || payer === null || fee === null || amount === null) return 'payouts and amount must be amounts';
+  if (payee + payer + fee !== amount) return `payouts sum to ${formatAmount(payee + payer + fee)}, not the amount ${proof.amount}`;
+  const claim = proof.captured === undefined ? amount : amountMicro(proof.captured);
+  if (claim === null || claim > amount) return 'captured is not an amount within the escrow amount';
+  const share =
+    proof.outcome === 'released' ? claim : proof.outcome === 'split' && proof.shares ? splitAmount(claim, proof.shares.payeeBps).payee : 0n;
+  if (payee + fee !== share)
+    return `the payee's share is ${formatAmount(payee + fee)}, not the ${formatAmount(share)} a ${proof.outcome} of ${formatAmount(claim)} gives`;
+  const bps = proof.fee?.bps ?? 0;
+  const due = (share * BigInt(bps)) / 10_000n;
+  if (fee !== due) return `the fee is ${formatAmount(fee)}, not floor(${formatAmount(share)} × ${bps} / 10000) = ${formatAmount(due)}`;
+  if (proof.fee && amountMicro(proof.fee.amount) !== fee) return `fee.amount ${proof.fee.amount} is not payouts.fee ${p.fee}`;
+  return null;
+}
+
+/**
  * Everything in an offline bundle: proof signature and issuer, trail chain and its
  * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at,
  * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`), and
@@ -246,19 +273,27 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
         : [true, `${trail.length} entries chain from genesis and every hash recomputes`];
     }),
   );
+  // With adjustments (refunds after release), the trail runs on past the closing proof to the last
+  // adjustment's refund.issued; adjustments.* checks that part.
+  const adjusted = bundle.adjustments !== undefined && bundle.adjustments.length > 0;
   checks.push(
     run('trail.length', () =>
       trail.length === proof.trailLength
         ? [true, `trail has ${trail.length} entries, as proof.trailLength says`]
-        : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`],
+        : adjusted && trail.length > proof.trailLength
+          ? [true, `trail has ${trail.length} entries: the ${proof.trailLength} of proof.trailLength, then the adjustments'`]
+          : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`],
     ),
   );
   checks.push(
     run('trail.head', () => {
-      const last = trail.length ? trail[trail.length - 1].hash : GENESIS_HASH;
+      // Without adjustments the trail ends at the proof; with them, the proof's head is at its trailLength.
+      const at = adjusted ? proof.trailLength : trail.length;
+      const last = at > 0 ? trail[at - 1]?.hash : GENESIS_HASH;
+      const where = adjusted ? 'the trail hash at proof.trailLength' : 'the last trail hash';
       return last === proof.trailHead
-        ? [true, 'the last trail hash equals proof.trailHead']
-        : [false, `the last trail hash ${last} does not equal proof.trailHead ${proof.trailHead}`];
+        ? [true, `${where} equals proof.trailHead`]
+        : [false, `${where} ${String(last)} does not equal proof.trailHead ${proof.trailHead}`];
     }),
   );
   checks.push(...verifyInclusion(proof, inclusion).checks);
@@ -273,6 +308,45 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
       return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
     }),
   );
+  if (proof.payouts !== undefined) {
+    checks.push(
+      run('payouts.sum', () => {
+        const problem = payoutsProblem(proof);
+        return problem
+          ? [false, problem]
+          : [
+              true,
+              `payee ${proof.payouts!.payee} + payer ${proof.payouts!.payer} + fee ${proof.payouts!.fee} = ${proof.amount}, as the outcome and the fee give`,
+            ];
+      }),
+    );
+  }
+  // Refunds after release: each adjustment's signature, inclusion and place in the trail, the deadline and the total.
+  let net: VerifyResult['payouts'];
+  if (bundle.adjustments !== undefined) {
+    const signers = new Set(trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey));
+    const adj = adjustmentChecks(bundle, {
+      proofSignature: (p) => verifyJson(proofBody(p), p.signature.signature, p.signature.signer),
+      inclusion: (p, inc) => {
+        const all = [
+          ...verifyInclusion(p, inc).checks,
+          ...verifyHead(inc.head, issuerKeys, opts).checks,
+          {
+            name: 'head.match',
+            ok: inc.head.logSize === inc.logSize && inc.head.rootHash === inc.rootHash,
+            detail: 'the signed head does not cover the inclusion',
+          },
+        ];
+        const bad = all.find((c) => !c.ok);
+        return bad ? { ok: false, detail: `${bad.name}: ${bad.detail}` } : { ok: true, detail: '' };
+      },
+      signers,
+    });
+    checks.push(...adj.checks);
+    if (adj.net) net = { payee: formatAmount(adj.net.payee), payer: formatAmount(adj.net.payer), fee: formatAmount(adj.net.fee) };
+  } else if (proof.payouts) {
+    net = { ...proof.payouts };
+  }
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle, { ap2Issuers: opts.ap2Issuers }));
   // The verdict, re-run from the terms (and the disclosed payload) with the service's own checks.
@@ -281,5 +355,6 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.
   const logKeys = trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey);
   checks.push(...witnessChecks(bundle, () => proofLeafHash(proof), logKeys, opts));
-  return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
+  const out = { ...result(checks), ...(net ? { payouts: net } : {}) };
+  return opts.trustBundleKeys ? { ...out, warnings: [BUNDLE_KEYS_WARNING] } : out;
 }

@@ -38,7 +38,7 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
     `SELECT x.escrow_id, x.pay_to, x.nonce, x.payload_hash, x.payer, x.network, e.state,
             v.id AS verdict_id, v.delivery_id, v.passed, v.results, v.decided_at, p.id AS proof_id
        FROM x402_payments x JOIN escrows e ON e.id = x.escrow_id
-       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id
+       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id AND p.adjusts IS NULL
       WHERE x.escrow_id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM escrow_tenants t WHERE t.escrow_id = x.escrow_id AND t.key_id = $2))`,
     [escrowId, scope],
   );
