@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { verifyBundle, type VerifyOptions } from '@escrow-settlement/protocol/verify';
 import type { Bundle } from '@escrow-settlement/protocol/types';
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
-import { signedVectors, webhookVectors, type BundleVector } from './vectors.ts';
+import { constantVectors, signedVectors, webhookVectors, type BundleVector } from './vectors.ts';
 
 const read = (name: string) => JSON.parse(readFileSync(new URL(`../../python/tests/vectors/${name}`, import.meta.url), 'utf8'));
 
@@ -33,6 +33,13 @@ test('each committed bundle vector records what verifyBundle says of it today', 
 test('the committed signed bodies and webhook deliveries are what the TypeScript side makes', () => {
   assert.deepEqual(read('signed.json'), JSON.parse(JSON.stringify(signedVectors())));
   assert.deepEqual(read('webhooks.json'), JSON.parse(JSON.stringify(webhookVectors())));
+});
+
+test('the committed tables (ISO 4217 minor units, party signature kinds) are the TypeScript ones', () => {
+  const committed = read('constants.json');
+  assert.deepEqual(committed, JSON.parse(JSON.stringify(constantVectors())));
+  assert.equal(committed.iso4217MinorUnits.HUF, 2);
+  assert.ok(committed.partySignatureKinds.includes('refund.request'));
 });
 
 test('the committed ML-DSA-44 vectors verify (or not) with @noble/post-quantum as recorded', () => {

@@ -1,7 +1,8 @@
 // Shared vectors for the Python package (python/tests/vectors/): bundles the service issues in process
 // (released, refunded, split, disputed, facilitator, mandate, AP2, witnessed with Ed25519 and ML-DSA-44
 // witnesses) and broken variants of them, each with what this repository's verifyBundle says of it;
-// client-signed bodies and webhook deliveries with what the TypeScript side computes. The Python tests
+// client-signed bodies and webhook deliveries with what the TypeScript side computes; the tables the
+// Python package copies (ISO 4217 minor units, party signature kinds). The Python tests
 // must agree; test/python/vectors.test.ts checks that the committed files are still what this script
 // makes. Run: npx tsx test/python/vectors.ts
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -32,7 +33,8 @@ import { deliveryHeaders } from '../../src/webhooks/event.ts';
 import { signerFor } from '../../src/webhooks/signer.ts';
 import { publicKeyOf } from '@escrow-settlement/protocol/crypto/ed25519';
 import { toHex, toBase64 } from '@escrow-settlement/protocol/crypto/bytes';
-import type { Bundle } from '@escrow-settlement/protocol/types';
+import { PARTY_SIGNATURE_KINDS, type Bundle } from '@escrow-settlement/protocol/types';
+import { ISO_4217_MINOR_UNITS, NO_MINOR_UNIT } from '@escrow-settlement/protocol/ap2/iso4217';
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
 
 const OUT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'python', 'tests', 'vectors');
@@ -480,13 +482,15 @@ export async function bundleVectors(): Promise<BundleVector[]> {
     }
 
     // ---- AP2 ----
-    {
+    // One escrow under a Payment Mandate chain: its closed mandate pays `minor` minor units of `currency`,
+    // which must be the escrow's `amount` (docs/ap2.md §3).
+    const ap2Escrow = async (currency: string, minor: number, amount: string) => {
       const clock = Math.floor(Date.parse(await now(h)) / 1000);
       const agentKey = p256Key();
       const open = openMandate({
         issuer: ISSUER,
         agent: agentKey,
-        constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 50_000, min: 1 }],
+        constraints: [{ type: 'payment.amount_range', currency, max: 50_000, min: 1 }],
         iat: clock - 10,
         exp: clock + 400 * 86_400,
       });
@@ -497,13 +501,13 @@ export async function bundleVectors(): Promise<BundleVector[]> {
         aud: c.audience,
         nonce: c.nonce,
         payeeId: payee.publicKey,
-        amount: 19_950,
-        currency: 'USD',
+        amount: minor,
+        currency,
         iat: clock,
       });
       const e = await ok(h, 'POST', '/v1/escrows', {
-        amount: '199.5',
-        asset: 'USD',
+        amount,
+        asset: currency,
         terms: PASSING_TERMS,
         payerAgentId: payer.id,
         payeeAgentId: payee.id,
@@ -511,7 +515,10 @@ export async function bundleVectors(): Promise<BundleVector[]> {
       });
       await ok(h, 'POST', `/v1/escrows/${e.id}/fund`);
       const d = await ok(h, 'POST', `/v1/escrows/${e.id}/delivery`, { agentId: payee.id, payload: { title: 'AP2' } });
-      const b = await bundleOf(d.proof.id);
+      return bundleOf(d.proof.id);
+    };
+    {
+      const b = await ap2Escrow('USD', 19_950, '199.5');
       add('ap2-released', b, { trustedKeys: issuer, ap2Issuers: jwks(ISSUER) });
       add('ap2-without-ap2-issuers', b, { trustedKeys: issuer });
       add('ap2-other-issuer-key', b, { trustedKeys: issuer, ap2Issuers: jwks(OTHER) });
@@ -522,6 +529,14 @@ export async function bundleVectors(): Promise<BundleVector[]> {
         (_m: string, sig: string) => `.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BA' : 'AA'}~`,
       );
       add('ap2-chain-tampered', t, { trustedKeys: issuer, ap2Issuers: jwks(ISSUER) });
+    }
+
+    {
+      // HUF has 2 fraction digits in ISO 4217 (the service's table) but 0 in CLDR, which `Intl` reports:
+      // 19950 minor units are 199.50 HUF, and a verifier reading locale data would find 199.5 no whole
+      // number of forints.
+      const b = await ap2Escrow('HUF', 19_950, '199.5');
+      add('ap2-huf-released', b, { trustedKeys: issuer, ap2Issuers: jwks(ISSUER) });
     }
 
     // ---- witnessed ----
@@ -708,8 +723,26 @@ export function mldsaVectors() {
   return out;
 }
 
+/**
+ * The tables the Python package keeps its own copy of, as the TypeScript side has them: the ISO 4217
+ * minor units and the codes with none (docs/ap2.md §3), and the party signature kinds.
+ */
+export function constantVectors() {
+  return {
+    iso4217MinorUnits: { ...ISO_4217_MINOR_UNITS },
+    noMinorUnit: [...NO_MINOR_UNIT].sort(),
+    partySignatureKinds: [...PARTY_SIGNATURE_KINDS],
+  };
+}
+
 export async function allVectors() {
-  return { bundles: await bundleVectors(), signed: signedVectors(), webhooks: webhookVectors(), mldsa: mldsaVectors() };
+  return {
+    bundles: await bundleVectors(),
+    signed: signedVectors(),
+    webhooks: webhookVectors(),
+    mldsa: mldsaVectors(),
+    constants: constantVectors(),
+  };
 }
 
 async function main() {
@@ -720,6 +753,7 @@ async function main() {
     'signed.json': v.signed,
     'webhooks.json': v.webhooks,
     'mldsa44.json': v.mldsa,
+    'constants.json': v.constants,
   };
   for (const [name, data] of Object.entries(files)) writeFileSync(join(OUT, name), `${JSON.stringify(data, null, 1)}\n`);
   console.log(`wrote ${v.bundles.length} bundle vectors, the signed bodies and ${v.webhooks.length} webhook vectors to ${OUT}`);

@@ -18,6 +18,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
+from .iso4217 import iso4217_minor_unit
+
 __all__ = ["Ap2Refusal", "ap2_issuers", "verify_payment_chain", "minor_exponent"]
 
 OPEN_PAYMENT_VCT = "mandate.payment.open.1"
@@ -26,21 +28,11 @@ OPEN_CHECKOUT_VCT = "mandate.checkout.open.1"
 TERMINAL_TYP = ("kb+sd-jwt", "kb-sd-jwt")
 IAT_SKEW_SECONDS = 60
 
-# ISO 4217 fraction digits, as the service's ECMAScript runtime (ICU) reports them.
-_EXPONENTS: dict[int, str] = {
-    0: "AFN ALL BIF CLP COP DJF GNF HUF IDR IQD IRR ISK JPY KMF KPW KRW LAK LBP MGA MMK PKR PYG RWF SLL SOS SYP UGX VND VUV XAF XOF XPF YER",
-    2: "AED AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BMD BND BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF CNY CRC CUC CUP CVE CZK DKK "
-    "DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GTQ GYD HKD HNL HRK HTG ILS INR JMD KES KGS KHR KYD KZT LKR LRD LSL MAD "
-    "MDL MKD MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD PAB PEN PGK PHP PLN QAR RON RSD RUB SAR SBD SCR SDG SEK "
-    "SGD SHP SLE SRD SSP STN SVC SZL THB TJS TMT TOP TRY TTD TWD TZS UAH USD UYU UZS VES WST XCD XCG XDR XSU ZAR ZMW ZWG ZWL",
-    3: "BHD JOD KWD LYD OMR TND",
-}
-_MINOR = {c: d for d, codes in _EXPONENTS.items() for c in codes.split()}
-
-
 def minor_exponent(currency: object) -> int | None:
-    """ISO 4217 fraction digits of a currency code (USD 2, JPY 0, BHD 3); None for an unknown code."""
-    return _MINOR.get(currency) if isinstance(currency, str) else None
+    """The minor-unit exponent of an ISO 4217 code from the service's own table (:mod:`.iso4217`: USD 2,
+    JPY 0, HUF 2, IQD 3, CLF 4), never from locale data; None for a code the table does not hold (one
+    with no minor unit, a withdrawn one, or no code at all)."""
+    return iso4217_minor_unit(currency)
 
 
 class Ap2Refusal(Exception):
