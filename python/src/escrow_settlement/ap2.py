@@ -28,6 +28,11 @@ OPEN_CHECKOUT_VCT = "mandate.checkout.open.1"
 TERMINAL_TYP = ("kb+sd-jwt", "kb-sd-jwt")
 IAT_SKEW_SECONDS = 60
 
+#: How deep a token's claims may nest, disclosures put in place (the payload object is level 1): deeper
+#: is refused as ``ap2.depth`` (the repository's docs/ap2.md), as the service and its verifier refuse it.
+AP2_MAX_DEPTH = 32
+
+
 def minor_exponent(currency: object) -> int | None:
     """The minor-unit exponent of an ISO 4217 code from the service's own table (:mod:`.iso4217`: USD 2,
     JPY 0, HUF 2, IQD 3, CLF 4), never from locale data; None for a code the table does not hold (one
@@ -175,6 +180,8 @@ def parse_presented(presented: str, name: str) -> Presented:
         return Presented(presented, jwt, parse_jws(jwt, name), disclosures)
     except TypeError as e:
         raise Ap2Refusal("ap2.format", str(e)) from e
+    except RecursionError as e:  # JSON nested far deeper than any resolved token may be
+        raise Ap2Refusal("ap2.depth", f"{name} nests objects and arrays deeper than {AP2_MAX_DEPTH} levels") from e
 
 
 def _decode_disclosure(text: str, at: str) -> tuple[str, str | None, Any, bool]:
@@ -182,6 +189,8 @@ def _decode_disclosure(text: str, at: str) -> tuple[str, str | None, Any, bool]:
         arr = _json_bytes(b64u_decode(text, at))
     except (TypeError, ValueError, UnicodeDecodeError) as e:
         raise Ap2Refusal("ap2.disclosure", f"{at} is not base64url JSON ({e})") from e
+    except RecursionError as e:  # JSON nested far deeper than any resolved token may be
+        raise Ap2Refusal("ap2.depth", f"{at} nests objects and arrays deeper than {AP2_MAX_DEPTH} levels") from e
     if not isinstance(arr, list) or len(arr) not in (2, 3) or not isinstance(arr[0], str):
         raise Ap2Refusal("ap2.disclosure", f"{at} must be a JSON array [salt, value] or [salt, name, value]")
     if len(arr) == 2:
@@ -216,7 +225,9 @@ def resolve_disclosures(token: Presented, name: str) -> dict[str, Any]:
             used.add(digest)
         return d
 
-    def walk(v: Any, depth: int = 0) -> Any:
+    def walk(v: Any, level: int) -> Any:
+        if isinstance(v, (list, dict)) and level > AP2_MAX_DEPTH:
+            raise Ap2Refusal("ap2.depth", f"{name} nests objects and arrays deeper than {AP2_MAX_DEPTH} levels")
         if isinstance(v, list):
             out_l = []
             for el in v:
@@ -226,16 +237,16 @@ def resolve_disclosures(token: Presented, name: str) -> dict[str, Any]:
                         continue
                     if d[3]:
                         raise Ap2Refusal("ap2.disclosure", f"{name}: an array element's digest names a claim disclosure")
-                    out_l.append(walk(d[2], depth + 1))
+                    out_l.append(walk(d[2], level + 1))
                 else:
-                    out_l.append(walk(el, depth + 1))
+                    out_l.append(walk(el, level + 1))
             return out_l
         if not isinstance(v, dict):
             return v
         out: dict[str, Any] = {}
         for k, val in v.items():
             if k != "_sd":
-                out[k] = walk(val, depth + 1)
+                out[k] = walk(val, level + 1)
         if "_sd" in v:
             if not isinstance(v["_sd"], list):
                 raise Ap2Refusal("ap2.disclosure", f"{name}: _sd must be an array of digests")
@@ -248,10 +259,10 @@ def resolve_disclosures(token: Presented, name: str) -> dict[str, Any]:
                 assert d[1] is not None
                 if d[1] in out:
                     raise Ap2Refusal("ap2.disclosure", f"{name}: claim {d[1]} is disclosed over an existing one")
-                out[d[1]] = walk(d[2], depth + 1)
+                out[d[1]] = walk(d[2], level + 1)
         return out
 
-    resolved = walk(token.jws.payload)
+    resolved = walk(token.jws.payload, 1)
     resolved.pop("_sd_alg", None)
     for i, d in enumerate(token.disclosures):
         if b64u_sha256(d) not in used:
