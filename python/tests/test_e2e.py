@@ -39,13 +39,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _serve(data: Path, **extra: str) -> Iterator[str]:
+    """The service on a free port with its DATA_DIR in ``data`` (and ``extra`` in its environment), stopped after."""
     port = _free_port()
-    data = tmp_path_factory.mktemp("escrow-data")
     env = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", "DATA_DIR": str(data), "SWEEP_INTERVAL_MS": "200"}
     env.pop("API_KEY", None)
     env.pop("DATABASE_URL", None)
+    env.update(extra)
     log = open(data / "service.log", "w")
     proc = subprocess.Popen([NPX or "npx", "tsx", "src/main.ts"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -70,6 +70,22 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An open sandbox (no API_KEY)."""
+    yield from _serve(tmp_path_factory.mktemp("escrow-data"))
+
+
+ROOT_KEY = "python-e2e-root-key-0123456789"
+
+
+@pytest.fixture(scope="module")
+def rooted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """A sandbox with a root key (API_KEY), which the admin routes need, delivering webhooks to this host; a client holding the key."""
+    for base in _serve(tmp_path_factory.mktemp("escrow-rooted"), API_KEY=ROOT_KEY, WEBHOOK_ALLOW_PRIVATE="1"):
+        yield Client(base, api_key=ROOT_KEY)
 
 
 def _pinned(c: Client) -> list[str]:
@@ -244,3 +260,47 @@ def test_x402_payments_signed_by_the_python_client(service: str) -> None:
     assert captured["success"] is True, captured
     r = verify_bundle(c.get_bundle(captured["transaction"]), trusted_keys=pinned)
     assert r.valid and "parties[0].x402" in [x.name for x in r.checks], r.failed
+
+
+def test_a_webhook_key_rotation_keeps_both_keys_signing_through_the_overlap(rooted: Client) -> None:
+    got: list[tuple[bytes, dict[str, str]]] = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+            body = self.rfile.read(int(self.headers["content-length"]))
+            got.append((body, dict(self.headers.items())))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        c = rooted
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        old = c.register_webhook(url)["signingKey"]
+        r = c.rotate_webhook_key()
+        assert r["retired"]["publicKey"] == old and r["active"]["publicKey"] != old, r
+        assert r["overlapUntil"] > r["retired"]["validUntil"], r
+        new = r["active"]["publicKey"]
+        assert c.list_webhooks()["signingKey"] == new
+        assert {k["publicKey"] for k in c.issuer_keys()["webhookKeys"]} >= {old, new}
+        a, b = c.create_agent(), c.create_agent()
+        c.create_escrow(amount="1", asset="USDC", terms=TERMS, payerAgentId=a["id"], payeeAgentId=b["id"])
+        deadline = time.time() + 30
+        while not got and time.time() < deadline:
+            time.sleep(0.2)
+        assert got, "no webhook delivery within 30 s"
+        body, headers = got[0]
+        for pinned in (old, new):
+            v = verify_webhook(body, headers, pinned)
+            assert v.ok and v.style == "standard", v.reason
+        assert not verify_webhook(body, headers, SigningKey.generate().public_key_hex).ok
+        with pytest.raises(ApiError) as e:
+            c.rotate_webhook_key(key="file:/nonexistent/webhook.key")
+        assert e.value.status == 400, (e.value.status, e.value.code, e.value.message)
+        c.unregister_webhook(url)
+    finally:
+        server.shutdown()

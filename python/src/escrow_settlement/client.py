@@ -504,6 +504,12 @@ class Client:
         """``POST /v1/admin/issuer/rotate``."""
         return self.request("POST", "/v1/admin/issuer/rotate", {} if key is None else {"key": key})
 
+    def rotate_webhook_key(self, key: str | None = None) -> dict[str, Any]:
+        """``POST /v1/admin/webhooks/rotate-key``: ``key`` is a source as ``WEBHOOK_KEY`` takes it (``file:<path>``,
+        ``pkcs11:<URI>``); a service on generated keys may omit it. Answers ``{active, retired, overlapUntil}``:
+        until ``overlapUntil`` the retired key signs every delivery beside the active one (docs/keys.md)."""
+        return self.request("POST", "/v1/admin/webhooks/rotate-key", {} if key is None else {"key": key})
+
     def create_api_key(self, label: str | None = None, rate_limit_max: int | None = None) -> dict[str, Any]:
         """``POST /v1/admin/keys``: the secret appears only in this answer."""
         body: dict[str, Any] = {}
@@ -678,6 +684,7 @@ OPERATIONS: dict[str, str] = {
     "GET /v1/log/witnesses": "log_witnesses",
     "GET /.well-known/tlog-policy": "log_policy",
     "POST /v1/admin/issuer/rotate": "rotate_issuer",
+    "POST /v1/admin/webhooks/rotate-key": "rotate_webhook_key",
     "POST /v1/admin/keys": "create_api_key",
     "GET /v1/admin/keys": "list_api_keys",
     "DELETE /v1/admin/keys/{keyId}": "revoke_api_key",
