@@ -1,11 +1,21 @@
 // The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL and
 // at most WEBHOOK_KEY_MAX_IN_FLIGHT rows held per key over all its URLs (the fair share: one key's
-// dead receivers cannot hold every slot, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
+// dead receivers cannot hold every slot, and inside it each URL has places of its own, so one dead
+// URL cannot hold another's either, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { recordAttempts, type AttemptRecord } from './attempts.ts';
-import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
+import {
+  claimRuns,
+  flushAndLock,
+  queueDisabledNotices,
+  release,
+  type ClaimedRow,
+  type EndpointOutcome,
+  type FailedAttempt,
+  type NewSignature,
+} from './outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
@@ -14,7 +24,10 @@ import { fetchTransport, type WebhookResult, type WebhookTransport } from './tra
 /** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
 export interface SenderDeps {
   db: Db;
-  config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs' | 'webhookKeyMaxInFlight'>;
+  config: Pick<
+    Config,
+    'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs' | 'webhookKeyMaxInFlight' | 'webhookDisableAfterHours'
+  >;
   nowMs: () => number;
   version: string;
   webhookTransport?: WebhookTransport;
@@ -38,6 +51,17 @@ export const MAX_HELD = 4096;
 const START_BATCH = 16;
 
 export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
+
+/** Each endpoint's attempts in the order they ended, summed up for its failing-since clock (outbox.ts flushAndLock). */
+export function endpointOutcomes(attempts: ReadonlyArray<AttemptRecord>): EndpointOutcome[] {
+  const by = new Map<string, EndpointOutcome>();
+  for (const a of attempts) {
+    const prev = by.get(a.url);
+    if (a.outcome === 'delivered') by.set(a.url, { url: a.url, ok: true, fresh: false, error: null });
+    else by.set(a.url, { url: a.url, ok: false, fresh: prev ? prev.ok || prev.fresh : false, error: a.error });
+  }
+  return [...by.values()];
+}
 
 interface Held {
   row: ClaimedRow;
@@ -83,6 +107,8 @@ export class SenderEngine {
   private readonly held = new Map<string, Held>();
   /** Rows held per owner (the key that registered the URL; '' for root): the fair share's ledger. */
   private readonly heldByOwner = new Map<string, number>();
+  /** Rows held per URL: what each URL uses of its own places in its owner's share. */
+  private readonly heldByUrl = new Map<string, number>();
   private delivered: string[] = [];
   private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
@@ -127,8 +153,8 @@ export class SenderEngine {
       });
       for (const h of rows) this.unhold(h.row.id);
     }
-    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     const attempts = this.attempts;
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs, endpoints: endpointOutcomes(attempts) };
     this.delivered = [];
     this.failed = [];
     this.sigs = [];
@@ -139,7 +165,11 @@ export class SenderEngine {
       if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
       rows = await this.svc.db.tx(async (tx) => {
         await recordAttempts(tx, attempts);
-        const locked = await flushAndLock(tx, results, wantClaim);
+        const { locked, disabled } = await flushAndLock(tx, results, wantClaim, this.svc.config.webhookDisableAfterHours);
+        await queueDisabledNotices(
+          tx,
+          disabled.map((d) => ({ ...d, id: newId('whn') })),
+        );
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
         const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
@@ -152,6 +182,8 @@ export class SenderEngine {
           leaseMs: this.leaseMs,
           ownerMax: this.svc.config.webhookKeyMaxInFlight,
           ownerHeld: this.heldByOwner,
+          reserveMax: this.opts.perUrl,
+          urlHeld: this.heldByUrl,
         });
       });
     } catch (err) {
@@ -169,6 +201,7 @@ export class SenderEngine {
       const h = this.prepare(row, now);
       this.held.set(row.id, h);
       this.heldByOwner.set(row.owner, (this.heldByOwner.get(row.owner) ?? 0) + 1);
+      this.heldByUrl.set(row.url, (this.heldByUrl.get(row.url) ?? 0) + 1);
       this.lane(row.url).queue.push(h);
     }
     return rows.length;
@@ -182,6 +215,9 @@ export class SenderEngine {
     const n = (this.heldByOwner.get(h.row.owner) ?? 1) - 1;
     if (n <= 0) this.heldByOwner.delete(h.row.owner);
     else this.heldByOwner.set(h.row.owner, n);
+    const u = (this.heldByUrl.get(h.row.url) ?? 1) - 1;
+    if (u <= 0) this.heldByUrl.delete(h.row.url);
+    else this.heldByUrl.set(h.row.url, u);
   }
 
   private lane(url: string): Lane {

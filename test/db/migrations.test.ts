@@ -23,6 +23,7 @@ const SHA256: Array<[name: string, sha256: string]> = [
   ['013_escrow_lock', '36f8f7981e28835b1d977bfe4cfc204f5d60fe78ca9d1c29c74363be652dc49d'],
   ['014_keys_outside', '1996c4f769d0fd138b6190cd9ce110f65aa8a7ff41e98d5b30696cf4d8160140'],
   ['015_ap2', 'b00ce557839cd59870d20acdfd2f5decd9ad2553a9c88de3aa239383ae691ab4'],
+  ['016_webhook_disable', 'e3c73955d2094a33967f7f09ea16e02a647127668a76fb8dbb21bb4d02142323'],
 ];
 
 test('each released migration keeps its version, its name and its SQL text to the byte', () => {
