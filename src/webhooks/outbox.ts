@@ -154,7 +154,11 @@ export async function flushAndLock(
                   -- ok and fresh come as text ('t' / 'f'): the Postgres driver (postgres.js) does not bind a boolean array.
                   FROM (SELECT u.url, u.ok = 't' AS ok, u.fresh = 't' AS fresh, u.error
                           FROM unnest($19::text[], $20::text[], $21::text[], $22::text[]) AS u(url, ok, fresh, error)) AS x
-                  JOIN webhooks w ON w.url = x.url),
+                  JOIN webhooks w ON w.url = x.url
+                 -- Only endpoints whose state changes: a dead URL failing again and again writes nothing.
+                 WHERE CASE WHEN x.ok THEN w.failing_since IS NOT NULL ELSE x.fresh OR w.failing_since IS NULL END
+                    OR ($23::float8 > 0 AND NOT x.ok AND w.disabled_at IS NULL
+                        AND w.failing_since <= svc_now() - $23::float8 * interval '1 hour')),
           e AS (UPDATE webhooks w
                    SET failing_since = CASE WHEN y.ok THEN NULL WHEN y.fresh THEN svc_now() ELSE COALESCE(w.failing_since, svc_now()) END,
                        disabled_at = CASE WHEN y.off THEN svc_now() ELSE w.disabled_at END,

@@ -49,6 +49,14 @@ const PREFETCH_RUNS = 15;
 export const MAX_HELD = 4096;
 /** Deliveries started in one turn of the event loop; the rest of a burst waits for the next turn. */
 const START_BATCH = 16;
+/**
+ * A URL that keeps failing has its failures written (for WEBHOOK_DISABLE_AFTER_HOURS) at most once a
+ * minute by one sender, or a tenth of WEBHOOK_DISABLE_AFTER_HOURS when that is shorter; a change
+ * (its first failure, a success) is written at once. So hundreds of dead URLs cost the tick's
+ * statement nothing between checks, and a URL is disabled at most that long after its time is up.
+ */
+export const failingCheckMs = (disableAfterHours: number) =>
+  disableAfterHours > 0 ? Math.min(60_000, (disableAfterHours * 3_600_000) / 10) : 60_000;
 
 export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
 
@@ -109,6 +117,9 @@ export class SenderEngine {
   private readonly heldByOwner = new Map<string, number>();
   /** Rows held per URL: what each URL uses of its own places in its owner's share. */
   private readonly heldByUrl = new Map<string, number>();
+  /** Each URL's outcome as last written (ok, or failing) and when: unchanged failures are written every failingCheckMs. */
+  private readonly endpointWritten = new Map<string, { ok: boolean; at: number }>();
+  private readonly failingCheckMs: number;
   private delivered: string[] = [];
   private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
@@ -132,6 +143,7 @@ export class SenderEngine {
   ) {
     this.transport = guarded(svc.webhookTransport ?? fetchTransport(), svc.config.webhookTimeoutMs);
     this.leaseMs = svc.config.webhookTimeoutMs + LEASE_MARGIN_MS;
+    this.failingCheckMs = failingCheckMs(svc.config.webhookDisableAfterHours);
   }
 
   /**
@@ -154,7 +166,12 @@ export class SenderEngine {
       for (const h of rows) this.unhold(h.row.id);
     }
     const attempts = this.attempts;
-    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs, endpoints: endpointOutcomes(attempts) };
+    const nowMs = Date.now();
+    const endpoints = endpointOutcomes(attempts).filter((o) => {
+      const w = this.endpointWritten.get(o.url);
+      return !w || w.ok !== o.ok || o.fresh || (!o.ok && nowMs - w.at >= this.failingCheckMs);
+    });
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs, endpoints };
     this.delivered = [];
     this.failed = [];
     this.sigs = [];
@@ -194,6 +211,8 @@ export class SenderEngine {
       throw err;
     }
     for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
+    if (this.endpointWritten.size > 10_000) this.endpointWritten.clear();
+    for (const o of endpoints) this.endpointWritten.set(o.url, { ok: o.ok, at: nowMs });
     const now = Date.now();
     for (const row of rows) {
       // A row still held here (its lease ran out under us and we claimed it again) is not sent twice.
