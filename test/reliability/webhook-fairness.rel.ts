@@ -8,7 +8,7 @@
 //
 // And inside one key: 19 of a key's URLs hang (each request until WEBHOOK_TIMEOUT_MS, 10 s) behind
 // 10 closed escrows, and a healthy URL of the same key, registered then, receives each new event
-// within 3 s (under 1 s measured alone; docs/security.md "Webhook fairness"). Before each URL had
+// within 3 s (183-394 ms measured on a shared 2-core machine, docs/security.md "Webhook fairness"). Before each URL had
 // places of its own in the key's share, it waited a whole WEBHOOK_TIMEOUT_MS for every event.
 //
 // Both stores by default; FAIRNESS_STORES=pglite (or postgres) narrows it.
