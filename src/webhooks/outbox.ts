@@ -94,7 +94,6 @@ export interface Results {
   delivered: string[];
   failed: FailedAttempt[];
   sigs: NewSignature[];
-  endpoints: EndpointOutcome[];
 }
 
 /** An endpoint the tick disabled: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS (docs/protocol.md §14.5). */
@@ -113,20 +112,13 @@ export interface DisabledEndpoint {
  * moves it to dead_letters after its last attempt, each fenced on `attempts` so a result that comes
  * back after the lease expired and another sender re-claimed the row changes nothing; stores new
  * x-proof signatures (Ed25519 is deterministic, so a conflicting row holds the same bytes); counts
- * all of it; keeps each endpoint's failing_since (the database clock at its first failure since its
- * last success) and disables those that have failed every attempt for `disableAfterHours` (0: never);
- * and tries the claim lock. Lock: row locks on the rows written, on the endpoints' webhooks rows, and
- * on webhook_counters (id = 1) once per tick, not once per event.
+ * all of it; and tries the claim lock. Lock: row locks on the rows written, and on
+ * webhook_counters (id = 1) once per tick, not once per event.
  */
-export async function flushAndLock(
-  tx: Tx,
-  r: Results,
-  wantLock: boolean,
-  disableAfterHours = 0,
-): Promise<{ locked: boolean; disabled: DisabledEndpoint[] }> {
+export async function flushAndLock(tx: Tx, r: Results, wantLock: boolean): Promise<boolean> {
   const retry = r.failed.filter((f) => f.deadLetterId === null);
   const dead = r.failed.filter((f) => f.deadLetterId !== null);
-  const [row] = await tx.query<{ locked: boolean; disabled: unknown }>(
+  const [row] = await tx.query<{ locked: boolean }>(
     `WITH d AS (DELETE FROM outbox WHERE id = ANY($1::bigint[]) RETURNING 1),
           s AS (INSERT INTO event_signatures (escrow_id, idx, signature, public_key)
                 SELECT * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[])
@@ -147,30 +139,9 @@ export async function flushAndLock(
           c AS (UPDATE webhook_counters
                    SET delivered = delivered + (SELECT count(*) FROM d), failed = failed + $18::int,
                        dead_lettered = dead_lettered + (SELECT count(*) FROM i)
-                 WHERE id = 1 AND $6::int + $18::int > 0 RETURNING 1),
-          y AS (SELECT x.url, x.ok, x.fresh, x.error, w.failing_since AS since,
-                       $23::float8 > 0 AND NOT x.ok AND NOT x.fresh AND w.disabled_at IS NULL AND w.failing_since IS NOT NULL
-                         AND w.failing_since <= svc_now() - $23::float8 * interval '1 hour' AS off
-                  -- ok and fresh come as text ('t' / 'f'): the Postgres driver (postgres.js) does not bind a boolean array.
-                  FROM (SELECT u.url, u.ok = 't' AS ok, u.fresh = 't' AS fresh, u.error
-                          FROM unnest($19::text[], $20::text[], $21::text[], $22::text[]) AS u(url, ok, fresh, error)) AS x
-                  JOIN webhooks w ON w.url = x.url
-                 -- Only endpoints whose state changes: a dead URL failing again and again writes nothing.
-                 WHERE CASE WHEN x.ok THEN w.failing_since IS NOT NULL ELSE x.fresh OR w.failing_since IS NULL END
-                    OR ($23::float8 > 0 AND NOT x.ok AND w.disabled_at IS NULL
-                        AND w.failing_since <= svc_now() - $23::float8 * interval '1 hour')),
-          e AS (UPDATE webhooks w
-                   SET failing_since = CASE WHEN y.ok THEN NULL WHEN y.fresh THEN svc_now() ELSE COALESCE(w.failing_since, svc_now()) END,
-                       disabled_at = CASE WHEN y.off THEN svc_now() ELSE w.disabled_at END,
-                       disabled_reason = CASE WHEN y.off
-                         THEN 'every attempt failed for ' || $23::float8 || ' hours (WEBHOOK_DISABLE_AFTER_HOURS); the last: ' || COALESCE(y.error, 'no answer')
-                         ELSE w.disabled_reason END
-                  FROM y WHERE w.url = y.url
-                RETURNING w.url, w.owner_key, y.off, y.since, w.disabled_at, w.disabled_reason)
+                 WHERE id = 1 AND $6::int + $18::int > 0 RETURNING 1)
      SELECT CASE WHEN $7::boolean THEN ${CLAIM_LOCK} ELSE false END AS locked,
-            (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM r) AS written,
-            (SELECT json_agg(json_build_object('url', e.url, 'owner', e.owner_key, 'since', e.since, 'at', e.disabled_at,
-                                               'reason', e.disabled_reason)) FROM e WHERE e.off) AS disabled`,
+            (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM r) AS written`,
     [
       r.delivered,
       r.sigs.map((x) => x.escrowId),
@@ -190,23 +161,62 @@ export async function flushAndLock(
       dead.map((f) => f.error),
       dead.map((f) => f.status),
       r.failed.length,
-      r.endpoints.map((x) => x.url),
-      r.endpoints.map((x) => (x.ok ? 't' : 'f')),
-      r.endpoints.map((x) => (x.fresh ? 't' : 'f')),
-      r.endpoints.map((x) => x.error),
+    ],
+  );
+  return row.locked === true;
+}
+
+/**
+ * Keeps each endpoint's failing_since (the database clock at its first failure since its last
+ * success) and disables those that have failed every attempt for `disableAfterHours` (0: never);
+ * returns the endpoints it disabled. Only endpoints whose state changes are written. Its own
+ * statement, before flushAndLock's: a tick locks webhooks rows before outbox rows, in the order
+ * unregistering does, so the two cannot deadlock.
+ */
+export async function recordEndpoints(
+  tx: Tx,
+  endpoints: ReadonlyArray<EndpointOutcome>,
+  disableAfterHours: number,
+): Promise<DisabledEndpoint[]> {
+  if (endpoints.length === 0) return [];
+  const rows = await tx.query(
+    `WITH y AS (
+       SELECT x.url, x.ok, x.fresh, x.error, w.failing_since AS since,
+              $5::float8 > 0 AND NOT x.ok AND NOT x.fresh AND w.disabled_at IS NULL AND w.failing_since IS NOT NULL
+                AND w.failing_since <= svc_now() - $5::float8 * interval '1 hour' AS off
+         -- ok and fresh come as text ('t' / 'f'): the Postgres driver (postgres.js) does not bind a boolean array.
+         FROM (SELECT u.url, u.ok = 't' AS ok, u.fresh = 't' AS fresh, u.error
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(url, ok, fresh, error)) AS x
+         JOIN webhooks w ON w.url = x.url
+        -- Only endpoints whose state changes: a dead URL failing again and again writes nothing.
+        WHERE CASE WHEN x.ok THEN w.failing_since IS NOT NULL ELSE x.fresh OR w.failing_since IS NULL END
+           OR ($5::float8 > 0 AND NOT x.ok AND w.disabled_at IS NULL AND w.failing_since <= svc_now() - $5::float8 * interval '1 hour'))
+     UPDATE webhooks w
+        SET failing_since = CASE WHEN y.ok THEN NULL WHEN y.fresh THEN svc_now() ELSE COALESCE(w.failing_since, svc_now()) END,
+            disabled_at = CASE WHEN y.off THEN svc_now() ELSE w.disabled_at END,
+            disabled_reason = CASE WHEN y.off
+              THEN 'every attempt failed for ' || $5::float8 || ' hours (WEBHOOK_DISABLE_AFTER_HOURS); the last: ' || COALESCE(y.error, 'no answer')
+              ELSE w.disabled_reason END
+       FROM y WHERE w.url = y.url
+     RETURNING w.url, w.owner_key, y.off, y.since, w.disabled_at, w.disabled_reason`,
+    [
+      endpoints.map((x) => x.url),
+      endpoints.map((x) => (x.ok ? 't' : 'f')),
+      endpoints.map((x) => (x.fresh ? 't' : 'f')),
+      endpoints.map((x) => x.error),
       disableAfterHours,
     ],
   );
-  const raw = typeof row.disabled === 'string' ? JSON.parse(row.disabled) : row.disabled;
-  const iso = (t: string) => new Date(t).toISOString();
-  const disabled = ((raw ?? []) as Array<{ url: string; owner: string | null; since: string; at: string; reason: string }>).map((d) => ({
-    url: d.url,
-    owner: d.owner,
-    failingSince: iso(d.since),
-    disabledAt: iso(d.at),
-    reason: d.reason,
-  }));
-  return { locked: row.locked === true, disabled };
+  const iso = (t: Date | string) => (t instanceof Date ? t : new Date(t)).toISOString();
+  return rows
+    .filter((d) => d.off === true)
+    .map((d) => ({
+      url: d.url,
+      owner: d.owner_key ?? null,
+      failingSince: iso(d.since),
+      disabledAt: iso(d.disabled_at),
+      reason: d.disabled_reason,
+    }));
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   claimRuns,
   flushAndLock,
   queueDisabledNotices,
+  recordEndpoints,
   release,
   type ClaimedRow,
   type EndpointOutcome,
@@ -171,7 +172,7 @@ export class SenderEngine {
       const w = this.endpointWritten.get(o.url);
       return !w || w.ok !== o.ok || o.fresh || (!o.ok && nowMs - w.at >= this.failingCheckMs);
     });
-    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs, endpoints };
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     this.delivered = [];
     this.failed = [];
     this.sigs = [];
@@ -182,11 +183,12 @@ export class SenderEngine {
       if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
       rows = await this.svc.db.tx(async (tx) => {
         await recordAttempts(tx, attempts);
-        const { locked, disabled } = await flushAndLock(tx, results, wantClaim, this.svc.config.webhookDisableAfterHours);
+        const disabled = await recordEndpoints(tx, endpoints, this.svc.config.webhookDisableAfterHours);
         await queueDisabledNotices(
           tx,
           disabled.map((d) => ({ ...d, id: newId('whn') })),
         );
+        const locked = await flushAndLock(tx, results, wantClaim);
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
         const hold = this.opts.prefetch ? this.opts.perUrl * (1 + PREFETCH_RUNS) : this.opts.perUrl;
