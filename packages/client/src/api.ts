@@ -40,6 +40,7 @@ import type {
   SignedDisputeOpen,
   SignedMandate,
   WebhookAttempt,
+  WebhookEndpoint,
 } from '@escrow-settlement/protocol/resources';
 import {
   signCapture,
@@ -114,6 +115,7 @@ export const API_ROUTES = {
   'webhooks.register': ['POST /v1/webhooks'],
   'webhooks.list': ['GET /v1/webhooks'],
   'webhooks.unregister': ['DELETE /v1/webhooks'],
+  'webhooks.enable': ['POST /v1/webhooks/enable'],
   'webhooks.deadLetters': ['GET /v1/webhooks/dead-letters'],
   'webhooks.redeliver': ['POST /v1/webhooks/dead-letters/:id/redeliver'],
   'webhooks.attempts': ['GET /v1/webhooks/attempts'],
@@ -337,8 +339,13 @@ export function createClient(opts: ClientOptions) {
           { body: { url } },
         ),
       list: (q: PageQuery = {}) =>
-        call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
+        call<{ webhooks: string[]; endpoints: WebhookEndpoint[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', {
+          query: q,
+        }),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
+      /** Enables a disabled URL again (it failed every attempt for the deployment's WEBHOOK_DISABLE_AFTER_HOURS). */
+      enable: (url: string) =>
+        call<{ ok: boolean; url: string; disabled: false; wasDisabled: boolean }>('webhooks.enable', { body: { url } }),
       deadLetters: (q: PageQuery = {}) =>
         call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
       redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
