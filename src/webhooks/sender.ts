@@ -22,7 +22,7 @@ import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
 import { WebhookKeyring } from './keyring.ts';
-import type { WebhookSigningKeys } from '../proof/keys.ts';
+import type { WebhookSigningKeys } from './keyring.ts';
 
 /** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
 export interface SenderDeps {
