@@ -2,8 +2,19 @@
 // answers of /supported, /verify and /settle, merged into the named schemas and responses.
 import { bool, hex64, hexSig, int, obj, ref, str, ts } from './schemaParts.ts';
 import { X402_REFUSAL_CODES } from '../x402/facilitator/refusal.ts';
+import { PAYMENT_STATUSES } from '../x402/facilitator/status.ts';
 /** What /verify's invalidReason may name: the x402 refusals (a settle may also answer verdict_failed or custody_failed). */
 const REFUSALS = [...X402_REFUSAL_CODES];
+const bps = { type: 'integer', minimum: 0, maximum: 10000 };
+/** Fee bounds and absolute deadlines: in the requirements, and bound by the authorization when present there. */
+const BOUND = {
+  minFeeBps: { ...bps, description: 'the lowest fee a capture may take, in basis points (with maxFeeBps)' },
+  maxFeeBps: { ...bps, description: 'the highest fee a capture may take, in basis points (with minFeeBps)' },
+  feeRecipient: { ...hex64, description: 'who receives the fee; required when maxFeeBps > 0' },
+  captureDeadline: { ...ts, description: 'capture by then (the delivery deadline); replaces timeouts.deliverWithinSeconds' },
+  refundDeadline: { ...ts, description: 'the end of the refund window; after captureDeadline' },
+};
+const atomic = { type: 'string', pattern: '^\\d{1,24}$', description: 'atomic units, 6 decimals' };
 
 export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
   AuthCaptureRequirements: {
@@ -29,6 +40,7 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
             additionalProperties: false,
           },
           arbiter: hex64,
+          ...BOUND,
         },
         ['paymentFlow', 'terms'],
       ),
@@ -36,7 +48,10 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
     description: 'x402 v2 PaymentRequirements of the auth-capture scheme; unknown keys are tolerated',
   },
   AuthCaptureCollect: obj({
-    authorization: obj({ from: hex64, to: hex64, value: str, asset: str, resource: str, termsHash: hex64, nonce: hex64, validBefore: ts }),
+    authorization: obj(
+      { from: hex64, to: hex64, value: str, asset: str, resource: str, termsHash: hex64, nonce: hex64, validBefore: ts, ...BOUND },
+      ['from', 'to', 'value', 'asset', 'resource', 'termsHash', 'nonce', 'validBefore'],
+    ),
     signature: { ...hexSig, description: 'Ed25519 by authorization.from over JCS(authorization)' },
   }),
   AuthCaptureCapture: obj({
@@ -101,4 +116,12 @@ export const FACILITATOR_RESPONSES: Record<string, unknown> = {
     ['isValid'],
   ),
   'POST /v1/x402/facilitator/settle': settleAnswer,
+  'GET /v1/x402/facilitator/payments/:id': obj({
+    paymentId: { type: 'string', pattern: '^esc_' },
+    status: { type: 'string', enum: [...PAYMENT_STATUSES] },
+    amounts: obj({ authorized: atomic, captured: atomic, refunded: atomic, fee: atomic }),
+    proofs: { type: 'array', items: { type: 'string', pattern: '^prf_' } },
+    captureDeadline: { type: ['string', 'null'], format: 'date-time' },
+    refundDeadline: { type: ['string', 'null'], format: 'date-time' },
+  }),
 };

@@ -1,11 +1,12 @@
 // The x402 facilitator (docs/x402.md): auth-capture payments on a CAIP-2 escrow: network, each one
 // an escrow. Base URL for @x402/core's HTTPFacilitatorClient: PUBLIC_URL + /v1/x402/facilitator.
-import { defineRoutes } from '../http/route.ts';
+import { defineRoutes, readById } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson } from '../http/body.ts';
 import { check } from '../validate.ts';
 import { FacilitatorBody } from '../x402/facilitator/wire.ts';
 import { settle, supported, verify } from '../x402/facilitator/handle.ts';
+import { paymentStatus, PAYMENT_STATUSES } from '../x402/facilitator/status.ts';
 
 const BASE = '/v1/x402/facilitator';
 const REFUSALS =
@@ -52,5 +53,14 @@ export const facilitatorRoutes = defineRoutes({ tag: 'x402', access: 'key', rate
     async handler(ctx) {
       return json(await settle(ctx.svc, ctx.caller, check(await readJson(ctx.request), FacilitatorBody)));
     },
+  },
+  {
+    ...readById(
+      `${BASE}/payments/:id`,
+      "x402 v2 facilitator: a payment's settlement status, by its paymentId (the escrow id the collect answered). A payer or resource server whose settle timed out reads the outcome here instead of paying twice.",
+      `{paymentId, status: one of ${PAYMENT_STATUSES.join(', ')}, amounts: {authorized, captured, refunded, fee} (atomic units, strings), proofs: [proof ids], captureDeadline, refundDeadline (timestamps or null)}`,
+      paymentStatus,
+    ),
+    tenant: 'escrow',
   },
 ]);

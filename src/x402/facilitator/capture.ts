@@ -1,6 +1,7 @@
 // Capture and void: the resource server's side of an auth-capture payment (docs/x402.md). A capture
 // is the client-signed delivery of the REST API (submitDelivery), judged against the escrow's terms;
-// a void is its refund (refundEscrow). Both are idempotent per escrow.
+// a void is its refund (refundEscrow). Each consent is single use: the one acted on answers its
+// stored outcome again, another consent for a payment already captured or voided is refused.
 import type { Services } from '../../services.ts';
 import type { Caller } from '../../http/route.ts';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
@@ -47,8 +48,14 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
   if (!verifyHex(d.signature.signature, utf8(canonicalize(deliverySigningBody(p.escrowId, contentHash, d.submittedAt))), p.payTo)) {
     throw refuse('bad_signature', 'delivery.signature does not verify with payTo over JCS {escrowId, contentHash, submittedAt}');
   }
-  if (p.verdict) return captureAnswer(p);
+  if (p.verdict) return capturedBy(p, d.signature.signature);
   if (p.state !== 'funded') throw refuse('payment_invalid', `payment ${p.escrowId} cannot be captured in state ${p.state}`);
+  const captureDeadline = p.authorization.captureDeadline;
+  if (typeof captureDeadline === 'string' && (await serviceNow(svc)).getTime() > Date.parse(captureDeadline))
+    throw refuse(
+      'payment_invalid',
+      `payment ${p.escrowId} is past its captureDeadline (${captureDeadline}): it can only be voided, or it returns to the payer`,
+    );
   try {
     await submitDelivery(svc, p.escrowId, { form: 'client', payload: d.payload, submittedAt: d.submittedAt, signature: d.signature });
   } catch (err) {
@@ -57,7 +64,19 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
   }
   const after = await findPayment(svc, caller, p.escrowId);
   if (!after.verdict) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be captured in state ${after.state}`);
-  return captureAnswer(after);
+  return capturedBy(after, d.signature.signature);
+}
+
+const serviceNow = async (svc: Services) => (await svc.db.query<{ now: Date }>('SELECT svc_now() AS now'))[0].now;
+
+/** The stored outcome, for the consent that produced it; another capture consent is not acted on. */
+function capturedBy(p: Payment, signature: string): SettleAnswer {
+  if (p.deliverySignature !== signature)
+    throw refuse(
+      'payment_invalid',
+      `payment ${p.escrowId} was already captured with another capture consent (a capture is single use): read GET /v1/x402/facilitator/payments/${p.escrowId}`,
+    );
+  return captureAnswer(p);
 }
 
 export async function settleVoid(svc: Services, caller: Caller, c: Checked, body: Void): Promise<SettleAnswer> {
@@ -71,11 +90,10 @@ export async function settleVoid(svc: Services, caller: Caller, c: Checked, body
   if (!verifyHex(signature, utf8(canonicalize(voidSigningBody(p.escrowId, body.signedAt))), p.payTo)) {
     throw refuse('bad_signature', 'the void\'s signature does not verify with payTo over JCS {escrowId, action: "void", signedAt}');
   }
-  const [{ now }] = await svc.db.query<{ now: Date }>('SELECT svc_now() AS now');
-  const skew = Math.abs(Date.parse(body.signedAt) - now.getTime());
+  const skew = Math.abs(Date.parse(body.signedAt) - (await serviceNow(svc)).getTime());
   if (skew > MAX_SKEW_MS)
     throw refuse('payment_invalid', `signedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
-  if (p.state === 'refunded' && p.proofId) return voidAnswer(p);
+  if (p.state === 'refunded' && p.proofId) return voidedBy(p, signature);
   const voidable = p.state === 'funded' || (p.state === 'delivered' && p.verdict?.passed === false);
   if (!voidable) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${p.state}`);
   try {
@@ -89,5 +107,15 @@ export async function settleVoid(svc: Services, caller: Caller, c: Checked, body
   const after = await findPayment(svc, caller, p.escrowId);
   if (after.state !== 'refunded' || !after.proofId)
     throw refuse('payment_invalid', `payment ${p.escrowId} cannot be voided in state ${after.state}`);
-  return voidAnswer(after);
+  return voidedBy(after, signature);
+}
+
+/** The void's stored outcome, for the void that refunded it; a refund by anything else is not this void's. */
+function voidedBy(p: Payment, signature: string): SettleAnswer {
+  if (p.voidSignature !== signature)
+    throw refuse(
+      'payment_invalid',
+      `payment ${p.escrowId} was already refunded ${p.voidSignature ? 'by another void consent (a void is single use)' : 'without a void (a refund or its deadline)'}: read GET /v1/x402/facilitator/payments/${p.escrowId}`,
+    );
+  return voidAnswer(p);
 }

@@ -38,8 +38,19 @@ export const RequirementsS = type({
     terms: any(),
     timeouts: optional(TimeoutsS),
     arbiter: optional(hex64),
+    minFeeBps: optional(number()),
+    maxFeeBps: optional(number()),
+    feeRecipient: optional(hex64),
+    captureDeadline: optional(timestamp),
+    refundDeadline: optional(timestamp),
   }),
 });
+
+/**
+ * The requirements' fields a payer's authorization binds when they are present (docs/x402.md
+ * "Fees and deadlines"): the same names inside `authorization`, covered by its signature.
+ */
+export const BOUND_FIELDS = ['minFeeBps', 'maxFeeBps', 'feeRecipient', 'captureDeadline', 'refundDeadline'] as const;
 
 export const PaymentPayloadS = type({
   x402Version: number(),
@@ -57,6 +68,11 @@ export const AuthorizationS = object({
   termsHash: hex64,
   nonce: hex64,
   validBefore: timestamp,
+  minFeeBps: optional(number()),
+  maxFeeBps: optional(number()),
+  feeRecipient: optional(hex64),
+  captureDeadline: optional(timestamp),
+  refundDeadline: optional(timestamp),
 });
 
 export const CollectS = object({ authorization: AuthorizationS, signature: sigHex });

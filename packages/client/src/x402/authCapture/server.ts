@@ -17,7 +17,7 @@ import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys'
 import { toAtomicAmount } from '../../x402.ts';
 import type { Terms } from '@escrow-settlement/protocol/resources';
 import type { Timeouts } from './types.ts';
-import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, ESCROW_SANDBOX, signCapture } from './wire.ts';
+import { AUTH_CAPTURE_SCHEME, boundExtra, ESCROW_DECIMALS, ESCROW_SANDBOX, signCapture, type BoundExtra } from './wire.ts';
 
 export interface AuthCaptureServerOptions {
   /** The payee's secret key (hex): it signs captures and voids; its public key is `payTo`. */
@@ -29,12 +29,19 @@ export interface AuthCaptureServerOptions {
   asset?: string;
 }
 
-export interface AuthCaptureOption {
+/**
+ * A route's payment option. `minFeeBps`/`maxFeeBps`/`feeRecipient` bound the fee a capture may take;
+ * `captureDeadline`/`refundDeadline` are absolute (ISO 8601 or Date) and replace the relative
+ * delivery timeout. The payer's authorization binds each one given.
+ */
+export interface AuthCaptureOption extends Omit<BoundExtra, 'captureDeadline' | 'refundDeadline'> {
   price: Price;
   terms?: Terms;
   network?: Network;
   maxTimeoutSeconds?: number;
   timeouts?: Timeouts;
+  captureDeadline?: string | Date;
+  refundDeadline?: string | Date;
 }
 
 type Authorization = { nonce?: unknown; to?: unknown };
@@ -71,13 +78,21 @@ export class AuthCaptureServer implements SchemeNetworkServer {
     const terms = o.terms ?? this.opts.terms;
     if (terms === undefined) throw new TypeError('auth-capture needs terms: pass them here or to the AuthCaptureServer');
     const timeouts = o.timeouts ?? this.opts.timeouts;
+    const iso = (d: string | Date | undefined) => (d instanceof Date ? d.toISOString() : d);
+    const bound = boundExtra({
+      minFeeBps: o.minFeeBps,
+      maxFeeBps: o.maxFeeBps,
+      feeRecipient: o.feeRecipient,
+      captureDeadline: iso(o.captureDeadline),
+      refundDeadline: iso(o.refundDeadline),
+    });
     return {
       scheme: AUTH_CAPTURE_SCHEME,
       network: o.network ?? ESCROW_SANDBOX,
       payTo: this.payTo,
       price: o.price,
       maxTimeoutSeconds: o.maxTimeoutSeconds ?? 300,
-      extra: { terms, ...(timeouts ? { timeouts } : {}) },
+      extra: { terms, ...(timeouts ? { timeouts } : {}), ...bound },
     };
   }
 

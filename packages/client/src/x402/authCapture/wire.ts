@@ -27,6 +27,33 @@ export interface CollectAuthorization {
   /** 64 hex: one payment per (payTo, nonce). */
   nonce: string;
   validBefore: string;
+  /** Bound when the requirements carry them (the same fields of extra): see BoundExtra. */
+  minFeeBps?: number;
+  maxFeeBps?: number;
+  feeRecipient?: string;
+  captureDeadline?: string;
+  refundDeadline?: string;
+}
+
+/**
+ * The fields of the requirements' extra that a collect authorization binds when present: the fee a
+ * capture may take (basis points, and who gets it) and the absolute deadlines to capture and to refund.
+ */
+export interface BoundExtra {
+  minFeeBps?: number;
+  maxFeeBps?: number;
+  feeRecipient?: string;
+  captureDeadline?: string;
+  refundDeadline?: string;
+}
+
+export const BOUND_EXTRA_FIELDS = ['minFeeBps', 'maxFeeBps', 'feeRecipient', 'captureDeadline', 'refundDeadline'] as const;
+
+/** The bound fields present in `extra`, as the authorization carries them. */
+export function boundExtra(extra: Record<string, unknown> | undefined): BoundExtra {
+  const out: Record<string, unknown> = {};
+  for (const f of BOUND_EXTRA_FIELDS) if (extra?.[f] !== undefined) out[f] = extra[f];
+  return out as BoundExtra;
 }
 
 export interface CollectPayload {
@@ -46,6 +73,17 @@ export interface VoidPayload {
   paymentId: string;
   signedAt: string;
   signature: Signature;
+}
+
+/** GET <facilitator>/payments/{paymentId}: where a payment stands. */
+export interface FacilitatorPaymentStatus {
+  paymentId: string;
+  status: 'authorized' | 'captured' | 'voided' | 'expired' | 'failed' | 'refunded' | 'partially_refunded';
+  /** Atomic units (6 decimals). */
+  amounts: { authorized: string; captured: string; refunded: string; fee: string };
+  proofs: string[];
+  captureDeadline: string | null;
+  refundDeadline: string | null;
 }
 
 export interface FacilitatorRequest {
@@ -91,6 +129,8 @@ export interface CollectToSign {
   maxTimeoutSeconds: number;
   nonce?: string;
   validBefore?: string;
+  /** The requirements' fee bounds and deadlines, bound by the authorization (pass requirements.extra's). */
+  bound?: BoundExtra;
 }
 
 /** The payer's collect payload: the authorization and its signature by the payer's key. */
@@ -104,6 +144,7 @@ export function signCollect(payerSecretKey: string, c: CollectToSign): CollectPa
     termsHash: termsHash(c.terms),
     nonce: c.nonce ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
     validBefore: c.validBefore ?? new Date(Date.now() + c.maxTimeoutSeconds * 1000).toISOString(),
+    ...boundExtra(c.bound as Record<string, unknown> | undefined),
   };
   return { authorization, signature: signBody(payerSecretKey, authorization, 'payerSecretKey').signature };
 }
