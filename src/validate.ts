@@ -105,6 +105,16 @@ export const positiveInt = (max = 2_147_483_647) =>
     { type: 'integer', minimum: 1, maximum: max },
   );
 
+/** An integer from `min` to `max` (a fee's basis points, a window that may be 0). */
+export const intIn = (min: number, max: number) =>
+  annotate(
+    define<number>(
+      'integer',
+      (v) => (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) || `must be a whole number from ${min} to ${max}`,
+    ),
+    { type: 'integer', minimum: min, maximum: max },
+  );
+
 // Request schemas shared by several routes and the x402 facilitator.
 /**
  * A required field whose content a hand validator checks (validateTerms, validateMandateCaps) so its
@@ -126,4 +136,7 @@ export const TimeoutsS = object({
   resolveWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
   decideWithinSeconds: optional(positiveInt(MAX_STAGE_SECONDS)),
   timeoutRuling: optional(enums(['release', 'refund', 'split'])),
+  refundWithinSeconds: optional(intIn(0, MAX_STAGE_SECONDS)),
 });
+/** An escrow's fee (docs/protocol.md §24.1): basis points of the payee's share, and who receives it. */
+export const FeeS = object({ bps: intIn(0, 10_000), recipient: hex64 });

@@ -105,6 +105,8 @@ export function createChainCustody(o: ChainCustodyOptions): ChainCustody {
     },
 
     async settle(tx: Queryable, req: SettleRequest): Promise<SettleResult> {
+      // The contract pays two legs; escrow creation refuses a fee here, so one never reaches this point.
+      if (req.feeAmount !== undefined && req.feeAmount > 0n) return { ok: false, error: 'chain custody cannot pay a fee leg' };
       const escrowRef = escrowRefOf(req.escrowId);
       const payerWei = toWei(req.payerAmount);
       const payeeWei = toWei(req.payeeAmount);

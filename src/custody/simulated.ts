@@ -3,7 +3,7 @@
 import type { Queryable } from '../db/types.ts';
 import type { CustodyAdapter } from './types.ts';
 
-export type { Anchor, CustodyAdapter, LockRequest, LockResult, SandboxFault, SettleRequest, SettleResult } from './types.ts';
+export type { Anchor, CustodyAdapter, LockRequest, LockResult, RefundRequest, SandboxFault, SettleRequest, SettleResult } from './types.ts';
 
 /**
  * Simulated rails: always settles, unless the sandbox asked for failures with
@@ -14,6 +14,10 @@ export function createSimulatedCustody(): CustodyAdapter {
     kind: 'simulated',
     async settle(tx, req) {
       if (await takeSandboxFault(tx, req.faultPending)) return { ok: false, error: 'simulated custody failure (sandbox fail-next)' };
+      return { ok: true, reference: req.reference };
+    },
+    // Simulated rails hold nothing outside the database: the refund is the journal entry the command writes.
+    async refund(_tx, req) {
       return { ok: true, reference: req.reference };
     },
   };

@@ -26,6 +26,9 @@ export interface SettleRequest {
   outcome: 'released' | 'refunded' | 'split';
   payerAmount: bigint;
   payeeAmount: bigint;
+  /** The fee leg (docs/protocol.md §24.1): present only when a fee is paid, to `feeRecipient` (hex64). */
+  feeAmount?: bigint;
+  feeRecipient?: string;
   asset: string;
   /**
    * Whether a sandbox fault was pending when the closing read its locked escrow (the same statement,
@@ -33,6 +36,16 @@ export interface SettleRequest {
    * absent: it is asked.
    */
   faultPending?: boolean;
+}
+
+export interface RefundRequest {
+  escrowId: string;
+  /** The refund's id: stable, so custody can refuse a second payout of it. */
+  reference: string;
+  amount: bigint;
+  asset: string;
+  from: string;
+  to: string;
 }
 
 export type SettleResult = { ok: true; reference: string; anchor?: Anchor } | { ok: false; error: string };
@@ -46,6 +59,11 @@ export interface CustodyAdapter {
   lock?(tx: Queryable, req: LockRequest): Promise<LockResult>;
   /** Called inside the closing transaction with its connection (sandbox fault counter lives there). */
   settle(tx: Queryable, req: SettleRequest): Promise<SettleResult>;
+  /**
+   * A refund after release (docs/protocol.md §24.4): moves `amount` from the payee back to the payer,
+   * inside the refund's transaction. Absent: this custody cannot, and such refunds are refused.
+   */
+  refund?(tx: Queryable, req: RefundRequest): Promise<SettleResult>;
 }
 
 /**

@@ -15,9 +15,10 @@ import * as m012 from './migrations/012_webhook_fairness.sql.ts';
 import * as m013 from './migrations/013_escrow_lock.sql.ts';
 import * as m014 from './migrations/014_keys_outside.sql.ts';
 import * as m015 from './migrations/015_ap2.sql.ts';
+import * as m016 from './migrations/016_money.sql.ts';
 
 /** Each module exports its SQL (the schema's source of truth) and its name, which schema_migrations records. */
-const MODULES = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015];
+const MODULES = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016];
 
 /** Forward-only, in order; a migration's version is the number its name starts with. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = MODULES.map(({ name, default: sql }) => ({

@@ -11,8 +11,11 @@ import { newId } from '../crypto/ids.ts';
 import { formatAmount, splitAmount } from '../units/amounts.ts';
 import { issuerSigner } from '../proof/keys.ts';
 import { extend, type NewEvent } from '@escrow-settlement/protocol/trail/chain';
-import { advanceEscrow, type Locked } from './escrowRow.ts';
-import type { Outcome, Proof, Shares } from '../proof/proof.ts';
+import { advanceEscrow, type Fee, type Locked } from './escrowRow.ts';
+import type { Outcome as ProofOutcome, Proof, Shares } from '../proof/proof.ts';
+
+/** A closing's outcome (an adjustment proof's `refunded-after-release` is never a closing's). */
+type Outcome = Exclude<ProofOutcome, 'refunded-after-release'>;
 import { signProofOnce } from '../proof/signOnce.ts';
 import type { EscrowState } from './states.ts';
 import type { RulingOutcome } from '@escrow-settlement/protocol/resources';
@@ -76,10 +79,36 @@ function closingEvents(c: Closing, proofId: string, outcome: Outcome): NewEvent[
   }
 }
 
+/** Where a closing's money goes, in micro-units; the three always sum to the escrow's amount. */
+export interface Payouts {
+  payee: bigint;
+  payer: bigint;
+  fee: bigint;
+}
+
+/**
+ * A closing's payouts (docs/protocol.md §24.1, §24.2): the payee's share is of the delivery's claim
+ * when it made one (else of the whole amount): all of it released, floor(claim × payeeBps / 10000)
+ * of a split, none of a refund. The fee is floor(share × bps / 10000) of that share; the payer gets
+ * everything not paid to the payee or the fee. Rounding is always down, toward the payee's loss.
+ */
+export function payoutsOf(
+  total: bigint,
+  outcome: Outcome,
+  shares: Shares | undefined,
+  claimed: bigint | null = null,
+  fee: Fee | null = null,
+): Payouts {
+  const base = claimed ?? total;
+  const share = outcome === 'released' ? base : outcome === 'split' ? splitAmount(base, shares!.payeeBps).payee : 0n;
+  const feeAmount = fee && share > 0n ? (share * BigInt(fee.bps)) / 10_000n : 0n;
+  return { payee: share - feeAmount, payer: total - share, fee: feeAmount };
+}
+
+/** The whole-amount payouts without a claim or a fee (kept for callers that need only payer and payee). */
 export function amountsOf(total: bigint, outcome: Outcome, shares?: Shares): { payer: bigint; payee: bigint } {
-  if (outcome === 'released') return { payer: 0n, payee: total };
-  if (outcome === 'refunded') return { payer: total, payee: 0n };
-  return splitAmount(total, shares!.payeeBps);
+  const p = payoutsOf(total, outcome, shares);
+  return { payer: p.payer, payee: p.payee };
 }
 
 export interface CloseInput {
@@ -140,6 +169,17 @@ export async function presignClosing(
   return signClosing(tx, e, closing, pending, { outcome, shares, at: e.now.toISOString() });
 }
 
+/**
+ * Until when a closing that pays the payee accepts refunds after release (docs/protocol.md §24.4):
+ * its issuedAt plus the escrow's refundWithinSeconds (the default for escrows created without it);
+ * null when the payee gets nothing or the window is 0.
+ */
+export function refundDeadlineOf(e: Locked, payouts: Payouts, at: Date): Date | null {
+  const window = e.timeouts.refundWithinSeconds ?? 2_592_000;
+  if (payouts.payee <= 0n || window <= 0) return null;
+  return new Date(at.getTime() + window * 1000);
+}
+
 /** The proof of a confirmed closing, signed, its leaf hash, and the trail entries the closing appends. */
 async function signClosing(
   tx: Queryable,
@@ -153,6 +193,8 @@ async function signClosing(
   const head = before.length ? before[before.length - 1] : { index: e.trailLength - 1, hash: e.trailHead };
   const key = await issuerSigner(tx, e.issuerKeyId);
   const disputeId = closing.kind === 'ruling' || closing.kind === 'timeout' ? closing.disputeId : undefined;
+  const payouts = payoutsOf(e.amount, o.outcome, o.shares, e.deliveryAmount, e.fee);
+  const refundDeadline = refundDeadlineOf(e, payouts, new Date(o.at));
   const { proof, jcs, leafHashHex } = signProofOnce(
     {
       id: proofId,
@@ -168,6 +210,10 @@ async function signClosing(
       ...((disputeId ?? e.disputeId) ? { disputeId: disputeId ?? e.disputeId! } : {}),
       ...(e.mandateHash ? { mandateHash: e.mandateHash } : {}),
       ...(o.shares ? { shares: o.shares } : {}),
+      // Money after the verdict (docs/protocol.md §24.1, §24.2): the claim a partial capture released, the fee, every leg.
+      ...(e.deliveryAmount !== null && o.outcome !== 'refunded' ? { captured: formatAmount(e.deliveryAmount) } : {}),
+      ...(e.fee ? { fee: { bps: e.fee.bps, recipient: e.fee.recipient, amount: formatAmount(payouts.fee) } } : {}),
+      payouts: { payee: formatAmount(payouts.payee), payer: formatAmount(payouts.payer), fee: formatAmount(payouts.fee) },
       // Chain-backed custody: where the payout happened, inside the signed body (docs/protocol.md §11.1, §21).
       ...(o.anchor ? { anchor: o.anchor } : {}),
       trailHead: head.hash,
@@ -178,7 +224,17 @@ async function signClosing(
   );
   const entries = [
     ...before,
-    ...extend(head.index + 1, head.hash, [{ event: 'proof.issued', body: { proofId, outcome: o.outcome } }], o.at),
+    ...extend(
+      head.index + 1,
+      head.hash,
+      [
+        {
+          event: 'proof.issued',
+          body: { proofId, outcome: o.outcome, ...(refundDeadline ? { refundDeadline: refundDeadline.toISOString() } : {}) },
+        },
+      ],
+      o.at,
+    ),
   ];
   return { proofId, proof, entries, leafHashHex, jcs, disputeId };
 }
@@ -192,7 +248,8 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   const now = e.now;
   const at = now.toISOString();
   const { outcome, shares } = outcomeOf(closing);
-  const amounts = amountsOf(e.amount, outcome, shares);
+  const amounts = payoutsOf(e.amount, outcome, shares, e.deliveryAmount, e.fee);
+  const refundDeadline = refundDeadlineOf(e, amounts, now);
   const reference = `cst_${e.id.slice(4)}`;
   // Every write of the closing, and the command's own before it, as one statement (src/db/fuse.ts).
   const write = (stmts: Stmt[]) => {
@@ -210,6 +267,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
     outcome,
     payerAmount: amounts.payer,
     payeeAmount: amounts.payee,
+    ...(amounts.fee > 0n ? { feeAmount: amounts.fee, feeRecipient: e.fee!.recipient } : {}),
     asset: e.asset,
     faultPending: e.faultPending,
   });
@@ -228,11 +286,24 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   const settled = await settling;
   const journal = (status: string, lastError: string | null): Stmt => ({
     // A retry keeps the first attempt's outcome, amounts, reference and closing: the intent is fixed.
-    text: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9)
+    text: `INSERT INTO custody (escrow_id, status, outcome, payer_amount, payee_amount, attempts, last_error, reference, closing, created_at, updated_at${
+      amounts.fee > 0n ? ', fee_amount, fee_recipient' : ''
+    })
+           VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $9${amounts.fee > 0n ? ', $10, $11' : ''})
            ON CONFLICT (escrow_id) DO UPDATE SET status = EXCLUDED.status, attempts = custody.attempts + 1,
              last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at`,
-    params: [e.id, status, outcome, amounts.payer.toString(), amounts.payee.toString(), lastError, reference, JSON.stringify(closing), now],
+    params: [
+      e.id,
+      status,
+      outcome,
+      amounts.payer.toString(),
+      amounts.payee.toString(),
+      lastError,
+      reference,
+      JSON.stringify(closing),
+      now,
+      ...(amounts.fee > 0n ? [amounts.fee.toString(), e.fee!.recipient] : []),
+    ],
   });
 
   if (!settled.ok) {
@@ -262,7 +333,13 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
   const written = write([
     ...(input.writes ?? []),
     journal('confirmed', null),
-    ...advanceEscrow(e, entries, { state, deadlineAt: null, custodyStatus: 'settled', verdict: input.verdict }),
+    ...advanceEscrow(e, entries, {
+      state,
+      deadlineAt: null,
+      custodyStatus: 'settled',
+      verdict: input.verdict,
+      ...(refundDeadline ? { refundDeadline } : {}),
+    }),
     {
       text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',
       params: [proofId, e.id, leafHashHex, jcs, now],

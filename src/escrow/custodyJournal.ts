@@ -20,12 +20,18 @@ type Row = {
   reference: string;
   created_at: Date;
   updated_at: Date;
+  fee_amount: string | null;
+  fee_recipient: string | null;
+  refunds: string | null;
 };
 
 export async function getCustody(svc: CommandDeps, escrowId: string) {
   const rows = await svc.db.query<Row>(
     `SELECT e.id AS escrow_id, c.status, c.outcome, c.payer_amount::text AS payer_amount, c.payee_amount::text AS payee_amount,
-            c.attempts, c.last_error, c.reference, c.created_at, c.updated_at
+            c.attempts, c.last_error, c.reference, c.created_at, c.updated_at,
+            c.fee_amount::text AS fee_amount, c.fee_recipient,
+            (SELECT json_agg(json_build_object('id', r.id, 'amount', r.amount::text, 'at', r.created_at) ORDER BY r.created_at, r.id)::text
+               FROM refunds r WHERE r.escrow_id = e.id) AS refunds
        FROM escrows e LEFT JOIN custody c ON c.escrow_id = e.id WHERE e.id = $1`,
     [escrowId],
   );
@@ -40,6 +46,15 @@ export async function getCustody(svc: CommandDeps, escrowId: string) {
     payeeAmount: formatAmount(BigInt(r.payee_amount)),
     attempts: Number(r.attempts),
     ...(r.last_error ? { lastError: r.last_error } : {}),
+    // Each leg of the closing (docs/protocol.md §24.1): the fee, when one was paid, and every refund after release.
+    ...(r.fee_amount && BigInt(r.fee_amount) > 0n ? { feeAmount: formatAmount(BigInt(r.fee_amount)), feeRecipient: r.fee_recipient } : {}),
+    refunds: (JSON.parse(r.refunds ?? '[]') as Array<{ id: string; amount: string; at: string }>).map((x) => ({
+      id: x.id,
+      amount: formatAmount(BigInt(x.amount)),
+      from: 'payee',
+      to: 'payer',
+      at: new Date(x.at).toISOString(),
+    })),
     reference: r.reference,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),

@@ -16,12 +16,19 @@ import { evaluateChecks, type CheckResult, type TermCheck } from '../terms/check
 import { closeMatter } from './close.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
+import { formatAmount } from '../units/amounts.ts';
 
 export const MAX_SKEW_MS = 300_000;
 
+/**
+ * A delivery. `amount` (micro-units, > 0, at most the escrow's amount): a partial capture
+ * (docs/protocol.md §24.2): a passing verdict releases it (less the fee) and returns the rest to the
+ * payer in the same closing; the client form then signs JCS {escrowId, contentHash, submittedAt, amount}
+ * (amount as the decimal string). Absent: the whole amount, and the signed body has no `amount`.
+ */
 export type DeliveryInput =
-  | { form: 'sandbox'; agentId: string; payload: unknown }
-  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string } };
+  | { form: 'sandbox'; agentId: string; payload: unknown; amount?: bigint }
+  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string }; amount?: bigint };
 
 export interface DeliveryResult {
   delivery: Record<string, unknown>;
@@ -29,8 +36,12 @@ export interface DeliveryResult {
   proof?: Proof;
 }
 
-/** The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt} (docs/protocol.md §2.7). */
-export const deliverySigningBody = (escrowId: string, contentHash: string, submittedAt: string) => ({ escrowId, contentHash, submittedAt });
+/**
+ * The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt}, with `amount` (the decimal
+ * string) when the delivery claims one (docs/protocol.md §2.7, §24.2).
+ */
+export const deliverySigningBody = (escrowId: string, contentHash: string, submittedAt: string, amount?: bigint) =>
+  amount === undefined ? { escrowId, contentHash, submittedAt } : { escrowId, contentHash, submittedAt, amount: formatAmount(amount) };
 
 export function canonicalPayload(payload: unknown): string {
   try {
@@ -57,6 +68,9 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     }
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
+    const claimed = input.amount;
+    if (claimed !== undefined && (claimed <= 0n || claimed > e.amount))
+      throw badRequest(`amount ${formatAmount(claimed)} must be greater than 0 and at most the escrow's amount ${formatAmount(e.amount)}`);
     const at = e.now.toISOString();
     let submittedAt: string;
     let signature: { signer: string; signature: string };
@@ -67,16 +81,18 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       const signer = heldSigner(agentKey!.secretKey);
       signature = {
         signer: agentKey!.publicKey,
-        signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt))))),
+        signature: toHex(signer.sign(utf8(canonicalize(deliverySigningBody(escrowId, contentHash, submittedAt, claimed))))),
       };
     } else {
       if (input.signature.signer !== e.payee.publicKey) throw unprocessable("signature.signer is not this escrow's payee key");
       const skew = Math.abs(Date.parse(input.submittedAt) - e.now.getTime());
       if (skew > MAX_SKEW_MS)
         throw unprocessable(`submittedAt is ${Math.round(skew / 1000)} s from the service clock; at most 300 s is accepted`);
-      const body = utf8(canonicalize(deliverySigningBody(escrowId, contentHash, input.submittedAt)));
+      const body = utf8(canonicalize(deliverySigningBody(escrowId, contentHash, input.submittedAt, claimed)));
       if (!verifyHex(input.signature.signature, body, e.payee.publicKey)) {
-        throw unprocessable('signature.signature does not verify over JCS {escrowId, contentHash, submittedAt} with the payee key');
+        throw unprocessable(
+          `signature.signature does not verify over JCS {escrowId, contentHash, submittedAt${claimed === undefined ? '' : ', amount'}} with the payee key`,
+        );
       }
       submittedAt = input.submittedAt;
       signature = input.signature;
@@ -84,12 +100,29 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     const deliveryId = newId('dlv');
     const verdictId = newId('vrd');
     const checks = e.terms.checks as TermCheck[];
-    const evaluation = evaluateChecks(checks, { payload: input.payload, contentHash, sizeBytes, receivedAt: e.now });
+    const evaluation = evaluateChecks(checks, {
+      payload: input.payload,
+      contentHash,
+      sizeBytes,
+      receivedAt: e.now,
+      amount: claimed ?? e.amount,
+    });
     const failedKinds = evaluation.results.filter((r: CheckResult) => !r.passed).map((r: CheckResult) => r.check.kind);
-    const delivery = { id: deliveryId, escrowId, contentHash, payload: input.payload, submittedAt, signature };
+    const delivery = {
+      id: deliveryId,
+      escrowId,
+      contentHash,
+      payload: input.payload,
+      submittedAt,
+      signature,
+      ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}),
+    };
     const verdict = { id: verdictId, escrowId, deliveryId, passed: evaluation.passed, results: evaluation.results, decidedAt: at };
     const pending = [
-      { event: 'delivery.submitted', body: { deliveryId, contentHash } },
+      {
+        event: 'delivery.submitted',
+        body: { deliveryId, contentHash, ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}) },
+      },
       {
         event: evaluation.passed ? 'verdict.passed' : 'verdict.failed',
         body: { verdictId, passed: evaluation.passed, failed: failedKinds },
@@ -97,8 +130,8 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     ];
     const writes = [
       {
-        text: 'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        params: [deliveryId, escrowId, contentHash, jcs, sizeBytes, submittedAt, JSON.stringify(signature)],
+        text: 'INSERT INTO deliveries (id, escrow_id, content_hash, payload, size_bytes, submitted_at, signature, amount) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        params: [deliveryId, escrowId, contentHash, jcs, sizeBytes, submittedAt, JSON.stringify(signature), claimed?.toString() ?? null],
       },
       {
         text: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
@@ -113,7 +146,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {
-      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId },
+      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null },
       closing: { kind: 'release' },
       pending,
       writes,

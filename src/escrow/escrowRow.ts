@@ -13,6 +13,14 @@ export interface Timeouts {
   resolveWithinSeconds: number;
   decideWithinSeconds: number;
   timeoutRuling: 'release' | 'refund' | 'split';
+  /** Refunds after release are accepted this long after the closing proof's issuedAt; 0: none (docs/protocol.md §24.4). Absent on escrows created before it existed: the default. */
+  refundWithinSeconds?: number;
+}
+
+/** An escrow's fee (docs/protocol.md §24.1): `bps` of the payee's share of every closing that pays the payee goes to `recipient`. */
+export interface Fee {
+  bps: number;
+  recipient: string;
 }
 
 export interface EscrowRow {
@@ -37,6 +45,12 @@ export interface EscrowRow {
   updatedAt: Date;
   /** The caller's notes (docs/protocol.md §3.5); null when none. Shown on the escrow, never in a proof or the trail. */
   metadata: Record<string, string> | null;
+  /** The fee taken from the payee's share at a closing; null when none. */
+  fee: Fee | null;
+  /** Until when refunds after release are accepted; null until a closing paid the payee (or with a window of 0). */
+  refundDeadline: Date | null;
+  /** Micro-units refunded after release so far. */
+  refunded: bigint;
 }
 
 /** A locked escrow with what its commands need to know about its delivery, dispute and custody. */
@@ -58,11 +72,13 @@ export interface Locked extends EscrowRow {
    * statement to custody's fault counter (src/custody/simulated.ts takeSandboxFault).
    */
   faultPending: boolean;
+  /** The amount the delivery claimed (partial capture, docs/protocol.md §24.2); null: the whole amount. */
+  deliveryAmount: bigint | null;
 }
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
   e.terms_hash, e.timeouts, e.deadline_at, e.mandate_id, e.mandate_hash, e.custody_status, e.verdict,
-  e.trail_length, e.trail_head, e.created_at, e.updated_at, e.metadata`;
+  e.trail_length, e.trail_head, e.created_at, e.updated_at, e.metadata, e.fee, e.refund_deadline, e.refunded::text AS refunded`;
 
 export function fromRow(r: Row): EscrowRow {
   return {
@@ -86,6 +102,9 @@ export function fromRow(r: Row): EscrowRow {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     metadata: r.metadata ? JSON.parse(r.metadata) : null,
+    fee: r.fee ? JSON.parse(r.fee) : null,
+    refundDeadline: r.refund_deadline ?? null,
+    refunded: r.refunded ? BigInt(r.refunded) : 0n,
   };
 }
 
@@ -107,6 +126,8 @@ export function toJson(e: EscrowRow): Record<string, unknown> {
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
     ...(e.metadata ? { metadata: e.metadata } : {}),
+    ...(e.fee ? { fee: e.fee } : {}),
+    ...(e.refundDeadline ? { refundDeadline: e.refundDeadline.toISOString(), refundedTotal: formatAmount(e.refunded) } : {}),
   };
 }
 
@@ -176,6 +197,7 @@ function lockedFrom(r: Row): Locked {
     custodyJournalStatus: r.custody_journal_status ?? null,
     issuerKeyId: r.issuer_key_id,
     faultPending: r.fault_pending === true,
+    deliveryAmount: r.delivery_amount ? BigInt(r.delivery_amount) : null,
   };
 }
 
@@ -229,17 +251,34 @@ export function escrowUpdate(
     trailLength: number;
     trailHead: string;
     now: Date;
+    /** Set by a closing that paid the payee (docs/protocol.md §24.4); absent: unchanged (no extra parameter). */
+    refundDeadline?: Date;
+    /** The refunds-after-release total after this step; absent: unchanged. */
+    refunded?: bigint;
   },
 ): Stmt {
+  const extra: unknown[] = [];
+  let more = '';
+  if (set.refundDeadline !== undefined) {
+    extra.push(set.refundDeadline);
+    more += `, refund_deadline = $${8 + extra.length}`;
+  }
+  if (set.refunded !== undefined) {
+    extra.push(set.refunded.toString());
+    more += `, refunded = $${8 + extra.length}`;
+  }
   return {
     text: `UPDATE escrows SET state = $2, deadline_at = $3, custody_status = $4, verdict = $5,
-             trail_length = $6, trail_head = $7, updated_at = $8 WHERE id = $1`,
-    params: [id, set.state, set.deadlineAt, set.custodyStatus, set.verdict, set.trailLength, set.trailHead, set.now],
+             trail_length = $6, trail_head = $7, updated_at = $8${more} WHERE id = $1`,
+    params: [id, set.state, set.deadlineAt, set.custodyStatus, set.verdict, set.trailLength, set.trailHead, set.now, ...extra],
   };
 }
 
 /** What a step may change on the escrow's row besides its trail head; what it leaves out (or undefined) stays as it was. */
-export type EscrowChange = Partial<Pick<EscrowRow, 'state' | 'deadlineAt' | 'custodyStatus' | 'verdict'>>;
+export type EscrowChange = Partial<Pick<EscrowRow, 'state' | 'deadlineAt' | 'custodyStatus' | 'verdict'>> & {
+  refundDeadline?: Date;
+  refunded?: bigint;
+};
 
 /**
  * The two writes of every step a locked escrow takes: `entries` appended to its trail (with their
@@ -257,6 +296,8 @@ export function advanceEscrow(e: Locked, entries: TrailEntry[], change: EscrowCh
       trailLength: last.index + 1,
       trailHead: last.hash,
       now: e.now,
+      ...(change.refundDeadline !== undefined ? { refundDeadline: change.refundDeadline } : {}),
+      ...(change.refunded !== undefined ? { refunded: change.refunded } : {}),
     }),
   ];
 }

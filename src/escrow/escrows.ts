@@ -9,7 +9,7 @@ import { extend, GENESIS } from '@escrow-settlement/protocol/trail/chain';
 import { idemClaim, idemStore, type IdemSlot } from '../db/idempotency.ts';
 import { checkMandateCaps, type MandateCaps } from '../mandate/mandateCaps.ts';
 import type { Terms } from '../terms/checks.ts';
-import { advanceEscrow, lockEscrow, toJson, trailWrite, type EscrowRow, type KeyRef, type Timeouts } from './escrowRow.ts';
+import { advanceEscrow, lockEscrow, toJson, trailWrite, type EscrowRow, type Fee, type KeyRef, type Timeouts } from './escrowRow.ts';
 import { transition } from './states.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Metadata } from './metadata.ts';
@@ -28,6 +28,8 @@ export interface CreateInput {
   /** An AP2 Payment Mandate chain as the escrow's authority (docs/ap2.md), with the trust it is checked against. */
   ap2?: { input: Ap2Input; trust: Ap2Trust };
   timeouts: Timeouts;
+  /** The fee every closing that pays the payee takes from the payee's share (docs/protocol.md §24.1); absent: none. */
+  fee?: Fee;
   /** The minted key the creator is confined to (tenancy, src/access/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
   scope?: string | null;
   metadata?: Metadata;
@@ -45,6 +47,7 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
   resolveWithinSeconds: 86_400,
   decideWithinSeconds: 259_200,
   timeoutRuling: 'refund',
+  refundWithinSeconds: 2_592_000,
 };
 
 /**
@@ -109,6 +112,7 @@ const KEYED_INPUTS = new Set([
   'arbiter',
   'mandateId',
   'timeouts',
+  'fee',
   'scope',
   'metadata',
   'alsoWrite',
@@ -193,6 +197,9 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       createdAt: now,
       updatedAt: now,
       metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
+      fee: input.fee ?? null,
+      refundDeadline: null,
+      refunded: 0n,
     };
     // Metadata stays out of the trail (so out of every trail hash, proof and bundle): docs/protocol.md §3.5.
     const entries = extend(
@@ -216,11 +223,11 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       fuse([
         {
           text: `${tenants.length ? 'WITH new_escrow AS (' : ''}INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
-                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata)
-               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17)${
+                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata, fee)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17, $18)${
                  tenants.length
                    ? ` RETURNING id, seq)
-               INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($18::text[]) AS k, new_escrow n`
+               INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($19::text[]) AS k, new_escrow n`
                    : ''
                }`,
           params: [
@@ -241,6 +248,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
             escrow.trailHead,
             now,
             escrow.metadata ? JSON.stringify(escrow.metadata) : null,
+            escrow.fee ? JSON.stringify(escrow.fee) : null,
             ...(tenants.length ? [tenants] : []),
           ],
         },

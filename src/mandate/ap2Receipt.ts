@@ -33,7 +33,7 @@ type Row = {
 export async function ap2Receipt(q: Queryable, key: ReceiptKey, issuer: string, escrowId: string) {
   const [r] = await q.query<Row>(
     `SELECT a.closed_sd_hash, e.state, p.id AS proof_id, p.doc, p.issued_at, c.reference
-       FROM escrows e LEFT JOIN ap2_escrows a ON a.escrow_id = e.id LEFT JOIN proofs p ON p.escrow_id = e.id
+       FROM escrows e LEFT JOIN ap2_escrows a ON a.escrow_id = e.id LEFT JOIN proofs p ON p.escrow_id = e.id AND p.adjusts IS NULL
        LEFT JOIN custody c ON c.escrow_id = e.id WHERE e.id = $1`,
     [escrowId],
   );

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/types.ts';
 import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { ap2Consent } from '@escrow-settlement/protocol/ap2/consent';
+import { deliverySigningBody } from '../escrow/deliver.ts';
 
 const ORDER: Record<PartySignature['kind'], number> = {
   mandate: 0,
@@ -13,6 +14,8 @@ const ORDER: Record<PartySignature['kind'], number> = {
   'dispute.open': 4,
   'dispute.evidence': 5,
   ruling: 6,
+  refund: 7,
+  'refund.request': 7,
 };
 
 /**
@@ -29,8 +32,8 @@ const ORDER: Record<PartySignature['kind'], number> = {
 export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntry[]): Promise<BundleParties> {
   const escrowId = proof.escrowId;
   const [deliveries, mandates, kept, ap2] = await Promise.all([
-    q.query<{ content_hash: string; submitted_at: string; signature: string }>(
-      'SELECT content_hash, submitted_at, signature FROM deliveries WHERE escrow_id = $1',
+    q.query<{ content_hash: string; submitted_at: string; signature: string; amount: string | null }>(
+      'SELECT content_hash, submitted_at, signature, amount::text AS amount FROM deliveries WHERE escrow_id = $1',
       [escrowId],
     ),
     q.query<{ principal: string; caps: string; signature: string }>(
@@ -67,7 +70,8 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
       kind: 'delivery',
       trailIndex: delivered,
       publicKey: sig.signer,
-      signedBody: { escrowId, contentHash: d.content_hash, submittedAt: d.submitted_at },
+      // A partial capture signs its amount too (docs/protocol.md §24.2).
+      signedBody: deliverySigningBody(escrowId, d.content_hash, d.submitted_at, d.amount === null ? undefined : BigInt(d.amount)),
       signature: sig.signature,
     });
   }

@@ -17,7 +17,7 @@ export async function getProof(q: Queryable, id: string): Promise<Proof> {
 
 export async function proofOfEscrow(q: Queryable, escrowId: string): Promise<Proof> {
   const rows = await q.query<{ doc: string | null; exists: boolean }>(
-    'SELECT p.doc, true AS exists FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id WHERE e.id = $1',
+    'SELECT p.doc, true AS exists FROM escrows e LEFT JOIN proofs p ON p.escrow_id = e.id AND p.adjusts IS NULL WHERE e.id = $1',
     [escrowId],
   );
   if (rows.length === 0) throw notFound(`no escrow ${escrowId}`);

@@ -3,7 +3,19 @@ import { any, object, optional } from 'superstruct';
 import { defineRoutes, readById, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson, readNoBody } from '../http/body.ts';
-import { amountStr, asset, boundedString, check, idOf, timestamp, KeyRefS, requiredJson, SignatureS, TimeoutsS } from '../validate.ts';
+import {
+  amountStr,
+  asset,
+  boundedString,
+  check,
+  FeeS,
+  idOf,
+  timestamp,
+  KeyRefS,
+  requiredJson,
+  SignatureS,
+  TimeoutsS,
+} from '../validate.ts';
 import { withIdempotency } from '../http/idempotency.ts';
 import { badRequest } from '../errors.ts';
 import { parseAmount } from '../units/amounts.ts';
@@ -38,10 +50,12 @@ export const CreateEscrowBody = object({
   mandateId: optional(idOf('mnd')),
   ap2: optional(Ap2S),
   timeouts: optional(TimeoutsS),
+  fee: optional(FeeS),
   metadata: optional(MetadataS),
 });
-export const SandboxDeliveryBody = object({ agentId, payload: any() });
-export const SignedDeliveryBody = object({ payload: any(), submittedAt: timestamp, signature: SignatureS });
+/** `amount`: a partial capture (docs/protocol.md §24.2), at most the escrow's amount; absent: all of it. */
+export const SandboxDeliveryBody = object({ agentId, payload: any(), amount: optional(amountStr) });
+export const SignedDeliveryBody = object({ payload: any(), submittedAt: timestamp, signature: SignatureS, amount: optional(amountStr) });
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] as const;
 
 function party(
@@ -62,13 +76,34 @@ function deliveryInput(body: unknown): DeliveryInput {
   if (!('payload' in body)) throw badRequest('payload is required');
   if ('agentId' in body) {
     const b = check(body, SandboxDeliveryBody);
-    return { form: 'sandbox', agentId: b.agentId, payload: b.payload };
+    return {
+      form: 'sandbox',
+      agentId: b.agentId,
+      payload: b.payload,
+      ...(b.amount !== undefined ? { amount: parseAmount(b.amount, 'amount') } : {}),
+    };
   }
   const b = check(body, SignedDeliveryBody);
-  return { form: 'client', payload: b.payload, submittedAt: b.submittedAt, signature: b.signature };
+  return {
+    form: 'client',
+    payload: b.payload,
+    submittedAt: b.submittedAt,
+    signature: b.signature,
+    ...(b.amount !== undefined ? { amount: parseAmount(b.amount, 'amount') } : {}),
+  };
 }
 
 const id = (ctx: Ctx) => ctx.params.id;
+
+/**
+ * An escrow's fee (docs/protocol.md §24.1). Chain custody pays two legs (payer, payee), so a fee other
+ * than 0 bps is refused there rather than paid to nobody.
+ */
+function feeOf(svc: Ctx['svc'], fee: { bps: number; recipient: string }) {
+  if (fee.bps > 0 && svc.custody.kind !== 'simulated')
+    throw badRequest(`fee: this service's ${svc.custody.kind} custody pays the payer and the payee only; a fee needs simulated custody`);
+  return { bps: fee.bps, recipient: fee.recipient };
+}
 
 /** The `ap2` member with what it is checked against; 400 when AP2 is off or a mandateId is given too. */
 function ap2Of(svc: Ctx['svc'], ap2: { paymentMandate: string; checkoutMandate?: string }, mandateId: string | undefined) {
@@ -152,6 +187,7 @@ export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 
         mandateId: b.mandateId,
         ap2: b.ap2 === undefined ? undefined : ap2Of(ctx.svc, b.ap2, b.mandateId),
         timeouts: { ...DEFAULT_TIMEOUTS, ...(b.timeouts ?? {}) },
+        ...(b.fee !== undefined ? { fee: feeOf(ctx.svc, b.fee) } : {}),
         scope: scopeOf(ctx.caller),
         metadata: b.metadata === undefined ? undefined : validateMetadata(b.metadata),
       };

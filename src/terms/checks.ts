@@ -18,13 +18,15 @@ import type {
   HashCheck,
   MaxBytesCheck,
   PredicateCheck,
+  PriceCheck,
   ShapeCheck,
   TermCheck,
   Terms,
 } from '@escrow-settlement/protocol/resources';
+import { amountMicro } from '@escrow-settlement/protocol/amounts';
 
 // The wire shapes of terms, checks and verdict results live in the client package.
-export type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, ShapeCheck, TermCheck, Terms };
+export type { CheckResult, DeadlineCheck, HashCheck, MaxBytesCheck, PredicateCheck, PriceCheck, ShapeCheck, TermCheck, Terms };
 
 export { CHECK_KINDS, evaluateChecks, parseIsoDateTime, type CheckKind, type DeliveryFacts };
 
@@ -53,6 +55,7 @@ const KNOWN_FIELDS: Record<CheckKind, readonly string[]> = {
   deadline: ['kind', 'by'],
   shape: ['kind', 'requiredFields'],
   predicate: ['kind', 'name', 'params'],
+  price: ['kind', 'perUnit', 'units', 'max'],
 };
 
 function isCheckKind(k: unknown): k is CheckKind {
@@ -109,6 +112,24 @@ export function validateCheck(check: unknown, path: string): TermCheck {
         }
       });
       return { kind, requiredFields: [...(fields as string[])] };
+    }
+    case 'price': {
+      const perUnit = required(check, 'perUnit', path);
+      const micro = amountMicro(perUnit);
+      if (micro === null || micro === 0n)
+        throw badRequest(`${path}.perUnit must be an amount greater than 0 (a decimal string, e.g. "0.01")`);
+      const units = required(check, 'units', path);
+      if (typeof units !== 'string' || !units.startsWith('/'))
+        throw badRequest(`${path}.units must be a JSON Pointer into the payload, e.g. "/units"`);
+      const problem = pointerProblem(units);
+      if (problem !== null) throw badRequest(`${path}.units is not a valid JSON Pointer: it ${problem}`);
+      const out: PriceCheck = { kind, perUnit: perUnit as string, units };
+      if (Object.hasOwn(check, 'max') && check.max !== undefined) {
+        const max = amountMicro(check.max);
+        if (max === null || max === 0n) throw badRequest(`${path}.max must be an amount greater than 0 (a decimal string)`);
+        out.max = check.max as string;
+      }
+      return out;
     }
     case 'predicate': {
       const v = validatePredicate(check.name, check.params, path);

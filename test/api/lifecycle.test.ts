@@ -19,6 +19,7 @@ describeStores('escrow lifecycle', (h) => {
       resolveWithinSeconds: 86400,
       decideWithinSeconds: 259200,
       timeoutRuling: 'refund',
+      refundWithinSeconds: 2592000,
     });
 
     const f = await h().req('POST', `/v1/escrows/${e.id}/fund`);
@@ -74,7 +75,12 @@ describeStores('escrow lifecycle', (h) => {
     assert.equal(ev[1].data.deadlineAt, s.escrow.deadlineAt);
     assert.deepEqual(ev[2].data, { deliveryId: s.delivery.delivery.id, contentHash: s.delivery.delivery.contentHash });
     assert.deepEqual(ev[3].data, { verdictId: s.delivery.verdict.id, passed: true, failed: [] });
-    assert.deepEqual(ev[4].data, { proofId: s.proof.id, outcome: 'released' });
+    // A closing that pays the payee opens the refund window (docs/protocol.md §24.4): 30 days by default.
+    const refundDeadline = new Date(Date.parse(s.proof.issuedAt) + 2_592_000_000).toISOString();
+    assert.deepEqual(ev[4].data, { proofId: s.proof.id, outcome: 'released', refundDeadline });
+    const view = (await h().req('GET', `/v1/escrows/${s.id}`)).body;
+    assert.equal(view.refundDeadline, refundDeadline);
+    assert.equal(view.refundedTotal, '0');
     for (const x of ev) assert.equal(x.escrowId, s.id);
 
     const trail = (await h().req('GET', `/v1/escrows/${s.id}/trail`)).body;

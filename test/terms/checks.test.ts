@@ -110,7 +110,7 @@ const refused: Array<[string, unknown, string | RegExp]> = [
   [
     'an unknown kind',
     terms([{ kind: 'hash', expected: H }, { kind: 'regex' }]),
-    'terms.checks[1].kind must be one of: hash, maxBytes, deadline, shape, predicate (got "regex")',
+    'terms.checks[1].kind must be one of: hash, maxBytes, deadline, shape, predicate, price (got "regex")',
   ],
   ['a non-string kind', terms([{ kind: 1 }]), /^terms\.checks\[0\]\.kind must be one of: .* \(got 1\)$/],
   [

@@ -33,3 +33,38 @@ export function splitAmount(total: bigint, payeeBps: number): { payee: bigint; p
   const payee = (total * BigInt(payeeBps)) / 10_000n; // BigInt division truncates; operands are non-negative, so this is floor
   return { payee, payer: total - payee };
 }
+
+/** Micro-units of an amount string of the wire form (AMOUNT_RE, at most MAX_INTEGER_DIGITS integer digits), or null. Zero is allowed here. */
+export function amountMicro(s: unknown): bigint | null {
+  if (typeof s !== 'string' || !AMOUNT_RE.test(s)) return null;
+  const dot = s.indexOf('.');
+  const intPart = dot === -1 ? s : s.slice(0, dot);
+  if (intPart.length > MAX_INTEGER_DIGITS) return null;
+  const fracPart = dot === -1 ? '' : s.slice(dot + 1);
+  return BigInt(intPart) * MICRO + BigInt(fracPart.padEnd(AMOUNT_DECIMALS, '0') || '0');
+}
+
+/**
+ * A finite non-negative JSON number as an exact fraction `num / 10^scale`: the number is read as the
+ * shortest decimal that round-trips it (ECMAScript Number::toString, what JSON.stringify writes;
+ * Python's repr(float) gives the same value), so 0.1 is exactly 1/10, never 0.1000000000000000055….
+ */
+export function exactDecimal(n: number): { num: bigint; scale: number } {
+  if (!Number.isFinite(n) || n < 0) throw new RangeError('not a non-negative finite number');
+  const [mant, expPart] = String(n).split('e');
+  const exp = expPart === undefined ? 0 : Number(expPart);
+  const dot = mant.indexOf('.');
+  const digits = dot === -1 ? mant : mant.slice(0, dot) + mant.slice(dot + 1);
+  const scale = (dot === -1 ? 0 : mant.length - dot - 1) - exp;
+  if (scale >= 0) return { num: BigInt(digits), scale };
+  return { num: BigInt(digits) * 10n ** BigInt(-scale), scale: 0 };
+}
+
+/**
+ * Whether `amount` ≤ `perUnit` × `units` exactly (micro-units; units a JSON number as exactDecimal
+ * reads it): amount × 10^scale ≤ perUnit × num, in integers, with no rounding anywhere.
+ */
+export function withinMeteredPrice(amount: bigint, perUnit: bigint, units: number): boolean {
+  const { num, scale } = exactDecimal(units);
+  return amount * 10n ** BigInt(scale) <= perUnit * num;
+}

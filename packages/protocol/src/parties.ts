@@ -37,6 +37,8 @@ const EVENT: Record<PartySignature['kind'], string> = {
   'dispute.open': 'dispute.opened',
   'dispute.evidence': 'dispute.evidence',
   ruling: 'dispute.resolved',
+  refund: 'refund.issued',
+  'refund.request': 'refund.requested',
 };
 
 /** What escrow.created records of an x402 collect: sha256 of JCS(the payer's authorization) (the service's protocol documentation, §11.4). */
@@ -103,7 +105,21 @@ function bindingProblem(s: PartySignature, b: Bundle): string | null {
       if (body.escrowId !== proof.escrowId) return "signed escrowId is not the proof's";
       if (body.contentHash !== data.contentHash || (proof.deliveryHash && body.contentHash !== proof.deliveryHash))
         return "signed contentHash is not the delivery's";
+      // A partial capture: the payee signed the amount it claimed, which delivery.submitted records.
+      if ((body.amount ?? null) !== (data.amount ?? null)) return 'signed amount is not the amount delivery.submitted records';
       return null;
+    case 'refund':
+    case 'refund.request': {
+      if (body.escrowId !== proof.escrowId || body.action !== s.kind)
+        return `signed body is not {escrowId: ${proof.escrowId}, action: "${s.kind}", amount, reason, signedAt}`;
+      if (data.by !== s.publicKey) return `signer is not the party trail entry ${s.trailIndex} names`;
+      if (s.kind === 'refund' && s.publicKey !== r.payee && s.publicKey !== r.arbiter)
+        return 'signer is neither the payee nor the named arbiter';
+      if (s.kind === 'refund.request' && s.publicKey !== r.payer) return 'signer is not the payer';
+      if (body.amount !== data.amount || (body.reason ?? '') !== (data.reason ?? '') || body.signedAt !== data.signedAt)
+        return `signed amount, reason or signedAt is not what trail entry ${s.trailIndex} records`;
+      return null;
+    }
     case 'dispute.open':
     case 'dispute.evidence': {
       if (body.escrowId !== proof.escrowId || body.action !== s.kind)
@@ -165,6 +181,10 @@ function missing(b: Bundle, sigs: PartySignature[]): string | null {
       return `trail entry ${e.index} (dispute.opened) has no dispute.open signature`;
     if (e.event === 'dispute.evidence' && !has('dispute.evidence', e.index))
       return `trail entry ${e.index} (dispute.evidence) has no dispute.evidence signature`;
+    if (e.event === 'refund.issued' && !has('refund', e.index, typeof data.by === 'string' ? data.by : undefined))
+      return `trail entry ${e.index} (refund.issued) has no refund signature of its signer`;
+    if (e.event === 'refund.requested' && !has('refund.request', e.index, r.payer))
+      return `trail entry ${e.index} (refund.requested) has no refund.request signature of the payer`;
     if (e.event === 'dispute.resolved') {
       const need =
         data.decidedBy === 'co-signature'

@@ -7,6 +7,19 @@ import { utf8 } from './crypto/bytes.ts';
 import { evaluateChecks, type DeliveryFacts } from './terms/evaluate.ts';
 import type { TermCheck, Terms } from './types.ts';
 import type { Bundle, Check, TrailEntry } from './types.ts';
+import { amountMicro } from './amounts.ts';
+
+/**
+ * The amount a delivery claimed, as the trail records it: delivery.submitted's `amount` (a partial
+ * capture), else the escrow's amount in escrow.created (what a `price` check is evaluated against).
+ */
+export function claimedAmount(trail: ReadonlyArray<TrailEntry>): bigint | undefined {
+  const d = trail.find((e) => e.event === 'delivery.submitted');
+  if (d && isObj(d.body) && d.body.amount !== undefined) return amountMicro(d.body.amount) ?? undefined;
+  const c = trail.find((e) => e.event === 'escrow.created');
+  const escrow = c && isObj(c.body) && isObj(c.body.escrow) ? c.body.escrow : undefined;
+  return escrow ? (amountMicro(escrow.amount) ?? undefined) : undefined;
+}
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -57,7 +70,13 @@ export function replayVerdict(b: Bundle): [boolean, string] {
     const signed = signedSubmittedAt(b);
     if (signed !== undefined && signed !== b.disclosed.submittedAt)
       return [false, `disclosed.submittedAt ${b.disclosed.submittedAt} is not the ${String(signed)} the payee signed`];
-    const facts: DeliveryFacts = { payload: b.disclosed.payload, contentHash, sizeBytes: bytes.byteLength, receivedAt: r.receivedAt };
+    const facts: DeliveryFacts = {
+      payload: b.disclosed.payload,
+      contentHash,
+      sizeBytes: bytes.byteLength,
+      receivedAt: r.receivedAt,
+      amount: claimedAmount(trail),
+    };
     const again = evaluateChecks(checks, facts);
     const failed = again.results.filter((x) => !x.passed).map((x) => x.check.kind);
     const same = again.passed === r.passed && canonicalize(failed) === canonicalize(r.failed);

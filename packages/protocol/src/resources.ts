@@ -46,6 +46,7 @@ export type {
   MaxBytesCheck,
   PredicateCheck,
   PredicateName,
+  PriceCheck,
   ShapeCheck,
   TermCheck,
   Terms,

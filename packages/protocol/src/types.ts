@@ -6,11 +6,14 @@ export interface Signature {
   signature: string;
 }
 
-/** The terminal settlement proof. Unknown future fields are covered by the signature. */
+/**
+ * A settlement proof: the terminal one of a closing, or an adjustment of it (outcome
+ * `refunded-after-release`, with `adjusts`). Unknown future fields are covered by the signature.
+ */
 export interface Proof {
   id: string;
   escrowId: string;
-  outcome: 'released' | 'refunded' | 'split';
+  outcome: 'released' | 'refunded' | 'split' | 'refunded-after-release';
   payer: string;
   payee: string;
   amount: string;
@@ -21,6 +24,18 @@ export interface Proof {
   disputeId?: string;
   mandateHash?: string;
   shares?: { payerBps: number; payeeBps: number };
+  /** A partial capture: the amount the delivery claimed and the closing released (less the fee). */
+  captured?: string;
+  /** The escrow's fee and what this closing paid of it. */
+  fee?: { bps: number; recipient: string; amount: string };
+  /** Where a closing's money went; the three always sum to `amount`. */
+  payouts?: { payee: string; payer: string; fee: string };
+  /** An adjustment proof: the id of the closing proof it adjusts. */
+  adjusts?: string;
+  /** An adjustment proof: the refunds after release so far, this one included. */
+  refundedTotal?: string;
+  /** An adjustment proof: why ("" when none was given). */
+  reason?: string;
   trailHead: string;
   trailLength: number;
   issuedAt: string;
@@ -78,7 +93,17 @@ export interface ConsistencyProof {
 }
 
 /** What a party signed that the service relied on to close the matter. */
-export type PartySignatureKind = 'mandate' | 'ap2' | 'x402' | 'delivery' | 'x402.void' | 'dispute.open' | 'dispute.evidence' | 'ruling';
+export type PartySignatureKind =
+  | 'mandate'
+  | 'ap2'
+  | 'x402'
+  | 'delivery'
+  | 'x402.void'
+  | 'dispute.open'
+  | 'dispute.evidence'
+  | 'ruling'
+  | 'refund'
+  | 'refund.request';
 
 /**
  * Kind `ap2` is the exception (the AP2 guide (ap2.md in the repository docs) §6): `signedBody` is `{paymentMandate, checkoutMandate?}`, the
@@ -153,8 +178,14 @@ export type MaxBytesCheck = { kind: 'maxBytes'; limit: number };
 export type DeadlineCheck = { kind: 'deadline'; by: string };
 export type ShapeCheck = { kind: 'shape'; requiredFields: string[] };
 export type PredicateCheck = { kind: 'predicate'; name: PredicateName; params?: Record<string, unknown> };
+/**
+ * A metered price (the service's protocol documentation, §24.3): passes when the number at the JSON
+ * Pointer `units` of the payload is a non-negative finite number and the delivery's claimed amount
+ * (or the escrow's whole amount) is at most `perUnit` × units, and at most `max` when given.
+ */
+export type PriceCheck = { kind: 'price'; perUnit: string; units: string; max?: string };
 /** One check of an escrow's terms, discriminated by `kind`. */
-export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck;
+export type TermCheck = HashCheck | MaxBytesCheck | DeadlineCheck | ShapeCheck | PredicateCheck | PriceCheck;
 
 /** What a delivery must satisfy: a description for people and the checks the service runs. */
 export interface Terms {

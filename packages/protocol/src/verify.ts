@@ -9,6 +9,7 @@ import { partyChecks } from './parties.ts';
 import { replayCheck } from './replay.ts';
 import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
+import { amountMicro, formatAmount, splitAmount } from './amounts.ts';
 import type { Bundle, Check, ConsistencyProof, Inclusion, IssuerKey, Proof, SignedHead, TrailEntry, VerifyResult } from './types.ts';
 
 /** prevHash of a trail's first entry (64 zeros at genesis). */
@@ -213,6 +214,31 @@ export function verifyConsistency(c: ConsistencyProof): VerifyResult {
 }
 
 /**
+ * `payouts.sum` of a closing proof that carries `payouts` (the service's protocol documentation, §24.1):
+ * payee + payer + fee is exactly `amount`; the payee's share (payee + fee) is what the outcome gives of
+ * the claim (`captured`, else `amount`): all of it released, floor(claim × payeeBps / 10000) of a
+ * split, none of a refund; and the fee is floor(share × bps / 10000), as `fee.amount` says.
+ */
+export function payoutsProblem(proof: Proof): string | null {
+  const p = proof.payouts;
+  if (p === undefined) return null;
+  const [payee, payer, fee, amount] = [p.payee, p.payer, p.fee, proof.amount].map(amountMicro);
+  if (payee === null || payer === null || fee === null || amount === null) return 'payouts and amount must be amounts';
+  if (payee + payer + fee !== amount) return `payouts sum to ${formatAmount(payee + payer + fee)}, not the amount ${proof.amount}`;
+  const claim = proof.captured === undefined ? amount : amountMicro(proof.captured);
+  if (claim === null || claim > amount) return 'captured is not an amount within the escrow amount';
+  const share =
+    proof.outcome === 'released' ? claim : proof.outcome === 'split' && proof.shares ? splitAmount(claim, proof.shares.payeeBps).payee : 0n;
+  if (payee + fee !== share)
+    return `the payee's share is ${formatAmount(payee + fee)}, not the ${formatAmount(share)} a ${proof.outcome} of ${formatAmount(claim)} gives`;
+  const bps = proof.fee?.bps ?? 0;
+  const due = (share * BigInt(bps)) / 10_000n;
+  if (fee !== due) return `the fee is ${formatAmount(fee)}, not floor(${formatAmount(share)} × ${bps} / 10000) = ${formatAmount(due)}`;
+  if (proof.fee && amountMicro(proof.fee.amount) !== fee) return `fee.amount ${proof.fee.amount} is not payouts.fee ${p.fee}`;
+  return null;
+}
+
+/**
  * Everything in an offline bundle: proof signature and issuer, trail chain and its
  * binding to the proof, the proof's leaf and inclusion, the signed head the inclusion ends at,
  * every party signature the closing relied on (`parties[i].<kind>`, then `parties.complete`), and
@@ -273,6 +299,19 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
       return [true, `the signed head covers the same ${head.logSize}-leaf log and root as the inclusion`];
     }),
   );
+  if (proof.payouts !== undefined) {
+    checks.push(
+      run('payouts.sum', () => {
+        const problem = payoutsProblem(proof);
+        return problem
+          ? [false, problem]
+          : [
+              true,
+              `payee ${proof.payouts!.payee} + payer ${proof.payouts!.payer} + fee ${proof.payouts!.fee} = ${proof.amount}, as the outcome and the fee give`,
+            ];
+      }),
+    );
+  }
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle, { ap2Issuers: opts.ap2Issuers }));
   // The verdict, re-run from the terms (and the disclosed payload) with the service's own checks.

@@ -46,7 +46,7 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
             (SELECT s.signed_body FROM party_signatures s WHERE s.escrow_id = x.escrow_id AND s.kind = 'x402' ORDER BY s.seq LIMIT 1) AS authorization,
             (SELECT t.body FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.refunded' LIMIT 1) AS refunded
        FROM x402_payments x JOIN escrows e ON e.id = x.escrow_id
-       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id
+       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id AND p.adjusts IS NULL
        LEFT JOIN deliveries d ON d.escrow_id = x.escrow_id
       WHERE x.escrow_id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM escrow_tenants t WHERE t.escrow_id = x.escrow_id AND t.key_id = $2))`,
     [escrowId, scope],

@@ -40,7 +40,7 @@ export async function paymentStatus(svc: Services, paymentId: string): Promise<P
             (SELECT t.body FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.funded' LIMIT 1) AS funded,
             EXISTS (SELECT 1 FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.timeout') AS timed_out
        FROM x402_payments x JOIN escrows e ON e.id = x.escrow_id
-       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id
+       LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id AND p.adjusts IS NULL
       WHERE x.escrow_id = $1`,
     [paymentId],
   );

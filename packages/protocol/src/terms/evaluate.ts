@@ -4,9 +4,10 @@
 import { resolvePointer } from './pointer.ts';
 import { evaluatePredicate, isJsonObject, jsonTypeOf } from './predicates.ts';
 import type { CheckResult, TermCheck } from '../resources.ts';
+import { amountMicro, formatAmount, withinMeteredPrice } from '../amounts.ts';
 
 /** The kinds of check terms may hold. */
-export const CHECK_KINDS = ['hash', 'maxBytes', 'deadline', 'shape', 'predicate'] as const;
+export const CHECK_KINDS = ['hash', 'maxBytes', 'deadline', 'shape', 'predicate', 'price'] as const;
 export type CheckKind = (typeof CHECK_KINDS)[number];
 
 // ---- timestamps (the service's protocol documentation, §2.5: inputs accept any ISO 8601 date-time with a zone) ----
@@ -46,6 +47,8 @@ export type DeliveryFacts = {
   sizeBytes: number;
   /** Server receipt time. */
   receivedAt: Date;
+  /** Micro-units the delivery claims: its `amount` (a partial capture), else the escrow's whole amount. Needed by `price`. */
+  amount?: bigint;
 };
 
 function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; detail: string } {
@@ -81,6 +84,26 @@ function evaluateCheck(check: TermCheck, d: DeliveryFacts): { passed: boolean; d
     }
     case 'predicate': {
       return evaluatePredicate(check.name, check.params, d.payload);
+    }
+    case 'price': {
+      const perUnit = amountMicro(check.perUnit);
+      const max = check.max === undefined ? null : amountMicro(check.max);
+      if (perUnit === null || (check.max !== undefined && max === null))
+        return { passed: false, detail: 'perUnit or max is not an amount' };
+      if (d.amount === undefined) return { passed: false, detail: 'the claimed amount is not known' };
+      const at = resolvePointer(d.payload, check.units);
+      if (!at.found) return { passed: false, detail: `no value at ${check.units}` };
+      const units = at.value;
+      if (typeof units !== 'number' || !Number.isFinite(units) || units < 0)
+        return { passed: false, detail: `the value at ${check.units} is ${jsonTypeOf(units)}, not a non-negative finite number` };
+      const claim = formatAmount(d.amount);
+      if (!withinMeteredPrice(d.amount, perUnit, units))
+        return { passed: false, detail: `claimed ${claim} is over ${check.perUnit} × ${String(units)} units` };
+      if (max !== null && d.amount > max) return { passed: false, detail: `claimed ${claim} is over the max ${check.max}` };
+      return {
+        passed: true,
+        detail: `claimed ${claim} is within ${check.perUnit} × ${String(units)} units${max !== null ? ` and the max ${check.max}` : ''}`,
+      };
     }
     default: {
       const kind = (check as { kind?: unknown }).kind;
