@@ -17,6 +17,7 @@ import { closeMatter } from './close.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
 import { formatAmount } from '../units/amounts.ts';
+import type { Fee } from './escrowRow.ts';
 
 export const MAX_SKEW_MS = 300_000;
 
@@ -28,7 +29,19 @@ export const MAX_SKEW_MS = 300_000;
  */
 export type DeliveryInput =
   | { form: 'sandbox'; agentId: string; payload: unknown; amount?: bigint }
-  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string }; amount?: bigint };
+  | {
+      form: 'client';
+      payload: unknown;
+      submittedAt: string;
+      signature: { signer: string; signature: string };
+      amount?: bigint;
+      /**
+       * The fee this delivery's closing takes, set with it: an x402 capture's feeBps, chosen within the
+       * bounds the payer's authorization signed (docs/x402.md "Fees and deadlines"). It replaces the
+       * escrow's fee, and delivery.submitted records it.
+       */
+      fee?: Fee;
+    };
 
 export interface DeliveryResult {
   delivery: Record<string, unknown>;
@@ -69,6 +82,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
     const claimed = input.amount;
+    const setFee = input.form === 'client' && input.fee !== undefined ? input.fee : undefined;
     if (claimed !== undefined && (claimed <= 0n || claimed > e.amount))
       throw badRequest(`amount ${formatAmount(claimed)} must be greater than 0 and at most the escrow's amount ${formatAmount(e.amount)}`);
     const at = e.now.toISOString();
@@ -121,7 +135,12 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     const pending = [
       {
         event: 'delivery.submitted',
-        body: { deliveryId, contentHash, ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}) },
+        body: {
+          deliveryId,
+          contentHash,
+          ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}),
+          ...(setFee !== undefined ? { fee: setFee } : {}),
+        },
       },
       {
         event: evaluation.passed ? 'verdict.passed' : 'verdict.failed',
@@ -137,6 +156,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
         text: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
         params: [verdictId, escrowId, deliveryId, evaluation.passed, JSON.stringify(evaluation.results), at],
       },
+      ...(setFee !== undefined ? [{ text: 'UPDATE escrows SET fee = $2 WHERE id = $1', params: [escrowId, JSON.stringify(setFee)] }] : []),
     ];
     if (!evaluation.passed) {
       // Failed verdict: delivered, open for dispute or refund until resolveWithinSeconds passes.
@@ -146,7 +166,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {
-      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null },
+      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null, fee: setFee ?? e.fee },
       closing: { kind: 'release' },
       pending,
       writes,

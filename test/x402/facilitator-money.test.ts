@@ -326,6 +326,126 @@ describeStores('x402 facilitator: fee bounds and deadlines', (h) => {
   });
 });
 
+describeStores('x402 facilitator: partial capture and the fee', (h) => {
+  const payer = generateKeys();
+  const payee = generateKeys();
+  const platform = generateKeys().publicKey;
+  const FEES = { minFeeBps: 100, maxFeeBps: 500, feeRecipient: platform };
+
+  test('a capture of part of the hold with a fee within the bounds: the rest goes back in the same closing', async () => {
+    const body = collect(payer.secretKey, payee.publicKey, FEES);
+    const id = (await h().req('POST', S, body)).body.transaction as string;
+    assert.deepEqual(
+      (await h().req('GET', `/v1/escrows/${id}`)).body.fee,
+      { bps: 100, recipient: platform },
+      'held with the lowest fee agreed',
+    );
+    const r = await h().req(
+      'POST',
+      S,
+      lifecycle(body, signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, amount: '4000', feeBps: 250 })),
+    );
+    assert.equal(r.body.success, true, r.text);
+    const proof = (await h().req('GET', `/v1/proofs/${r.body.transaction}`)).body;
+    assert.equal(proof.outcome, 'released');
+    assert.equal(proof.captured, '0.004');
+    assert.deepEqual(proof.fee, { bps: 250, recipient: platform, amount: '0.0001' });
+    assert.deepEqual(proof.payouts, { payee: '0.0039', payer: '0.006', fee: '0.0001' });
+    assert.deepEqual((await status(h(), id)).body.amounts, { authorized: '10000', captured: '4000', refunded: '0', fee: '100' });
+    assert.equal((await status(h(), id)).body.status, 'captured');
+    const checked = (await h().req('GET', `/v1/proofs/${r.body.transaction}/verify`)).body;
+    assert.deepEqual([checked.signatureValid, checked.trailIntact, checked.trailHeadMatches], [true, true, true]);
+  });
+
+  test("without feeBps the capture takes minFeeBps; @x402/core's lowered requirements amount is the capture's", async () => {
+    const body = collect(payer.secretKey, payee.publicKey, FEES);
+    const id = (await h().req('POST', S, body)).body.transaction as string;
+    // @x402/core's settlement override sends the requirements with the amount lowered to the capture.
+    const lowered = { ...body.paymentRequirements, amount: '2000' };
+    const capture = signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, amount: '2000' });
+    const r = await h().req('POST', S, {
+      x402Version: 2,
+      paymentPayload: { ...body.paymentPayload, payload: capture },
+      paymentRequirements: lowered,
+    });
+    assert.equal(r.body.success, true, r.text);
+    const proof = (await h().req('GET', `/v1/proofs/${r.body.transaction}`)).body;
+    assert.deepEqual(proof.fee, { bps: 100, recipient: platform, amount: '0.00002' });
+    assert.deepEqual(proof.payouts, { payee: '0.00198', payer: '0.008', fee: '0.00002' });
+    // A lowered amount the capture does not claim is still a mismatch with what the payer accepted.
+    const other = collect(payer.secretKey, payee.publicKey, FEES);
+    const oid = (await h().req('POST', S, other)).body.transaction as string;
+    const full = signCapture(payee.secretKey, { escrowId: oid, payload: { title: 'ok' } });
+    const mismatch = await h().req('POST', S, {
+      x402Version: 2,
+      paymentPayload: { ...other.paymentPayload, payload: full },
+      paymentRequirements: { ...other.paymentRequirements, amount: '2000' },
+    });
+    refused(mismatch, 'errorReason', 'payment_invalid', /accepted differs from paymentRequirements/);
+  });
+
+  test('capture amounts and fees outside what the payer authorized are refused, writing nothing', async () => {
+    const body = collect(payer.secretKey, payee.publicKey, FEES);
+    const id = (await h().req('POST', S, body)).body.transaction as string;
+    const plain = collect(payer.secretKey, payee.publicKey);
+    const pid = (await h().req('POST', S, plain)).body.transaction as string;
+    const cap = (o: Record<string, unknown>) => signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, ...o });
+    const before = await counts(h());
+    const cases: Array<[string, ReturnType<typeof collect>, unknown, string, RegExp]> = [
+      [
+        'more than authorized',
+        body,
+        cap({ amount: '10001' }),
+        'payment_invalid',
+        /amount 10001 is more than the 10000 atomic units authorized/,
+      ],
+      [
+        'zero',
+        body,
+        { ...cap({ amount: '1' }), amount: '0' },
+        'malformed_header',
+        /payload\.amount must be a whole number of atomic units greater than 0/,
+      ],
+      ['a decimal', body, { ...cap({ amount: '1' }), amount: '0.5' }, 'malformed_header', /payload\.amount must be a whole number/],
+      ['a number', body, { ...cap({ amount: '1' }), amount: 5 }, 'malformed_header', /amount/],
+      [
+        'fee above the bounds',
+        body,
+        cap({ amount: '4000', feeBps: 501 }),
+        'payment_invalid',
+        /feeBps 501 is outside the bounds the payer authorized \(minFeeBps 100, maxFeeBps 500\)/,
+      ],
+      ['fee below the bounds', body, cap({ feeBps: 99 }), 'payment_invalid', /feeBps 99 is outside the bounds/],
+      ['a fractional fee', body, cap({ feeBps: 1.5 }), 'malformed_header', /feeBps must be a whole number of basis points from 0 to 10000/],
+      [
+        'a fee without bounds',
+        plain,
+        signCapture(payee.secretKey, { escrowId: pid, payload: { title: 'ok' }, feeBps: 10 }),
+        'payment_invalid',
+        /feeBps 10: payment .+ was authorized without a fee/,
+      ],
+      [
+        'an amount the delivery did not sign',
+        body,
+        { ...cap({}), amount: '4000' },
+        'bad_signature',
+        /JCS \{escrowId, contentHash, submittedAt, amount\}/,
+      ],
+      ['a signed amount changed', body, { ...cap({ amount: '4000' }), amount: '5000' }, 'bad_signature', /does not verify/],
+    ];
+    for (const [name, b, payload, code, message] of cases) {
+      try {
+        refused(await h().req('POST', S, lifecycle(b, payload)), 'errorReason', code, message);
+      } catch (err) {
+        throw new Error(`${name}: ${(err as Error).message}`);
+      }
+    }
+    assert.deepEqual(await counts(h()), before);
+    assert.equal((await h().req('GET', `/v1/escrows/${id}`)).body.state, 'funded');
+    assert.equal((await status(h(), id)).body.status, 'authorized');
+  });
+});
+
 describeStores('x402 facilitator: the capture deadline passes', (h) => {
   test('a capture after captureDeadline is refused; the sweep returns the hold and the status says expired', async () => {
     const payer = generateKeys();

@@ -16,6 +16,7 @@ import { captureAnswer, findPayment, voidAnswer, type Payment, type SettleAnswer
 import { refuse, refusing } from './refusal.ts';
 import type { Checked } from './requirements.ts';
 import type { Authorization, Capture, Void } from './wire.ts';
+import type { Fee } from '../../escrow/escrowRow.ts';
 
 /** The bytes the payee signs to void: JCS {escrowId, action: "void", signedAt} (docs/x402.md). */
 export const voidSigningBody = (escrowId: string, signedAt: string) => ({ escrowId, action: 'void', signedAt });
@@ -44,9 +45,14 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
   const p = await ownPayment(svc, caller, c, body.paymentId, body.authorization, body.signature);
   const d = body.delivery;
   if (d.signature.signer !== p.payTo) throw refuse('wrong_payee', "delivery.signature.signer is not the payment's payee (payTo)");
+  const amount = captureAmount(body.amount, p);
+  const fee = captureFee(body.feeBps, p);
   const contentHash = sha256Hex(await refusing(async () => canonicalPayload(d.payload)));
-  if (!verifyHex(d.signature.signature, utf8(canonicalize(deliverySigningBody(p.escrowId, contentHash, d.submittedAt))), p.payTo)) {
-    throw refuse('bad_signature', 'delivery.signature does not verify with payTo over JCS {escrowId, contentHash, submittedAt}');
+  if (!verifyHex(d.signature.signature, utf8(canonicalize(deliverySigningBody(p.escrowId, contentHash, d.submittedAt, amount))), p.payTo)) {
+    throw refuse(
+      'bad_signature',
+      `delivery.signature does not verify with payTo over JCS {escrowId, contentHash, submittedAt${amount === undefined ? '' : ', amount'}}`,
+    );
   }
   if (p.verdict) return capturedBy(p, d.signature.signature);
   if (p.state !== 'funded') throw refuse('payment_invalid', `payment ${p.escrowId} cannot be captured in state ${p.state}`);
@@ -57,7 +63,14 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
       `payment ${p.escrowId} is past its captureDeadline (${captureDeadline}): it can only be voided, or it returns to the payer`,
     );
   try {
-    await submitDelivery(svc, p.escrowId, { form: 'client', payload: d.payload, submittedAt: d.submittedAt, signature: d.signature });
+    await submitDelivery(svc, p.escrowId, {
+      form: 'client',
+      payload: d.payload,
+      submittedAt: d.submittedAt,
+      signature: d.signature,
+      ...(amount !== undefined ? { amount } : {}),
+      ...(fee !== undefined ? { fee } : {}),
+    });
   } catch (err) {
     // A concurrent capture delivered first: its outcome is this one's answer.
     if (!(err instanceof AppError && err.code === 'invalid_state')) await refusing(() => Promise.reject(err));
@@ -65,6 +78,44 @@ export async function settleCapture(svc: Services, caller: Caller, c: Checked, b
   const after = await findPayment(svc, caller, p.escrowId);
   if (!after.verdict) throw refuse('payment_invalid', `payment ${p.escrowId} cannot be captured in state ${after.state}`);
   return capturedBy(after, d.signature.signature);
+}
+
+const ATOMIC = /^[1-9]\d{0,23}$/;
+
+/** A partial capture's amount (micro-units: atomic units at 6 decimals), at most what was authorized. */
+function captureAmount(amount: string | undefined, p: Payment): bigint | undefined {
+  if (amount === undefined) return undefined;
+  if (!ATOMIC.test(amount))
+    throw refuse(
+      'malformed_header',
+      'paymentPayload.payload.amount must be a whole number of atomic units greater than 0, at most 24 digits',
+    );
+  if (BigInt(amount) > BigInt(p.amount))
+    throw refuse('payment_invalid', `paymentPayload.payload.amount ${amount} is more than the ${p.amount} atomic units authorized`);
+  return BigInt(amount);
+}
+
+/**
+ * The fee a capture sets: feeBps within the bounds the payer's authorization signed (default the
+ * lowest); none without bounds, where only 0 is accepted. Undefined: the escrow's fee stays.
+ */
+function captureFee(feeBps: number | undefined, p: Payment): Fee | undefined {
+  const a = p.authorization;
+  const [min, max, recipient] = [a.minFeeBps, a.maxFeeBps, a.feeRecipient];
+  if (feeBps !== undefined && (!Number.isInteger(feeBps) || feeBps < 0 || feeBps > 10_000))
+    throw refuse('malformed_header', 'paymentPayload.payload.feeBps must be a whole number of basis points from 0 to 10000');
+  if (typeof min !== 'number' || typeof max !== 'number') {
+    if (feeBps !== undefined && feeBps !== 0)
+      throw refuse('payment_invalid', `paymentPayload.payload.feeBps ${feeBps}: payment ${p.escrowId} was authorized without a fee`);
+    return undefined;
+  }
+  const bps = feeBps ?? min;
+  if (bps < min || bps > max)
+    throw refuse(
+      'payment_invalid',
+      `paymentPayload.payload.feeBps ${bps} is outside the bounds the payer authorized (minFeeBps ${min}, maxFeeBps ${max})`,
+    );
+  return typeof recipient === 'string' ? { bps, recipient } : undefined;
 }
 
 const serviceNow = async (svc: Services) => (await svc.db.query<{ now: Date }>('SELECT svc_now() AS now'))[0].now;

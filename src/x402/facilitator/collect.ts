@@ -91,6 +91,11 @@ export async function checkCollect(
   if (validBefore > now.getTime() + r.maxTimeoutSeconds * 1000 + VALID_BEFORE_SLACK_MS) {
     throw refuse('payment_invalid', `authorization.validBefore is more than maxTimeoutSeconds (${r.maxTimeoutSeconds} s) away`);
   }
+  if (c.fee && c.fee.maxBps > 0 && svc.custody.kind !== 'simulated')
+    throw refuse(
+      'payment_invalid',
+      `paymentRequirements.extra.maxFeeBps: this service's ${svc.custody.kind} custody pays the payer and the payee only; a fee needs simulated custody`,
+    );
   const timeouts = escrowTimeouts(c, now);
   return { ...(await mandateFor(svc, scope, c, a.from, r.payTo, now)), timeouts };
 }
@@ -167,6 +172,8 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         arbiter: c.requirements.extra.arbiter !== undefined ? { keyRef: { publicKey: c.requirements.extra.arbiter } } : undefined,
         mandateId,
         timeouts,
+        // The lowest fee the payer agreed to; a capture may set another within the bounds (docs/x402.md).
+        ...(c.fee?.recipient !== undefined ? { fee: { bps: c.fee.minBps, recipient: c.fee.recipient } } : {}),
         scope: scopeOf(caller),
         // The payer's consent: escrow.created records its hash, the bundle carries it (docs/protocol.md §11.4).
         createdWith: { x402: { authorizationHash: sha256Hex(canonicalize(a)) } },

@@ -13,6 +13,8 @@ export interface Payment {
   payloadHash: string;
   payer: string;
   network: string;
+  /** The authorized amount, atomic units. */
+  amount: string;
   state: string;
   verdict?: { id: string; escrowId: string; deliveryId: string; passed: boolean; results: unknown; decidedAt: string };
   proofId?: string;
@@ -41,7 +43,7 @@ export interface SettleAnswer {
 export async function findPayment(svc: Services, caller: Caller, escrowId: string): Promise<Payment> {
   const scope = scopeOf(caller);
   const [r] = await svc.db.query(
-    `SELECT x.escrow_id, x.pay_to, x.nonce, x.payload_hash, x.payer, x.network, e.state,
+    `SELECT x.escrow_id, x.pay_to, x.nonce, x.payload_hash, x.payer, x.network, x.amount, e.state,
             v.id AS verdict_id, v.delivery_id, v.passed, v.results, v.decided_at, p.id AS proof_id, d.signature AS delivery_signature,
             (SELECT s.signed_body FROM party_signatures s WHERE s.escrow_id = x.escrow_id AND s.kind = 'x402' ORDER BY s.seq LIMIT 1) AS authorization,
             (SELECT t.body FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.refunded' LIMIT 1) AS refunded
@@ -59,6 +61,7 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
     payloadHash: r.payload_hash,
     payer: r.payer,
     network: r.network,
+    amount: r.amount,
     state: r.state,
     ...(r.verdict_id
       ? {

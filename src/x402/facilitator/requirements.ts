@@ -79,7 +79,17 @@ export function checkRequest(
     throw refuse('scheme_mismatch', 'paymentPayload.accepted names another scheme or network than paymentRequirements');
   if (accepted.payTo !== r.payTo) throw refuse('wrong_payee', 'paymentPayload.accepted.payTo differs from paymentRequirements.payTo');
   if (accepted.asset !== r.asset) throw refuse('wrong_asset', 'paymentPayload.accepted.asset differs from paymentRequirements.asset');
-  if (!sameJson(accepted, body.paymentRequirements))
+  // A partial capture may come with the requirements' amount lowered to it (@x402/core's settlement
+  // override): the payer signed the accepted amount, which stays the payment's.
+  const partial =
+    payment.payload.type === 'capture' &&
+    typeof payment.payload.amount === 'string' &&
+    payment.payload.amount === r.amount &&
+    typeof accepted.amount === 'string' &&
+    ATOMIC.test(accepted.amount) &&
+    BigInt(accepted.amount) > BigInt(r.amount);
+  if (partial) r.amount = accepted.amount as string;
+  if (!sameJson(accepted, partial ? { ...body.paymentRequirements, amount: accepted.amount } : body.paymentRequirements))
     throw refuse('payment_invalid', 'paymentPayload.accepted differs from paymentRequirements (amount, maxTimeoutSeconds or extra)');
   const fee = feeBounds(r.extra);
   const { captureDeadline, refundDeadline } = r.extra;

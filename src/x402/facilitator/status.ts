@@ -4,7 +4,8 @@
 import type { Services } from '../../services.ts';
 import { notFound } from '../../errors.ts';
 import { amountsOf } from '../../escrow/close.ts';
-import type { Proof } from '../../proof/proof.ts';
+import type { Outcome, Proof } from '../../proof/proof.ts';
+import { amountMicro } from '@escrow-settlement/protocol/amounts';
 
 export const PAYMENT_STATUSES = ['authorized', 'captured', 'voided', 'expired', 'failed', 'refunded', 'partially_refunded'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -24,6 +25,9 @@ type Row = {
   escrow_id: string;
   amount: string;
   state: string;
+  refunded: string;
+  refund_deadline: Date | null;
+  adjustments: string | null;
   passed: boolean | null;
   proof_id: string | null;
   doc: string | null;
@@ -35,7 +39,8 @@ type Row = {
 /** The status of the x402 payment `paymentId`; 404 when there is none (tenancy is checked by the route). */
 export async function paymentStatus(svc: Services, paymentId: string): Promise<PaymentStatusView> {
   const [r] = await svc.db.query<Row>(
-    `SELECT x.escrow_id, x.amount, e.state, v.passed, p.id AS proof_id, p.doc,
+    `SELECT x.escrow_id, x.amount, e.state, e.refunded::text AS refunded, e.refund_deadline, v.passed, p.id AS proof_id, p.doc,
+            (SELECT string_agg(a.id, ',' ORDER BY a.issued_at, a.id) FROM proofs a WHERE a.adjusts = p.id) AS adjustments,
             (SELECT s.signed_body FROM party_signatures s WHERE s.escrow_id = x.escrow_id AND s.kind = 'x402' ORDER BY s.seq LIMIT 1) AS authorization,
             (SELECT t.body FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.funded' LIMIT 1) AS funded,
             EXISTS (SELECT 1 FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.timeout') AS timed_out
@@ -47,29 +52,45 @@ export async function paymentStatus(svc: Services, paymentId: string): Promise<P
   if (!r) throw notFound(`paymentId: no x402 payment ${paymentId}`);
   const authorized = BigInt(r.amount);
   const proof = r.doc ? (JSON.parse(r.doc) as Proof) : undefined;
-  const captured = proof ? amountsOf(authorized, proof.outcome, proof.shares).payee : 0n;
+  const paid = proof ? payoutsOf(proof, authorized) : { payee: 0n, fee: 0n };
+  const refunded = BigInt(r.refunded);
   const authorization = r.authorization ? (JSON.parse(r.authorization) as Record<string, unknown>) : {};
   const fundedDeadline = r.funded ? (JSON.parse(r.funded) as { deadlineAt?: string }).deadlineAt : undefined;
   return {
     paymentId: r.escrow_id,
-    status: statusOf(r, proof, captured),
-    amounts: { authorized: authorized.toString(), captured: captured.toString(), refunded: '0', fee: '0' },
-    proofs: r.proof_id ? [r.proof_id] : [],
+    status: statusOf(r, proof, paid.payee + paid.fee, refunded, paid.payee),
+    amounts: {
+      authorized: authorized.toString(),
+      captured: (paid.payee + paid.fee).toString(),
+      refunded: refunded.toString(),
+      fee: paid.fee.toString(),
+    },
+    proofs: r.proof_id ? [r.proof_id, ...(r.adjustments ? r.adjustments.split(',') : [])] : [],
     captureDeadline: stringOr(authorization.captureDeadline) ?? fundedDeadline ?? null,
-    refundDeadline: stringOr(authorization.refundDeadline) ?? null,
+    refundDeadline: stringOr(authorization.refundDeadline) ?? r.refund_deadline?.toISOString() ?? null,
   };
+}
+
+/** The payee's net payout and the fee of a closing proof, in micro-units (atomic units). */
+function payoutsOf(proof: Proof, authorized: bigint): { payee: bigint; fee: bigint } {
+  if (proof.payouts) return { payee: amountMicro(proof.payouts.payee) ?? 0n, fee: amountMicro(proof.payouts.fee) ?? 0n };
+  // A closing proof issued before payouts were recorded: the whole amount or the split's share, no fee.
+  return { payee: amountsOf(authorized, proof.outcome as Exclude<Outcome, 'refunded-after-release'>, proof.shares).payee, fee: 0n };
 }
 
 const stringOr = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /**
- * Closed: captured when the payee was paid anything (a release, or a ruling's split), else the hold
+ * Closed: refunded or partially_refunded once refunds after release gave back all or part of the
+ * payee's net payout (the fee is not refunded); captured when the payee was paid anything (a
+ * release, or a ruling's split), else the hold
  * went back to the payer: expired when a deadline did it, voided otherwise (the payee's void, a
  * refund, a ruling). Open: failed once the delivery failed the terms (still held, a dispute may
  * follow), authorized before that and while a passing capture waits for custody.
  */
-function statusOf(r: Row, proof: Proof | undefined, captured: bigint): PaymentStatus {
+function statusOf(r: Row, proof: Proof | undefined, captured: bigint, refunded: bigint, net: bigint): PaymentStatus {
   if (proof) {
+    if (refunded > 0n) return refunded >= net ? 'refunded' : 'partially_refunded';
     if (captured > 0n) return 'captured';
     return r.timed_out ? 'expired' : 'voided';
   }

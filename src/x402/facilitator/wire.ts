@@ -86,6 +86,10 @@ export const CaptureS = object({
   type: literal('capture'),
   paymentId: idOf('esc'),
   delivery: object({ payload: any(), submittedAt: timestamp, signature: SignatureS }),
+  /** A partial capture: atomic units, at most the authorized amount; absent: all of it. */
+  amount: optional(string()),
+  /** The fee this capture takes, within the authorization's bounds; absent: minFeeBps (0 without bounds). */
+  feeBps: optional(number()),
   authorization: optional(AuthorizationS),
   signature: optional(sigHex),
 });

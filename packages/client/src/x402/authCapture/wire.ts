@@ -4,6 +4,7 @@
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import { toHex } from '@escrow-settlement/protocol/crypto/bytes';
+import { formatAmount } from '@escrow-settlement/protocol/amounts';
 import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys';
 import { signDelivery } from '../../sign.ts';
 import type { Terms } from '@escrow-settlement/protocol/resources';
@@ -66,6 +67,20 @@ export interface CapturePayload {
   type: 'capture';
   paymentId: string;
   delivery: { payload: unknown; submittedAt: string; signature: Signature };
+  /** A partial capture: atomic units, at most the authorized amount (the rest goes back to the payer). */
+  amount?: string;
+  /** The fee this capture takes, within the authorization's minFeeBps..maxFeeBps (default minFeeBps). */
+  feeBps?: number;
+}
+
+/** A refund after release: by payTo, of `amount` atomic units of what the payee was paid. */
+export interface RefundPayload {
+  type: 'refund';
+  paymentId: string;
+  amount: string;
+  reason?: string;
+  signedAt: string;
+  signature: Signature;
 }
 
 export interface VoidPayload {
@@ -149,10 +164,56 @@ export function signCollect(payerSecretKey: string, c: CollectToSign): CollectPa
   return { authorization, signature: signBody(payerSecretKey, authorization, 'payerSecretKey').signature };
 }
 
-/** The payee's capture: the response as the delivery, signed as the REST API's client-signed delivery. */
-export function signCapture(payeeSecretKey: string, c: { escrowId: string; payload: unknown; submittedAt?: string }): CapturePayload {
-  const d = signDelivery(payeeSecretKey, { escrowId: c.escrowId, payload: c.payload, submittedAt: c.submittedAt });
-  return { type: 'capture', paymentId: c.escrowId, delivery: { payload: d.payload, submittedAt: d.submittedAt, signature: d.signature } };
+/** Atomic units (6 decimals) as the service's decimal amount: "2500000" → "2.5". */
+export const atomicToDecimal = (atomic: string): string => {
+  if (!/^[1-9]\d{0,23}$/.test(atomic)) throw new TypeError(`amount must be a whole number of atomic units greater than 0, got ${atomic}`);
+  return formatAmount(BigInt(atomic));
+};
+
+/**
+ * The payee's capture: the response as the delivery, signed as the REST API's client-signed delivery.
+ * With `amount` (atomic units) it is a partial capture: the signed body then carries the amount as
+ * the decimal, JCS {escrowId, contentHash, submittedAt, amount}. `feeBps` picks the fee within the
+ * payer's bounds.
+ */
+export function signCapture(
+  payeeSecretKey: string,
+  c: { escrowId: string; payload: unknown; submittedAt?: string; amount?: string; feeBps?: number },
+): CapturePayload {
+  const extra = { ...(c.amount !== undefined ? { amount: c.amount } : {}), ...(c.feeBps !== undefined ? { feeBps: c.feeBps } : {}) };
+  if (c.amount === undefined) {
+    const d = signDelivery(payeeSecretKey, { escrowId: c.escrowId, payload: c.payload, submittedAt: c.submittedAt });
+    return {
+      type: 'capture',
+      paymentId: c.escrowId,
+      delivery: { payload: d.payload, submittedAt: d.submittedAt, signature: d.signature },
+      ...extra,
+    };
+  }
+  const submittedAt = c.submittedAt ?? new Date().toISOString();
+  const body = { escrowId: c.escrowId, contentHash: sha256Hex(canonicalize(c.payload)), submittedAt, amount: atomicToDecimal(c.amount) };
+  const signature = signBody(payeeSecretKey, body, 'payeeSecretKey');
+  return { type: 'capture', paymentId: c.escrowId, delivery: { payload: c.payload, submittedAt, signature }, ...extra };
+}
+
+/**
+ * The payee's refund after release: JCS {escrowId, action: "refund", amount, reason, signedAt} with
+ * the amount as the decimal and reason "" when absent; the payload carries the amount in atomic units.
+ */
+export function signRefund(
+  payeeSecretKey: string,
+  r: { escrowId: string; amount: string; reason?: string; signedAt?: string },
+): RefundPayload {
+  const signedAt = r.signedAt ?? new Date().toISOString();
+  const body = { escrowId: r.escrowId, action: 'refund', amount: atomicToDecimal(r.amount), reason: r.reason ?? '', signedAt };
+  return {
+    type: 'refund',
+    paymentId: r.escrowId,
+    amount: r.amount,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    signedAt,
+    signature: signBody(payeeSecretKey, body, 'payeeSecretKey'),
+  };
 }
 
 /** The payee's void: JCS {escrowId, action: "void", signedAt} signed with the payee key. */
