@@ -80,6 +80,7 @@ export const SCHEMAS: Record<string, unknown> = {
         { name: { type: 'string', enum: ['non-empty', 'equals', 'number-range', 'length-range'] }, params: { type: 'object' } },
         ['name'],
       ),
+      check('price', { perUnit: amount, units: { type: 'string', pattern: '^/' }, max: amount }, ['perUnit', 'units']),
     ],
   },
   Terms: {
@@ -93,7 +94,11 @@ export const SCHEMAS: Record<string, unknown> = {
     resolveWithinSeconds: int,
     decideWithinSeconds: int,
     timeoutRuling: { type: 'string', enum: ['release', 'refund', 'split'] },
+    refundWithinSeconds: { type: 'integer', minimum: 0 },
   }),
+  Fee: obj({ bps: { type: 'integer', minimum: 0, maximum: 10000 }, recipient: hex64 }, ['bps', 'recipient']),
+  Payouts: obj({ payee: amount, payer: amount, fee: amount }, ['payee', 'payer', 'fee']),
+  Refund: obj({ id: str, amount, reason: str, by: hex64, at: ts }, ['id', 'amount', 'reason', 'by', 'at']),
   Shares: {
     type: 'object',
     properties: { payerBps: { type: 'integer', minimum: 0, maximum: 10000 }, payeeBps: { type: 'integer', minimum: 0, maximum: 10000 } },
@@ -139,12 +144,16 @@ export const SCHEMAS: Record<string, unknown> = {
       createdAt: ts,
       updatedAt: ts,
       metadata: ref('Metadata'),
+      fee: ref('Fee'),
+      refundDeadline: ts,
+      refundedTotal: amount,
+      refunds: arr(ref('Refund')),
     },
     ['id', 'state', 'payer', 'payee', 'amount', 'asset', 'terms', 'timeouts', 'custody', 'createdAt', 'updatedAt'],
   ),
   Metadata: metadataSchema,
   EscrowList: obj({ escrows: arr(ref('Escrow')), nextCursor }),
-  Delivery: obj({ id: str, escrowId: str, contentHash: hex64, payload: {}, submittedAt: ts, signature: ref('Signature') }),
+  Delivery: obj({ id: str, escrowId: str, contentHash: hex64, payload: {}, submittedAt: ts, signature: ref('Signature'), amount }),
   Verdict: obj({
     id: str,
     escrowId: str,
@@ -182,7 +191,7 @@ export const SCHEMAS: Record<string, unknown> = {
     {
       id: str,
       escrowId: str,
-      outcome: { type: 'string', enum: ['released', 'refunded', 'split'] },
+      outcome: { type: 'string', enum: ['released', 'refunded', 'split', 'refunded-after-release'] },
       payer: hex64,
       payee: hex64,
       amount,
@@ -193,6 +202,12 @@ export const SCHEMAS: Record<string, unknown> = {
       disputeId: str,
       mandateHash: hex64,
       shares: ref('Shares'),
+      captured: amount,
+      fee: obj({ bps: int, recipient: hex64, amount }, ['bps', 'recipient', 'amount']),
+      payouts: ref('Payouts'),
+      adjusts: str,
+      refundedTotal: amount,
+      reason: str,
       trailHead: hex64,
       trailLength: int,
       issuedAt: ts,
@@ -231,6 +246,11 @@ export const SCHEMAS: Record<string, unknown> = {
       payeeAmount: amount,
       attempts: int,
       lastError: str,
+      feeAmount: amount,
+      feeRecipient: hex64,
+      refunds: arr(
+        obj({ id: str, amount, from: { const: 'payee' }, to: { const: 'payer' }, at: ts }, ['id', 'amount', 'from', 'to', 'at']),
+      ),
       reference: str,
       createdAt: ts,
       updatedAt: ts,
@@ -264,6 +284,8 @@ export const RESPONSES: Record<string, unknown> = {
   'POST /v1/escrows/:id/fund': ref('Escrow'),
   'POST /v1/escrows/:id/delivery': ref('DeliveryResult'),
   'POST /v1/escrows/:id/refund': ref('Proof'),
+  'POST /v1/escrows/:id/refunds': obj({ refund: ref('Refund'), proof: ref('Proof') }, ['refund', 'proof']),
+  'POST /v1/escrows/:id/refund-requests': obj({ refundRequest: ref('Refund') }, ['refundRequest']),
   'GET /v1/escrows/:id/trail': obj({ entries: arr(ref('TrailEntry')), intactUpTo: { type: ['integer', 'null'] }, nextCursor }, [
     'entries',
     'intactUpTo',
@@ -290,7 +312,21 @@ export const RESPONSES: Record<string, unknown> = {
       parties: obj({
         signatures: arr(
           obj({
-            kind: { type: 'string', enum: ['mandate', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'] },
+            kind: {
+              type: 'string',
+              enum: [
+                'mandate',
+                'ap2',
+                'x402',
+                'delivery',
+                'x402.void',
+                'dispute.open',
+                'dispute.evidence',
+                'ruling',
+                'refund',
+                'refund.request',
+              ],
+            },
             trailIndex: int,
             publicKey: hex64,
             signedBody: {},
@@ -300,6 +336,7 @@ export const RESPONSES: Record<string, unknown> = {
       }),
       terms: ref('Terms'),
       disclosed: obj({ payload: {}, submittedAt: str }, ['payload', 'submittedAt']),
+      adjustments: arr(obj({ proof: ref('Proof'), inclusion: { type: 'object' } }, ['proof', 'inclusion'])),
       logProof: {
         type: 'string',
         description:

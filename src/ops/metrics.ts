@@ -3,10 +3,13 @@ import type { Queryable } from '../db/types.ts';
 import type { Services } from '../services.ts';
 import { webhookMetrics, type WebhookMetrics } from '../webhooks/metrics.ts';
 import type { EscrowState } from '../escrow/states.ts';
+import { formatAmount } from '../units/amounts.ts';
 
 export interface Metrics {
   escrows: { total: number; byState: Record<EscrowState, number> };
   proofs: { issued: number };
+  /** Refunds after release (docs/protocol.md §24.4): how many, and their total (an amount string). */
+  refunds: { afterRelease: number; total: string };
   log: { size: number };
   webhooks: WebhookMetrics;
   rateLimit: { rejected: number };
@@ -19,7 +22,15 @@ export interface Metrics {
 /** Every state, so byState has a stable shape: a state no escrow is in shows 0. */
 const STATES: EscrowState[] = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'];
 
-type CountRow = { by_state: string; proofs: number; log_size: number; keys_active: number; keys_revoked: number };
+type CountRow = {
+  by_state: string;
+  proofs: number;
+  log_size: number;
+  keys_active: number;
+  keys_revoked: number;
+  refunds: number;
+  refunded: string;
+};
 
 /**
  * Counts from the database, read in one statement so they describe one snapshot. Counts are cast to
@@ -34,7 +45,9 @@ async function databaseCounts(q: Queryable): Promise<CountRow> {
             (SELECT count(*) FROM proofs)::float8 AS proofs,
             (SELECT size FROM log_state WHERE id = 1)::float8 AS log_size,
             (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL)::float8 AS keys_active,
-            (SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL)::float8 AS keys_revoked`,
+            (SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL)::float8 AS keys_revoked,
+            (SELECT count(*) FROM refunds)::float8 AS refunds,
+            (SELECT coalesce(sum(amount), 0) FROM refunds)::text AS refunded`,
   );
   return row;
 }
@@ -52,6 +65,7 @@ export async function metrics(svc: Services): Promise<Metrics> {
   return {
     escrows: { total, byState: states },
     proofs: { issued: row.proofs },
+    refunds: { afterRelease: row.refunds, total: formatAmount(BigInt(row.refunded)) },
     log: { size: row.log_size },
     webhooks,
     rateLimit: { rejected: svc.rateLimiter.rejected },

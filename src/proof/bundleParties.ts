@@ -4,6 +4,7 @@ import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-s
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { ap2Consent } from '@escrow-settlement/protocol/ap2/consent';
 import { deliverySigningBody } from '../escrow/deliver.ts';
+import { refundRequestSigningBody, refundSigningBody } from '../escrow/refundAfterRelease.ts';
 
 const ORDER: Record<PartySignature['kind'], number> = {
   mandate: 0,
@@ -31,7 +32,7 @@ const ORDER: Record<PartySignature['kind'], number> = {
  */
 export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntry[]): Promise<BundleParties> {
   const escrowId = proof.escrowId;
-  const [deliveries, mandates, kept, ap2] = await Promise.all([
+  const [deliveries, mandates, kept, ap2, money] = await Promise.all([
     q.query<{ content_hash: string; submitted_at: string; signature: string; amount: string | null }>(
       'SELECT content_hash, submitted_at, signature, amount::text AS amount FROM deliveries WHERE escrow_id = $1',
       [escrowId],
@@ -45,6 +46,21 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
       [escrowId],
     ),
     q.query<{ chain: string; checkout: string | null }>('SELECT chain, checkout FROM ap2_escrows WHERE escrow_id = $1', [escrowId]),
+    // Refunds after release and refund requests (docs/protocol.md §24.4, §24.5): the signer's consent for each.
+    q.query<{
+      kind: 'refund' | 'refund.request';
+      amount: string;
+      reason: string;
+      signer: string;
+      signed_at: string;
+      signature: string;
+      trail_index: number;
+    }>(
+      `SELECT 'refund' AS kind, amount::text AS amount, reason, signer, signed_at, signature, trail_index FROM refunds WHERE escrow_id = $1
+       UNION ALL
+       SELECT 'refund.request', amount::text, reason, signer, signed_at, signature, trail_index FROM refund_requests WHERE escrow_id = $1`,
+      [escrowId],
+    ),
   ]);
   const indexOf = (event: string) => trail.findIndex((t) => t.event === event);
   const out: PartySignature[] = [];
@@ -103,6 +119,17 @@ export async function bundleParties(q: Queryable, proof: Proof, trail: TrailEntr
     } else if (k.trail_index !== null && k.trail_index < trail.length) {
       out.push({ kind: k.kind, trailIndex: k.trail_index, publicKey: k.public_key, signedBody, signature: k.signature });
     }
+  }
+  for (const m of money) {
+    if (m.trail_index >= trail.length) continue;
+    const body = m.kind === 'refund' ? refundSigningBody : refundRequestSigningBody;
+    out.push({
+      kind: m.kind,
+      trailIndex: m.trail_index,
+      publicKey: m.signer,
+      signedBody: body(escrowId, BigInt(m.amount), m.reason, m.signed_at),
+      signature: m.signature,
+    });
   }
   out.sort((a, b) => a.trailIndex - b.trailIndex || ORDER[a.kind] - ORDER[b.kind]);
   return { signatures: out };

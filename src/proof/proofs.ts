@@ -94,3 +94,14 @@ export async function proofsInLeafRange(q: Queryable, start: number, end: number
   );
   return rows.map((r) => ({ leafIndex: Number(r.leaf_index), proof: JSON.parse(r.doc) as Proof }));
 }
+
+/**
+ * The adjustment proofs of a closing proof with their leaves, in issue order (docs/protocol.md §24.6).
+ * 503 like proofLeaf while one is not yet integrated.
+ */
+export async function adjustmentsOf(q: Queryable, closingId: string): Promise<ProofLeaf[]> {
+  const rows = await q.query<{ id: string }>('SELECT id FROM proofs WHERE adjusts = $1 ORDER BY issued_at, id', [closingId]);
+  const leaves: ProofLeaf[] = [];
+  for (const r of rows) leaves.push(await proofLeaf(q, r.id));
+  return leaves.sort((a, b) => a.proof.trailLength - b.proof.trailLength);
+}

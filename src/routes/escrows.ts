@@ -1,5 +1,5 @@
 // Escrow routes: create, list, read, fund, deliver, refund, trail, events, proof (docs/protocol.md §3.2, §4.1).
-import { any, object, optional } from 'superstruct';
+import { any, array, object, optional, size } from 'superstruct';
 import { defineRoutes, readById, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { readJson, readNoBody } from '../http/body.ts';
@@ -33,6 +33,7 @@ import { proofOfEscrow } from '../proof/proofs.ts';
 import { firstBreak } from '@escrow-settlement/protocol/trail/chain';
 import { assertOwnAgents, assertVisible, scopeOf } from '../access/tenancy.ts';
 import { AP2_CHAIN_MAX, ap2Off } from '../mandate/ap2.ts';
+import { refundAfterRelease, refundsOf, requestRefund, type MoneyAct, type RefundInput } from '../escrow/refundAfterRelease.ts';
 
 const agentId = idOf('agt');
 /** An AP2 v0.2 Payment Mandate chain, and the open Checkout Mandate its payment.reference names (docs/ap2.md). */
@@ -56,6 +57,24 @@ export const CreateEscrowBody = object({
 /** `amount`: a partial capture (docs/protocol.md §24.2), at most the escrow's amount; absent: all of it. */
 export const SandboxDeliveryBody = object({ agentId, payload: any(), amount: optional(amountStr) });
 export const SignedDeliveryBody = object({ payload: any(), submittedAt: timestamp, signature: SignatureS, amount: optional(amountStr) });
+/** A refund after release or a refund request (docs/protocol.md §24.4, §24.5): sandbox form (one held agent signs) or client-signed. */
+export const RefundSandboxBody = object({ amount: amountStr, reason: optional(boundedString(4000)), agentIds: size(array(agentId), 1, 1) });
+export const RefundSignedBody = object({
+  amount: amountStr,
+  reason: optional(boundedString(4000)),
+  signedAt: timestamp,
+  signature: SignatureS,
+});
+
+function refundInput(raw: unknown): RefundInput {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
+  const sandbox = 'agentIds' in raw;
+  const b = sandbox ? check(raw, RefundSandboxBody) : check(raw, RefundSignedBody);
+  const act: MoneyAct =
+    'agentIds' in b ? { form: 'sandbox', agentId: b.agentIds[0] } : { form: 'client', signedAt: b.signedAt, signature: b.signature };
+  return { amount: parseAmount(b.amount, 'amount'), reason: b.reason ?? '', act };
+}
+
 const STATES = ['created', 'funded', 'delivered', 'settled', 'disputed', 'resolved', 'refunded'] as const;
 
 function party(
@@ -215,8 +234,80 @@ export const escrowRoutes = defineRoutes({ tag: 'escrows', access: 'key', rate: 
     },
   },
   {
-    ...readById('/v1/escrows/:id', 'Read one escrow.', 'Escrow', async (svc, id) => toJson(await getEscrow(svc.db, id))),
+    ...readById('/v1/escrows/:id', 'Read one escrow.', 'Escrow', async (svc, id) => {
+      const e = await getEscrow(svc.db, id);
+      const view = toJson(e);
+      // The refunds after release, once a closing opened the window (docs/protocol.md §24.4).
+      return e.refundDeadline || e.refunded > 0n ? { ...view, refunds: await refundsOf(svc.db, id) } : view;
+    }),
     tenant: 'escrow',
+  },
+  {
+    route: 'POST /v1/escrows/:id/refunds',
+    tenant: 'escrow',
+    signsAgainstNow: true,
+    summary:
+      'Refund after release: money back from the payee to the payer, before the refund deadline and within the payee\'s net payout. Signed by the payee or the arbiter: client form {amount, reason?, signedAt, signature} over JCS {escrowId, action: "refund", amount, reason, signedAt} (reason "" when absent), or sandbox {amount, reason?, agentIds: [id]}.',
+    body: [RefundSandboxBody, RefundSignedBody],
+    success: {
+      status: 201,
+      description:
+        '{refund: {id, amount, reason, by, at}, proof: Proof} (the adjustment proof, outcome refunded-after-release); emits refund.issued then proof.issued. A repeat of (signer, signedAt, amount) answers the first outcome. Honors Idempotency-Key.',
+    },
+    errors: [
+      'bad_request',
+      'unauthorized',
+      'unauthorized_ruling',
+      'not_found',
+      'invalid_state',
+      'unprocessable',
+      'payload_too_large',
+      'custody_failed',
+      'rate_limited',
+    ],
+    async handler(ctx) {
+      const raw = await readJson(ctx.request);
+      const input = refundInput(raw);
+      if (input.act.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentIds', input.act.agentId]]);
+      ctx.serviceSigned = input.act.form === 'sandbox';
+      return withIdempotency(ctx, raw, async (slot) => {
+        const { created: _c, ...out } = await refundAfterRelease(ctx.svc, id(ctx), input, slot);
+        return json(out, 201);
+      });
+    },
+  },
+  {
+    route: 'POST /v1/escrows/:id/refund-requests',
+    tenant: 'escrow',
+    signsAgainstNow: true,
+    summary:
+      'The payer asks for a refund within the refund window: client form {amount, reason?, signedAt, signature} over JCS {escrowId, action: "refund.request", amount, reason, signedAt}, or sandbox {amount, reason?, agentIds: [id]}. Recorded; no money moves.',
+    body: [RefundSandboxBody, RefundSignedBody],
+    success: {
+      status: 201,
+      description:
+        '{refundRequest: {id, amount, reason, by, at}}; emits refund.requested. A repeat of (signer, signedAt, amount) answers the first. Honors Idempotency-Key.',
+    },
+    errors: [
+      'bad_request',
+      'unauthorized',
+      'unauthorized_ruling',
+      'not_found',
+      'invalid_state',
+      'unprocessable',
+      'payload_too_large',
+      'rate_limited',
+    ],
+    async handler(ctx) {
+      const raw = await readJson(ctx.request);
+      const input = refundInput(raw);
+      if (input.act.form === 'sandbox') await assertOwnAgents(ctx.svc.db, ctx.caller, [['agentIds', input.act.agentId]]);
+      ctx.serviceSigned = input.act.form === 'sandbox';
+      return withIdempotency(ctx, raw, async (slot) => {
+        const { created: _c, ...out } = await requestRefund(ctx.svc, id(ctx), input, slot);
+        return json(out, 201);
+      });
+    },
   },
   {
     route: 'POST /v1/escrows/:id/fund',

@@ -6,6 +6,7 @@ import { defineRoutes, type Ctx } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { encodeCursor, pageQuery } from '../paging.ts';
 import { issuerHeadKeys, issuerKeys } from '../proof/keys.ts';
+import { adjustmentsOf } from '../proof/proofs.ts';
 import { proofLeaf, proofsInLeafRange } from '../proof/proofs.ts';
 import { readTrail } from '../escrow/escrowRow.ts';
 import { consistencyBetween, logSize } from '../tlog/store.ts';
@@ -156,10 +157,16 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
       const { disclose } = queryParams(query, ['disclose']);
       if (disclose !== undefined && disclose !== 'payload')
         throw badRequest(`disclose must be payload, got ${JSON.stringify(disclose.slice(0, 40))}`);
-      const leaf = await proofLeaf(svc.db, params.id);
+      // A bundle is of the matter's closing proof, with every adjustment issued so far (docs/protocol.md §24.7);
+      // asked for an adjustment, it is the same bundle.
+      const asked = await proofLeaf(svc.db, params.id);
+      const leaf = asked.proof.adjusts ? await proofLeaf(svc.db, asked.proof.adjusts) : asked;
+      const adjustments = await adjustmentsOf(svc.db, leaf.proof.id);
+      const trailLength = adjustments.length ? adjustments[adjustments.length - 1].proof.trailLength : leaf.proof.trailLength;
       const [trail, inclusion, keys, logProof, verdictSide] = await Promise.all([
-        // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1).
-        readTrail(svc.db, leaf.escrowId, leaf.proof.trailLength),
+        // The proof covers the trail before its own proof.issued entry (docs/protocol.md §11.1); with
+        // adjustments, the trail runs on to the last one's refund.issued.
+        readTrail(svc.db, leaf.escrowId, trailLength),
         inclusionWithHead(svc.db, issuerHeadKeys, leaf),
         issuerKeys(svc.db),
         // The checkpoint auditors pin witnesses against (503 until one covering the leaf has its quorum).
@@ -173,6 +180,13 @@ export const logRoutes = defineRoutes({ tag: 'log', access: 'public', rate: 'pub
         issuerKeys: keys,
         parties: await bundleParties(svc.db, leaf.proof, trail),
         ...verdictSide,
+        ...(adjustments.length
+          ? {
+              adjustments: await Promise.all(
+                adjustments.map(async (a) => ({ proof: a.proof, inclusion: await inclusionWithHead(svc.db, issuerHeadKeys, a) })),
+              ),
+            }
+          : {}),
         logProof,
       });
     },

@@ -9,6 +9,7 @@ import { bearer, HOSTED, mint, ROOT, withKey } from './helpers.ts';
 const SHAPE = {
   escrows: ['byState', 'total'],
   proofs: ['issued'],
+  refunds: ['afterRelease', 'total'],
   log: ['size'],
   webhooks: ['deadLettered', 'delivered', 'failed', 'pending'],
   rateLimit: ['rejected'],
@@ -35,6 +36,7 @@ describeStores(
         m.escrows.total,
         ...Object.values(m.escrows.byState),
         m.proofs.issued,
+        m.refunds.afterRelease,
         m.log.size,
         ...Object.values(m.webhooks),
         m.rateLimit.rejected,
@@ -60,6 +62,14 @@ describeStores(
       assert.equal(m1.escrows.byState.settled, m0.escrows.byState.settled + 1);
       assert.equal(m1.proofs.issued, m0.proofs.issued + 1);
       assert.equal(m1.log.size, m0.log.size + 1);
+      // A refund after release is counted, with its amount, and is a leaf of the log too.
+      const s = await settled(root);
+      const r = await root.req('POST', `/v1/escrows/${s.id}/refunds`, { amount: '2.5', agentIds: [s.payee.id] });
+      assert.equal(r.status, 201, r.text);
+      const m2 = await metricsOf(h());
+      assert.equal(m2.refunds.afterRelease, m1.refunds.afterRelease + 1);
+      assert.equal(Number(m2.refunds.total), Number(m1.refunds.total) + 2.5);
+      assert.equal(m2.proofs.issued, m1.proofs.issued + 2);
     });
 
     test('API key counts follow minting and revocation', async () => {

@@ -91,7 +91,18 @@ export function issuerKeysProblem(k: unknown, at = 'issuerKeys'): Problem {
   return listProblem(k, at, 'issuer keys', (e, here) => objectProblem(e, here, ISSUER_KEY));
 }
 
-const PARTY_KINDS = ['mandate', 'ap2', 'x402', 'delivery', 'x402.void', 'dispute.open', 'dispute.evidence', 'ruling'];
+const PARTY_KINDS = [
+  'mandate',
+  'ap2',
+  'x402',
+  'delivery',
+  'x402.void',
+  'dispute.open',
+  'dispute.evidence',
+  'ruling',
+  'refund',
+  'refund.request',
+];
 
 const PARTY_SIGNATURE: Fields = {
   kind: (v, at) => (typeof v === 'string' && PARTY_KINDS.includes(v) ? null : `${at} must be one of ${PARTY_KINDS.join(', ')}`),
@@ -115,6 +126,14 @@ const optionalObject: Check = (v, at, present) => (!present || isObj(v) ? null :
 const disclosedProblem: Check = (v, at, present) =>
   present ? objectProblem(v, at, { payload: required, submittedAt: str }, 'an object {payload, submittedAt}') : null;
 
+/** `adjustments` (the service's protocol documentation, §24.7): when present, an array of {proof, inclusion}. */
+const adjustmentsProblem: Check = (v, at, present) =>
+  present
+    ? listProblem(v, at, 'adjustments {proof, inclusion}', (a, ai) =>
+        objectProblem(a, ai, { proof: proofProblem, inclusion: inclusionProblem }, 'an object {proof, inclusion}'),
+      )
+    : null;
+
 const BUNDLE: Fields = {
   proof: proofProblem,
   trail: trailProblem,
@@ -123,6 +142,7 @@ const BUNDLE: Fields = {
   parties: partiesProblem,
   terms: optionalObject,
   disclosed: disclosedProblem,
+  adjustments: adjustmentsProblem,
 };
 
 export function bundleProblem(b: unknown): Problem {

@@ -144,6 +144,11 @@ export interface Bundle {
    * service serves, with that checkpoint and its witness cosignatures (the service's witnessing documentation).
    */
   logProof?: string;
+  /**
+   * Every adjustment of the closing proof issued so far (refunds after release), in trail order, each
+   * with its own log inclusion; `trail` then runs on to the last one's trailLength.
+   */
+  adjustments?: Array<{ proof: Proof; inclusion: Inclusion }>;
 }
 
 /** One named verification step and what it found. */
@@ -158,6 +163,8 @@ export interface VerifyResult {
   checks: Check[];
   /** Things the caller chose that weaken the result (verifyBundle with trustBundleKeys). */
   warnings?: string[];
+  /** verifyBundle of a proof with payouts: where the money ended, after every carried adjustment. */
+  payouts?: { payee: string; payer: string; fee: string };
 }
 
 /** A configured witness as GET /v1/log/witnesses shows it (the service's witnessing documentation). */

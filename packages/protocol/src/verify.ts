@@ -7,6 +7,7 @@ import { entryHash, GENESIS } from './trail/chain.ts';
 import { verifyConsistency as tlogConsistency, verifyInclusion as tlogInclusion } from './tlog/verify.ts';
 import { partyChecks } from './parties.ts';
 import { replayCheck } from './replay.ts';
+import { adjustmentChecks } from './adjustments.ts';
 import { witnessChecks, type WitnessOptions } from './witnessed.ts';
 import { bundleProblem, consistencyProblem, headProblem, inclusionProblem, proofProblem, trailProblem } from './shape.ts';
 import { amountMicro, formatAmount, splitAmount } from './amounts.ts';
@@ -272,19 +273,24 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
         : [true, `${trail.length} entries chain from genesis and every hash recomputes`];
     }),
   );
+  // With adjustments (refunds after release), the trail runs on past the closing proof to the last
+  // adjustment's refund.issued; adjustments.* checks that part.
+  const adjusted = bundle.adjustments !== undefined && bundle.adjustments.length > 0;
   checks.push(
     run('trail.length', () =>
       trail.length === proof.trailLength
         ? [true, `trail has ${trail.length} entries, as proof.trailLength says`]
-        : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`],
+        : adjusted && trail.length > proof.trailLength
+          ? [true, `trail has ${trail.length} entries: the ${proof.trailLength} of proof.trailLength, then the adjustments'`]
+          : [false, `trail has ${trail.length} entries but proof.trailLength is ${proof.trailLength}`],
     ),
   );
   checks.push(
     run('trail.head', () => {
-      const last = trail.length ? trail[trail.length - 1].hash : GENESIS_HASH;
+      const last = proof.trailLength > 0 ? trail[proof.trailLength - 1]?.hash : GENESIS_HASH;
       return last === proof.trailHead
-        ? [true, 'the last trail hash equals proof.trailHead']
-        : [false, `the last trail hash ${last} does not equal proof.trailHead ${proof.trailHead}`];
+        ? [true, `the trail hash at proof.trailLength equals proof.trailHead`]
+        : [false, `the trail hash at proof.trailLength ${String(last)} does not equal proof.trailHead ${proof.trailHead}`];
     }),
   );
   checks.push(...verifyInclusion(proof, inclusion).checks);
@@ -312,6 +318,32 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
       }),
     );
   }
+  // Refunds after release: each adjustment's signature, inclusion and place in the trail, the deadline and the total.
+  let net: VerifyResult['payouts'];
+  if (bundle.adjustments !== undefined || trail.length > proof.trailLength) {
+    const signers = new Set(trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey));
+    const adj = adjustmentChecks(bundle, {
+      proofSignature: (p) => verifyJson(proofBody(p), p.signature.signature, p.signature.signer),
+      inclusion: (p, inc) => {
+        const all = [
+          ...verifyInclusion(p, inc).checks,
+          ...verifyHead(inc.head, issuerKeys, opts).checks,
+          {
+            name: 'head.match',
+            ok: inc.head.logSize === inc.logSize && inc.head.rootHash === inc.rootHash,
+            detail: 'the signed head does not cover the inclusion',
+          },
+        ];
+        const bad = all.find((c) => !c.ok);
+        return bad ? { ok: false, detail: `${bad.name}: ${bad.detail}` } : { ok: true, detail: '' };
+      },
+      signers,
+    });
+    checks.push(...adj.checks);
+    if (adj.net) net = { payee: formatAmount(adj.net.payee), payer: formatAmount(adj.net.payer), fee: formatAmount(adj.net.fee) };
+  } else if (proof.payouts) {
+    net = { ...proof.payouts };
+  }
   // The parties' own signatures: not covered by the issuer's, each re-checked on its own.
   checks.push(...partyChecks(bundle, { ap2Issuers: opts.ap2Issuers }));
   // The verdict, re-run from the terms (and the disclosed payload) with the service's own checks.
@@ -320,5 +352,6 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   // As for the head: the bundle's keys sign it, the pinned ones (issuer.trust, proof.issuer.trusted) say whose they are.
   const logKeys = trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey);
   checks.push(...witnessChecks(bundle, () => proofLeafHash(proof), logKeys, opts));
-  return opts.trustBundleKeys ? { ...result(checks), warnings: [BUNDLE_KEYS_WARNING] } : result(checks);
+  const out = { ...result(checks), ...(net ? { payouts: net } : {}) };
+  return opts.trustBundleKeys ? { ...out, warnings: [BUNDLE_KEYS_WARNING] } : out;
 }
