@@ -1,7 +1,7 @@
 // The x402 facilitator's part of the OpenAPI document (docs/x402.md): its request shapes and the
 // answers of /supported, /verify and /settle, merged into the named schemas and responses.
 import { bool, hex64, hexSig, int, obj, ref, str, ts } from './schemaParts.ts';
-import { X402_REFUSAL_CODES } from '../x402/facilitator/refusal.ts';
+import { SETTLE_ONLY_CODES, X402_REFUSAL_CODES } from '../x402/facilitator/refusal.ts';
 import { PAYMENT_STATUSES } from '../x402/facilitator/status.ts';
 /** What /verify's invalidReason may name: the x402 refusals (a settle may also answer verdict_failed or custody_failed). */
 const REFUSALS = [...X402_REFUSAL_CODES];
@@ -54,11 +54,31 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
     ),
     signature: { ...hexSig, description: 'Ed25519 by authorization.from over JCS(authorization)' },
   }),
-  AuthCaptureCapture: obj({
-    type: { const: 'capture' },
-    paymentId: { type: 'string', pattern: '^esc_' },
-    delivery: obj({ payload: { description: 'any JSON value' }, submittedAt: ts, signature: ref('Signature') }),
-  }),
+  AuthCaptureCapture: obj(
+    {
+      type: { const: 'capture' },
+      paymentId: { type: 'string', pattern: '^esc_' },
+      delivery: obj({ payload: { description: 'any JSON value' }, submittedAt: ts, signature: ref('Signature') }),
+      amount: { ...atomic, description: 'a partial capture, at most the authorized amount; the delivery then signs it as the decimal' },
+      feeBps: { ...bps, description: "within the authorization's minFeeBps..maxFeeBps; default minFeeBps" },
+    },
+    ['type', 'paymentId', 'delivery'],
+  ),
+  AuthCaptureRefund: obj(
+    {
+      type: { const: 'refund' },
+      paymentId: { type: 'string', pattern: '^esc_' },
+      amount: atomic,
+      reason: str,
+      signedAt: ts,
+      signature: {
+        oneOf: [ref('Signature'), hexSig],
+        description:
+          'by payTo over JCS {escrowId, action: "refund", amount (the decimal), reason ("" when absent), signedAt}; payeeSignature instead when the collect\'s authorization rides along',
+      },
+    },
+    ['type', 'paymentId', 'amount', 'signedAt', 'signature'],
+  ),
   AuthCaptureVoid: obj({
     type: { const: 'void' },
     paymentId: { type: 'string', pattern: '^esc_' },
@@ -74,7 +94,7 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
       x402Version: { const: 2 },
       resource: obj({ url: str }, ['url']),
       accepted: ref('AuthCaptureRequirements'),
-      payload: { oneOf: [ref('AuthCaptureCollect'), ref('AuthCaptureCapture'), ref('AuthCaptureVoid')] },
+      payload: { oneOf: [ref('AuthCaptureCollect'), ref('AuthCaptureCapture'), ref('AuthCaptureVoid'), ref('AuthCaptureRefund')] },
     },
     ['x402Version', 'accepted', 'payload'],
   ),
@@ -83,7 +103,7 @@ export const FACILITATOR_SCHEMAS: Record<string, unknown> = {
 const settleAnswer = obj(
   {
     success: bool,
-    errorReason: { type: 'string', enum: [...REFUSALS, 'verdict_failed', 'custody_failed'] },
+    errorReason: { type: 'string', enum: [...REFUSALS, ...SETTLE_ONLY_CODES] },
     errorMessage: str,
     transaction: { ...str, description: 'collect: the escrow id; capture and void: the proof id; a refusal: ""' },
     network: str,
@@ -91,7 +111,12 @@ const settleAnswer = obj(
     amount: str,
     extra: {
       type: 'object',
-      properties: { escrowId: str, state: { type: 'string', enum: ['settled', 'refunded'] }, verdict: { type: 'object' } },
+      properties: {
+        escrowId: str,
+        state: { type: 'string', enum: ['settled', 'refunded'] },
+        verdict: { type: 'object' },
+        refundedTotal: { ...atomic, description: 'a refund: the refunds after release so far, this one included' },
+      },
     },
   },
   ['success', 'transaction', 'network'],

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeStores, expectError, makeHarness, type Harness } from '../harness.ts';
 import { generateKeys, type Terms } from '@escrow-settlement/client';
-import { signCapture, signCollect, signVoid, type BoundExtra } from '@escrow-settlement/client/x402/authCapture';
+import { signCapture, signCollect, signRefund, signVoid, type BoundExtra } from '@escrow-settlement/client/x402/authCapture';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
 
 const TERMS: Terms = { description: 'a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] };
@@ -446,6 +446,114 @@ describeStores('x402 facilitator: partial capture and the fee', (h) => {
   });
 });
 
+describeStores('x402 facilitator: refunds after release', (h) => {
+  const payer = generateKeys();
+  const payee = generateKeys();
+  const platform = generateKeys().publicKey;
+
+  test('the payee refunds part, then the rest of its net payout; over it, twice or unsigned is refused', async () => {
+    const body = collect(payer.secretKey, payee.publicKey, { minFeeBps: 100, maxFeeBps: 100, feeRecipient: platform });
+    const id = (await h().req('POST', S, body)).body.transaction as string;
+    // Nothing captured yet: nothing to refund after release.
+    const early = await h().req('POST', S, lifecycle(body, signRefund(payee.secretKey, { escrowId: id, amount: '1' })));
+    refused(early, 'errorReason', 'invalid_state', /only a settled or resolved escrow that paid the payee/);
+    const captured = await h().req(
+      'POST',
+      S,
+      lifecycle(body, signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, amount: '4000' })),
+    );
+    assert.equal(captured.body.success, true, captured.text);
+    // Net payout: 4000 less the 1% fee = 3960 atomic units.
+    const before = await counts(h());
+    const bad: Array<[string, unknown, string, RegExp]> = [
+      [
+        'a stranger signs as payTo',
+        {
+          ...signRefund(payee.secretKey, { escrowId: id, amount: '1000' }),
+          signature: signRefund(generateKeys().secretKey, { escrowId: id, amount: '1000' }).signature.signature,
+        },
+        'bad_signature',
+        /does not verify with payTo/,
+      ],
+      [
+        'signed for another amount',
+        { ...signRefund(payee.secretKey, { escrowId: id, amount: '1000' }), amount: '2000' },
+        'bad_signature',
+        /does not verify/,
+      ],
+      [
+        'another signer named',
+        {
+          ...signRefund(payee.secretKey, { escrowId: id, amount: '1000' }),
+          signature: { signer: payer.publicKey, signature: '00'.repeat(64) },
+        },
+        'wrong_payee',
+        /refund's signer is not the payment's payee/,
+      ],
+      [
+        'zero',
+        { ...signRefund(payee.secretKey, { escrowId: id, amount: '1' }), amount: '0' },
+        'malformed_header',
+        /payload\.amount must be a whole number of atomic units greater than 0/,
+      ],
+      [
+        'over the net payout',
+        signRefund(payee.secretKey, { escrowId: id, amount: '3961' }),
+        'invalid_state',
+        /0\.00396 of the payee's net payout 0\.00396 remains to refund/,
+      ],
+      [
+        'signed an hour ago',
+        signRefund(payee.secretKey, { escrowId: id, amount: '1000', signedAt: inSeconds(-3600) }),
+        'payment_invalid',
+        /signedAt/,
+      ],
+      ['at verify', null, 'malformed_header', /verify checks a collect authorization/],
+    ];
+    for (const [name, payload, code, message] of bad) {
+      try {
+        if (payload === null) {
+          const r = await h().req('POST', V, lifecycle(body, signRefund(payee.secretKey, { escrowId: id, amount: '1' })));
+          refused(r, 'invalidReason', code, message);
+        } else refused(await h().req('POST', S, lifecycle(body, payload)), 'errorReason', code, message);
+      } catch (err) {
+        throw new Error(`${name}: ${(err as Error).message}`);
+      }
+    }
+    assert.deepEqual(await counts(h()), before, 'no refused refund wrote a proof');
+
+    const consent = signRefund(payee.secretKey, { escrowId: id, amount: '1000', reason: 'one page missing' });
+    const first = await h().req('POST', S, lifecycle(body, consent));
+    assert.equal(first.body.success, true, first.text);
+    assert.match(first.body.transaction, /^prf_/);
+    assert.equal(first.body.amount, '1000');
+    assert.deepEqual(first.body.extra, { escrowId: id, refundedTotal: '1000' });
+    assert.deepEqual((await h().req('POST', S, lifecycle(body, consent))).body, first.body, 'the same consent answers the same refund');
+    const adjustment = (await h().req('GET', `/v1/proofs/${first.body.transaction}`)).body;
+    assert.equal(adjustment.outcome, 'refunded-after-release');
+    assert.equal(adjustment.adjusts, captured.body.transaction);
+    assert.equal(adjustment.reason, 'one page missing');
+    let s = (await status(h(), id)).body;
+    assert.equal(s.status, 'partially_refunded');
+    assert.deepEqual(s.amounts, { authorized: '10000', captured: '4000', refunded: '1000', fee: '40' });
+    assert.deepEqual(s.proofs, [captured.body.transaction, first.body.transaction]);
+    assert.equal(s.refundDeadline, (await h().req('GET', `/v1/escrows/${id}`)).body.refundDeadline);
+
+    const rest = await h().req('POST', S, lifecycle(body, signRefund(payee.secretKey, { escrowId: id, amount: '2960' })));
+    assert.equal(rest.body.success, true, rest.text);
+    assert.deepEqual(rest.body.extra, { escrowId: id, refundedTotal: '3960' });
+    s = (await status(h(), id)).body;
+    assert.equal(s.status, 'refunded');
+    assert.deepEqual(s.amounts, { authorized: '10000', captured: '4000', refunded: '3960', fee: '40' });
+    assert.equal(s.proofs.length, 3);
+    const more = await h().req('POST', S, lifecycle(body, signRefund(payee.secretKey, { escrowId: id, amount: '1' })));
+    refused(more, 'errorReason', 'invalid_state', /0 of the payee's net payout 0\.00396 remains/);
+    // The closing's bundle carries both adjustments and verifies.
+    const bundle = (await h().req('GET', `/v1/proofs/${captured.body.transaction}/bundle`)).body;
+    assert.equal(bundle.adjustments.length, 2);
+  });
+});
+
 describeStores('x402 facilitator: the capture deadline passes', (h) => {
   test('a capture after captureDeadline is refused; the sweep returns the hold and the status says expired', async () => {
     const payer = generateKeys();
@@ -466,6 +574,32 @@ describeStores('x402 facilitator: the capture deadline passes', (h) => {
     // A void after the deadline's refund is not this void's outcome.
     const v = signVoid(payee.secretKey, { escrowId: id, signedAt: new Date(now + 2000).toISOString() });
     refused(await h().req('POST', S, lifecycle(body, v)), 'errorReason', 'payment_invalid', /already refunded without a void/);
+  });
+
+  test('a refund after the refundDeadline the payer bound is refused invalid_state, naming it', async () => {
+    const payer = generateKeys();
+    const payee = generateKeys();
+    const clock = Date.parse((await h().req('GET', '/v1/sandbox/clock')).body.now);
+    const extra = { captureDeadline: inSeconds(30, clock), refundDeadline: inSeconds(120, clock) };
+    const body = collect(payer.secretKey, payee.publicKey, extra, extra);
+    const collected = await h().req('POST', S, body);
+    assert.equal(collected.body.success, true, collected.text);
+    const id = collected.body.transaction as string;
+    const at = (s: number) => new Date(clock + s * 1000).toISOString();
+    const captured = await h().req(
+      'POST',
+      S,
+      lifecycle(body, signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, submittedAt: at(0) })),
+    );
+    assert.equal(captured.body.success, true, captured.text);
+    const inTime = await h().req('POST', S, lifecycle(body, signRefund(payee.secretKey, { escrowId: id, amount: '100', signedAt: at(0) })));
+    assert.equal(inTime.body.success, true, inTime.text);
+    await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 121 });
+    const late = signRefund(payee.secretKey, { escrowId: id, amount: '100', signedAt: at(121) });
+    refused(await h().req('POST', S, lifecycle(body, late)), 'errorReason', 'invalid_state', /refundDeadline .+ has passed/);
+    const s = (await status(h(), id)).body;
+    assert.equal(s.status, 'partially_refunded');
+    assert.equal(s.refundDeadline, extra.refundDeadline);
   });
 });
 

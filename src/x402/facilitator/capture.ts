@@ -1,6 +1,7 @@
 // Capture and void: the resource server's side of an auth-capture payment (docs/x402.md). A capture
 // is the client-signed delivery of the REST API (submitDelivery), judged against the escrow's terms;
-// a void is its refund (refundEscrow). Each consent is single use: the one acted on answers its
+// a void is its refund (refundEscrow); a refund after release is the REST API's (refundAfterRelease).
+// Each consent is single use: the one acted on answers its
 // stored outcome again, another consent for a payment already captured or voided is refused.
 import type { Services } from '../../services.ts';
 import type { Caller } from '../../http/route.ts';
@@ -13,9 +14,11 @@ import { canonicalPayload, deliverySigningBody, MAX_SKEW_MS, submitDelivery } fr
 import { refundEscrow } from '../../escrow/refund.ts';
 import { collectHash } from './collect.ts';
 import { captureAnswer, findPayment, voidAnswer, type Payment, type SettleAnswer } from './payment.ts';
-import { refuse, refusing } from './refusal.ts';
+import { asRefusal, Refusal, refuse, refusing } from './refusal.ts';
 import type { Checked } from './requirements.ts';
-import type { Authorization, Capture, Void } from './wire.ts';
+import type { Authorization, Capture, Refund, Void } from './wire.ts';
+import { refundAfterRelease, refundSigningBody } from '../../escrow/refundAfterRelease.ts';
+import { amountMicro } from '@escrow-settlement/protocol/amounts';
 import type { Fee } from '../../escrow/escrowRow.ts';
 
 /** The bytes the payee signs to void: JCS {escrowId, action: "void", signedAt} (docs/x402.md). */
@@ -135,9 +138,7 @@ export async function settleVoid(svc: Services, caller: Caller, c: Checked, body
   if (riding && body.payeeSignature === undefined)
     throw refuse('malformed_header', "paymentPayload.payload.payeeSignature is required when the collect's authorization rides along");
   const p = await ownPayment(svc, caller, c, body.paymentId, body.authorization, riding ? (body.signature as string) : undefined);
-  const sig = body.payeeSignature ?? body.signature;
-  const { signer, signature } = typeof sig === 'string' ? { signer: p.payTo, signature: sig } : sig;
-  if (signer !== p.payTo) throw refuse('wrong_payee', "the void's signer is not the payment's payee (payTo)");
+  const signature = payeeConsent(body, p);
   if (!verifyHex(signature, utf8(canonicalize(voidSigningBody(p.escrowId, body.signedAt))), p.payTo)) {
     throw refuse('bad_signature', 'the void\'s signature does not verify with payTo over JCS {escrowId, action: "void", signedAt}');
   }
@@ -169,4 +170,59 @@ function voidedBy(p: Payment, signature: string): SettleAnswer {
       `payment ${p.escrowId} was already refunded ${p.voidSignature ? 'by another void consent (a void is single use)' : 'without a void (a refund or its deadline)'}: read GET /v1/x402/facilitator/payments/${p.escrowId}`,
     );
   return voidAnswer(p);
+}
+
+/** The payee's signature of a void or refund: `signature`, or `payeeSignature` when the collect's authorization rides along. */
+function payeeConsent(body: Void | Refund, p: Payment): string {
+  const sig = body.payeeSignature ?? body.signature;
+  const { signer, signature } = typeof sig === 'string' ? { signer: p.payTo, signature: sig } : sig;
+  if (signer !== p.payTo) throw refuse('wrong_payee', `the ${body.type}'s signer is not the payment's payee (payTo)`);
+  return signature;
+}
+
+/**
+ * A refund after release (docs/x402.md "Refunds"): the REST API's refund by the payee, within the
+ * refund window and what the payee was paid net. A repeat of the same consent answers the same
+ * adjustment proof; each other consent is a refund of its own.
+ */
+export async function settleRefund(svc: Services, caller: Caller, c: Checked, body: Refund): Promise<SettleAnswer> {
+  const riding = body.authorization !== undefined;
+  if (riding && body.payeeSignature === undefined)
+    throw refuse('malformed_header', "paymentPayload.payload.payeeSignature is required when the collect's authorization rides along");
+  const p = await ownPayment(svc, caller, c, body.paymentId, body.authorization, riding ? (body.signature as string) : undefined);
+  const signature = payeeConsent(body, p);
+  if (!ATOMIC.test(body.amount))
+    throw refuse(
+      'malformed_header',
+      'paymentPayload.payload.amount must be a whole number of atomic units greater than 0, at most 24 digits',
+    );
+  const amount = BigInt(body.amount);
+  const reason = body.reason ?? '';
+  if (!verifyHex(signature, utf8(canonicalize(refundSigningBody(p.escrowId, amount, reason, body.signedAt))), p.payTo))
+    throw refuse(
+      'bad_signature',
+      'the refund\'s signature does not verify with payTo over JCS {escrowId, action: "refund", amount, reason, signedAt} (amount as the decimal)',
+    );
+  const refundDeadline = p.authorization.refundDeadline;
+  if (typeof refundDeadline === 'string' && (await serviceNow(svc)).getTime() >= Date.parse(refundDeadline))
+    throw refuse('invalid_state', `cannot refund payment ${p.escrowId}: its refundDeadline ${refundDeadline} has passed`);
+  try {
+    const r = await refundAfterRelease(svc, p.escrowId, {
+      amount,
+      reason,
+      act: { form: 'client', signedAt: body.signedAt, signature: { signer: p.payTo, signature } },
+    });
+    return {
+      success: true,
+      transaction: r.proof.id,
+      network: p.network,
+      payer: p.payer,
+      amount: amount.toString(),
+      extra: { escrowId: p.escrowId, refundedTotal: (amountMicro(r.proof.refundedTotal) ?? 0n).toString() },
+    };
+  } catch (err) {
+    // Past the deadline, over the remaining amount, or not a closing that paid the payee.
+    if (err instanceof AppError && err.code === 'invalid_state') throw new Refusal('invalid_state', err.message);
+    throw asRefusal(err);
+  }
 }

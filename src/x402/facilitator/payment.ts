@@ -33,6 +33,7 @@ export interface SettleAnswer {
   transaction: string;
   network: string;
   payer: string;
+  amount?: string;
   extra: Record<string, unknown>;
 }
 

@@ -98,6 +98,11 @@ export function checkRequest(
       'malformed_header',
       'paymentRequirements.extra.captureDeadline replaces extra.timeouts.deliverWithinSeconds (the capture deadline is the delivery deadline): give one of them',
     );
+  if (refundDeadline !== undefined && r.extra.timeouts?.refundWithinSeconds !== undefined)
+    throw refuse(
+      'malformed_header',
+      'paymentRequirements.extra.refundDeadline replaces extra.timeouts.refundWithinSeconds (the refund window ends at the deadline): give one of them',
+    );
   if (captureDeadline !== undefined && refundDeadline !== undefined && Date.parse(refundDeadline) <= Date.parse(captureDeadline))
     throw refuse(
       'malformed_header',
@@ -176,7 +181,13 @@ export function escrowTimeouts(c: Checked, now: Date): Timeouts {
         `paymentRequirements.extra.refundDeadline (${c.refundDeadline}) must be after the capture deadline (${new Date(captureBy).toISOString()}, the delivery deadline its timeouts imply)`,
       );
   }
-  return { ...c.timeouts, deliverWithinSeconds };
+  // The escrow's own window runs from its closing; starting it at collect, rounded up, lets it
+  // end no earlier than refundDeadline, which the facilitator enforces itself (docs/x402.md).
+  const refundWithinSeconds =
+    c.refundDeadline === undefined ? c.timeouts.refundWithinSeconds : Math.ceil((Date.parse(c.refundDeadline) - now.getTime()) / 1000);
+  if (refundWithinSeconds !== undefined && refundWithinSeconds > MAX_STAGE_SECONDS)
+    throw refuse('malformed_header', `paymentRequirements.extra.refundDeadline is more than ${MAX_STAGE_SECONDS} s away`);
+  return { ...c.timeouts, deliverWithinSeconds, ...(refundWithinSeconds !== undefined ? { refundWithinSeconds } : {}) };
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
