@@ -67,6 +67,15 @@ export const amountStr = annotate(
   ),
   { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount > 0, at most 6 fraction digits' },
 );
+/** An amount that may be zero (a proof's payouts and fee: docs/protocol.md §24.1). */
+export const amountOrZero = annotate(
+  define<string>(
+    'amount',
+    (v) =>
+      (typeof v === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(v)) || 'must be a decimal string with at most 6 fraction digits, e.g. "0"',
+  ),
+  { type: 'string', pattern: '^\\d{1,18}(\\.\\d{1,6})?$', description: 'decimal amount >= 0, at most 6 fraction digits' },
+);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
 export const timestamp = annotate(
   define<string>(

@@ -132,6 +132,8 @@ export interface CloseInput {
    * this one's statements travel). Only for simulated custody, whose proofs hold nothing custody says.
    */
   signed?: Signed;
+  /** The escrow's fee was chosen by this command (a delivery's `fee`): written with the closing's row update. */
+  setFee?: boolean;
   /** Runs once the closing's statements are on their way, before their answer is awaited. */
   whileWriting?: () => Promise<void>;
 }
@@ -321,6 +323,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
         deadlineAt: null,
         custodyStatus: 'settle-failed',
         verdict: input.verdict,
+        ...(input.setFee && e.fee ? { fee: e.fee } : {}),
       }),
     ]);
     return { ok: false, error: settled.error, attempt };
@@ -339,6 +342,7 @@ export async function closeMatter(tx: Queryable, svc: CommandDeps, input: CloseI
       custodyStatus: 'settled',
       verdict: input.verdict,
       ...(refundDeadline ? { refundDeadline } : {}),
+      ...(input.setFee && e.fee ? { fee: e.fee } : {}),
     }),
     {
       text: 'INSERT INTO proofs (id, escrow_id, leaf_index, leaf_hash, doc, issued_at) VALUES ($1, $2, NULL, $3, $4, $5)',

@@ -27,21 +27,18 @@ export const MAX_SKEW_MS = 300_000;
  * payer in the same closing; the client form then signs JCS {escrowId, contentHash, submittedAt, amount}
  * (amount as the decimal string). Absent: the whole amount, and the signed body has no `amount`.
  */
-export type DeliveryInput =
+export type DeliveryInput = (
   | { form: 'sandbox'; agentId: string; payload: unknown; amount?: bigint }
-  | {
-      form: 'client';
-      payload: unknown;
-      submittedAt: string;
-      signature: { signer: string; signature: string };
-      amount?: bigint;
-      /**
-       * The fee this delivery's closing takes, set with it: an x402 capture's feeBps, chosen within the
-       * bounds the payer's authorization signed (docs/x402.md "Fees and deadlines"). It replaces the
-       * escrow's fee, and delivery.submitted records it.
-       */
-      fee?: Fee;
-    };
+  | { form: 'client'; payload: unknown; submittedAt: string; signature: { signer: string; signature: string }; amount?: bigint }
+) & {
+  /**
+   * A fee chosen at delivery (an x402 capture's `feeBps` with its recipient, docs/protocol.md §24.1),
+   * for an escrow created without one: it applies to this closing and any later one, and
+   * delivery.submitted records it. Not part of the payee's signed body. An escrow that already has a
+   * fee refuses it (409 invalid_state).
+   */
+  fee?: Fee;
+};
 
 export interface DeliveryResult {
   delivery: Record<string, unknown>;
@@ -82,9 +79,10 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
     if (e.deliveryId) throw invalidState(`a delivery was already submitted for this escrow (state ${e.state})`);
     transition('deliver', e);
     const claimed = input.amount;
-    const setFee = input.form === 'client' && input.fee !== undefined ? input.fee : undefined;
     if (claimed !== undefined && (claimed <= 0n || claimed > e.amount))
       throw badRequest(`amount ${formatAmount(claimed)} must be greater than 0 and at most the escrow's amount ${formatAmount(e.amount)}`);
+    if (input.fee && e.fee) throw invalidState('this escrow already has a fee; a delivery cannot choose another');
+    const fee = input.fee ?? e.fee;
     const at = e.now.toISOString();
     let submittedAt: string;
     let signature: { signer: string; signature: string };
@@ -139,7 +137,7 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
           deliveryId,
           contentHash,
           ...(claimed !== undefined ? { amount: formatAmount(claimed) } : {}),
-          ...(setFee !== undefined ? { fee: setFee } : {}),
+          ...(input.fee ? { fee: input.fee } : {}),
         },
       },
       {
@@ -156,17 +154,22 @@ export async function submitDelivery(svc: CommandDeps, escrowId: string, input: 
         text: 'INSERT INTO verdicts (id, escrow_id, delivery_id, passed, results, decided_at) VALUES ($1, $2, $3, $4, $5, $6)',
         params: [verdictId, escrowId, deliveryId, evaluation.passed, JSON.stringify(evaluation.results), at],
       },
-      ...(setFee !== undefined ? [{ text: 'UPDATE escrows SET fee = $2 WHERE id = $1', params: [escrowId, JSON.stringify(setFee)] }] : []),
     ];
     if (!evaluation.passed) {
       // Failed verdict: delivered, open for dispute or refund until resolveWithinSeconds passes.
       const entries = extend(e.trailLength, e.trailHead, pending, at);
       const deadlineAt = new Date(e.now.getTime() + e.timeouts.resolveWithinSeconds * 1000);
-      await tx.commitWith([fuse([...writes, ...advanceEscrow(e, entries, { state: 'delivered', deadlineAt, verdict: 'failed' })])]);
+      await tx.commitWith([
+        fuse([
+          ...writes,
+          ...advanceEscrow(e, entries, { state: 'delivered', deadlineAt, verdict: 'failed', ...(input.fee ? { fee: input.fee } : {}) }),
+        ]),
+      ]);
       return { delivery, verdict };
     }
     const closed = await closeMatter(tx, svc, {
-      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null, fee: setFee ?? e.fee },
+      e: { ...e, deliveryHash: contentHash, deliveryId, verdictId, deliveryAmount: claimed ?? null, fee },
+      setFee: input.fee !== undefined,
       closing: { kind: 'release' },
       pending,
       writes,

@@ -255,6 +255,8 @@ export function escrowUpdate(
     refundDeadline?: Date;
     /** The refunds-after-release total after this step; absent: unchanged. */
     refunded?: bigint;
+    /** A fee chosen at delivery (an x402 capture's feeBps, docs/protocol.md §24.1); absent: unchanged. */
+    fee?: Fee;
   },
 ): Stmt {
   const extra: unknown[] = [];
@@ -267,6 +269,10 @@ export function escrowUpdate(
     extra.push(set.refunded.toString());
     more += `, refunded = $${8 + extra.length}`;
   }
+  if (set.fee !== undefined) {
+    extra.push(JSON.stringify(set.fee));
+    more += `, fee = $${8 + extra.length}`;
+  }
   return {
     text: `UPDATE escrows SET state = $2, deadline_at = $3, custody_status = $4, verdict = $5,
              trail_length = $6, trail_head = $7, updated_at = $8${more} WHERE id = $1`,
@@ -278,6 +284,7 @@ export function escrowUpdate(
 export type EscrowChange = Partial<Pick<EscrowRow, 'state' | 'deadlineAt' | 'custodyStatus' | 'verdict'>> & {
   refundDeadline?: Date;
   refunded?: bigint;
+  fee?: Fee;
 };
 
 /**
@@ -298,6 +305,7 @@ export function advanceEscrow(e: Locked, entries: TrailEntry[], change: EscrowCh
       now: e.now,
       ...(change.refundDeadline !== undefined ? { refundDeadline: change.refundDeadline } : {}),
       ...(change.refunded !== undefined ? { refunded: change.refunded } : {}),
+      ...(change.fee !== undefined ? { fee: change.fee } : {}),
     }),
   ];
 }

@@ -92,7 +92,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     pathArg: escrowId,
     alsoRequired: ['payload'],
     annotations: write('Submit a delivery', true, DESTRUCTIVE),
-    description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt}.`,
+    description: `Deliver the payee's work (payload, any JSON) against a funded escrow; the service checks it against the terms. A passing verdict releases the money (or, with amount, that part of it, the rest back to the payer) and returns the settlement proof. ${SIGNED}: submittedAt and signature, by the payee over JCS {escrowId, contentHash, submittedAt} (with amount in it when given).`,
   },
   {
     name: 'refund_escrow',
@@ -101,6 +101,22 @@ export const ROUTE_TOOLS: RouteTool[] = [
     annotations: write('Refund an escrow', true, DESTRUCTIVE),
     description:
       'Refund a funded escrow, or a delivered one whose verdict failed, to the payer. Returns the settlement proof (outcome refunded).',
+  },
+  {
+    name: 'refund_after_release',
+    route: 'POST /v1/escrows/:id/refunds',
+    pathArg: escrowId,
+    annotations: write('Refund after release', true, DESTRUCTIVE),
+    description:
+      'Refund part or all of a released escrow (settled or resolved) back to the payer, before its refundDeadline and within the payee\'s net payout, as the payee or the arbiter: amount, reason?, and agentIds: [one sandbox agent], or signedAt and signature over JCS {escrowId, action: "refund", amount, reason, signedAt} (reason "" when absent). Returns {refund, proof}: the adjustment proof (outcome refunded-after-release).',
+  },
+  {
+    name: 'request_refund',
+    route: 'POST /v1/escrows/:id/refund-requests',
+    pathArg: escrowId,
+    annotations: write('Request a refund', true),
+    description:
+      'As the payer of a released escrow, ask for a refund within its refund window: amount, reason?, and agentIds: [one sandbox agent], or signedAt and signature over JCS {escrowId, action: "refund.request", amount, reason, signedAt}. Recorded (refund.requested); no money moves. Returns {refundRequest}.',
   },
   {
     name: 'open_dispute',

@@ -4,7 +4,7 @@ import { badRequest } from '../errors.ts';
 import { defineRoutes } from '../http/route.ts';
 import { json } from '../http/respond.ts';
 import { MAX_VERIFY_BODY, readJson } from '../http/body.ts';
-import { amountStr, asset, check, hex64, idOf, sigHex, timestamp } from '../validate.ts';
+import { amountOrZero, amountStr, asset, check, hex64, idOf, sigHex, timestamp } from '../validate.ts';
 import { issuerKeys } from '../proof/keys.ts';
 import { verifyJson } from '@escrow-settlement/protocol/crypto/ed25519';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
@@ -22,7 +22,7 @@ const anchorPart = size(string(), 1, 256);
 export const ProofDoc = object({
   id: idOf('prf'),
   escrowId: idOf('esc'),
-  outcome: enums(['released', 'refunded', 'split']),
+  outcome: enums(['released', 'refunded', 'split', 'refunded-after-release']),
   payer: hex64,
   payee: hex64,
   amount: amountStr,
@@ -33,6 +33,13 @@ export const ProofDoc = object({
   disputeId: optional(idOf('dsp')),
   mandateHash: optional(hex64),
   shares: optional(object({ payerBps: bps, payeeBps: bps })),
+  // Money after the verdict (docs/protocol.md §24): a partial capture, the fee, the payouts; an adjustment's fields.
+  captured: optional(amountStr),
+  fee: optional(object({ bps, recipient: hex64, amount: amountOrZero })),
+  payouts: optional(object({ payee: amountOrZero, payer: amountOrZero, fee: amountOrZero })),
+  adjusts: optional(idOf('prf')),
+  refundedTotal: optional(amountStr),
+  reason: optional(size(string(), 0, 4000)),
   trailHead: hex64,
   trailLength: size(integer(), 0, 2_147_483_647),
   issuedAt: timestamp,

@@ -83,6 +83,48 @@ describe('the API client', () => {
     for (const name of Object.keys(API_ROUTES)) assert.equal(typeof methodAt(api, name), 'function', `client.${name}`);
   });
 
+  test('partial capture, a refund after release and a refund request, signed client-side; the bundle verifies with net payouts', async () => {
+    const payer = generateKeys();
+    const payee = generateKeys();
+    const created = await api.escrows.create({
+      amount: '8',
+      asset: 'USDC',
+      terms: TITLE_TERMS,
+      payer: { publicKey: payer.publicKey },
+      payee: { publicKey: payee.publicKey },
+      fee: { bps: 100, recipient: 'ab'.repeat(32) },
+    });
+    await api.escrows.fund(created.id);
+    const delivered = await api.escrows.deliver(
+      created.id,
+      await api.sign.delivery(payee.secretKey, { escrowId: created.id, payload: { title: 't' }, amount: '6.00' }),
+    );
+    assert.deepEqual(delivered.proof!.payouts, { payee: '5.94', payer: '2', fee: '0.06' });
+    const asked = await api.refundRequests.create(
+      created.id,
+      await api.sign.refundRequest(payer.secretKey, { escrowId: created.id, amount: '1', reason: 'scratched' }),
+    );
+    assert.equal(asked.refundRequest.by, payer.publicKey);
+    const { refund, proof } = await api.refunds.create(
+      created.id,
+      await api.sign.refund(payee.secretKey, { escrowId: created.id, amount: '1', reason: 'scratched' }),
+    );
+    assert.deepEqual(
+      [refund.amount, refund.reason, proof.outcome, proof.adjusts],
+      ['1', 'scratched', 'refunded-after-release', delivered.proof!.id],
+    );
+    const escrow = await api.escrows.get(created.id);
+    assert.equal(escrow.refundedTotal, '1');
+    const bundle = await api.proofs.bundle(proof.id);
+    const v = verifyBundle(bundle, { trustedKeys: (await api.issuerKeys()).keys });
+    assert.equal(v.ok, true, JSON.stringify(v.checks.filter((c) => !c.ok)));
+    assert.deepEqual(v.payouts, { payee: '4.94', payer: '3', fee: '0.06' });
+    const err = await rejects(
+      api.refunds.create(created.id, await api.sign.refund(payee.secretKey, { escrowId: created.id, amount: '5' })),
+    );
+    assert.equal(err.code, 'invalid_state');
+  });
+
   test('runs a whole lifecycle: mandate, escrow, idempotent fund, signed delivery, proof verified offline and by the log', async () => {
     const principal = generateKeys();
     const payer = generateKeys();

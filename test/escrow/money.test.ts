@@ -226,3 +226,55 @@ test('metered arithmetic is exact: units are read as their shortest round-trip d
   assert.equal(withinMeteredPrice(1n, 1n, 0), false);
   assert.equal(withinMeteredPrice(0n, 1n, 0), true);
 });
+
+describeStores('the commands as the x402 facilitator calls them', (h) => {
+  test('submitDelivery with an amount and a fee chosen at capture; refundAfterRelease with the payee consent', async () => {
+    const { submitDelivery } = await import('../../src/escrow/deliver.ts');
+    const { refundAfterRelease } = await import('../../src/escrow/refundAfterRelease.ts');
+    const payee = clientKey();
+    const payer = await agent(h());
+    const c = await h().req('POST', '/v1/escrows', {
+      amount: '5',
+      asset: 'USDC',
+      terms: PASSING_TERMS,
+      payerAgentId: payer.id,
+      payee: { publicKey: payee.publicKey },
+    });
+    const id = c.body.id as string;
+    await h().req('POST', `/v1/escrows/${id}/fund`);
+    const payload = { title: 'x' };
+    const contentHash = sha(canonicalize(payload));
+    const submittedAt = (await h().req('GET', '/v1/sandbox/clock')).body.now as string;
+    const r = await submitDelivery(h().app.svc, id, {
+      form: 'client',
+      payload,
+      submittedAt,
+      amount: 4_000_000n,
+      signature: { signer: payee.publicKey, signature: payee.sign({ escrowId: id, contentHash, submittedAt, amount: '4' }) },
+      fee: { bps: 500, recipient: RECIPIENT },
+    });
+    assert.deepEqual(r.proof?.payouts, { payee: '3.8', payer: '1', fee: '0.2' });
+    assert.deepEqual(r.proof?.fee, { bps: 500, recipient: RECIPIENT, amount: '0.2' });
+    assert.deepEqual((await h().req('GET', `/v1/escrows/${id}`)).body.fee, { bps: 500, recipient: RECIPIENT });
+    const events = (await h().req('GET', `/v1/escrows/${id}/events`)).body.events;
+    assert.deepEqual(events.find((x: any) => x.event === 'delivery.submitted').data.fee, { bps: 500, recipient: RECIPIENT });
+    const bundle = (await h().req('GET', `/v1/proofs/${r.proof!.id}/bundle`)).body as Bundle;
+    assert.equal(verifyBundle(bundle, { trustedKeys: await pinned(h()) }).ok, true);
+
+    const signedAt = (await h().req('GET', '/v1/sandbox/clock')).body.now as string;
+    const consent = payee.sign({ escrowId: id, action: 'refund', amount: '3.8', reason: '', signedAt });
+    const act = { form: 'client' as const, signedAt, signature: { signer: payee.publicKey, signature: consent } };
+    const refund = await refundAfterRelease(h().app.svc, id, { amount: 3_800_000n, reason: '', act });
+    assert.equal(refund.created, true);
+    assert.equal(refund.proof.outcome, 'refunded-after-release');
+    assert.equal(refund.proof.refundedTotal, '3.8');
+    // The same consent again answers the first outcome; nothing remains for another.
+    const again = await refundAfterRelease(h().app.svc, id, { amount: 3_800_000n, reason: '', act });
+    assert.equal(again.created, false);
+    assert.deepEqual(again.proof, refund.proof);
+    await assert.rejects(
+      refundAfterRelease(h().app.svc, id, { amount: 1n, reason: '', act: { form: 'sandbox', agentId: payer.id } }),
+      (e: any) => e.code === 'unauthorized_ruling',
+    );
+  });
+});

@@ -128,6 +128,26 @@ describeStores('refunds after release', (h) => {
         assert.equal(v.checks.find((c) => c.name === `adjustments[1].${name}`)?.ok, true, name);
       assert.equal(v.checks.find((c) => c.name === 'adjustments.complete')?.ok, true);
     }
+    // The CLI prints the net payouts after the checks.
+    const { main } = await import('../../packages/client/src/cli.ts');
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'refund-cli-'));
+    try {
+      const file = join(dir, 'bundle.json');
+      writeFileSync(file, JSON.stringify((await h().req('GET', `/v1/proofs/${m.proof.id}/bundle`)).body));
+      const lines: string[] = [];
+      const code = await main(['verify', file, '--trusted-key', (await pinned(h())).at(-1).publicKey], {
+        out: (l) => lines.push(l),
+        err: (l) => lines.push(l),
+      });
+      assert.equal(code, 0, lines.join('\n'));
+      assert.ok(lines.includes('PAYOUTS payee 0, payer 9.75, fee 0.25 (net of refunds after release)'), lines.join('\n'));
+      assert.ok(lines.includes(`PASS adjustments[1].deadline: received at ${rest.body.refund.at}, before the refund deadline ${deadline}`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('verifyBundle fails tampered adjustment bundles, each under its own check', async () => {

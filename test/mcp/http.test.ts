@@ -45,7 +45,9 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
         'get_proof',
         'list_escrows',
         'open_dispute',
+        'refund_after_release',
         'refund_escrow',
+        'request_refund',
         'resolve_dispute',
         'submit_delivery',
         'submit_evidence',
@@ -68,7 +70,7 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
       else
         assert.deepEqual(
           [a.readOnlyHint, a.destructiveHint],
-          [false, ['fund_escrow', 'submit_delivery', 'refund_escrow', 'resolve_dispute'].includes(t.name)],
+          [false, ['fund_escrow', 'submit_delivery', 'refund_escrow', 'refund_after_release', 'resolve_dispute'].includes(t.name)],
           `${t.name}: destructive when it moves money or may close a matter`,
         );
       // Every property at every depth has an explicit type; an object given by $ref says so beside it.
@@ -188,6 +190,18 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     await ok(client, 'fund_escrow', { escrowId: r.id });
     assert.equal((await ok(client, 'refund_escrow', { escrowId: r.id })).outcome, 'refunded');
 
+    // After release: the payer asks, the payee refunds part (docs/protocol.md §24.4, §24.5).
+    const s = await ok(client, 'create_escrow', base);
+    await ok(client, 'fund_escrow', { escrowId: s.id });
+    const released = await ok(client, 'submit_delivery', { escrowId: s.id, agentId: payee.id, payload: { title: 't' }, amount: '2' });
+    assert.deepEqual(released.proof.payouts, { payee: '2', payer: '1', fee: '0' });
+    const asked = await ok(client, 'request_refund', { escrowId: s.id, amount: '1', reason: 'late', agentIds: [payer.id] });
+    assert.equal(asked.refundRequest.amount, '1');
+    const refunded = await ok(client, 'refund_after_release', { escrowId: s.id, amount: '1', agentIds: [payee.id] });
+    assert.equal(refunded.proof.outcome, 'refunded-after-release');
+    assert.equal(refunded.proof.refundedTotal, '1');
+    await fails(client, 'refund_after_release', { escrowId: s.id, amount: '1.000001', agentIds: [payee.id] }, 'invalid_state');
+
     const e = await ok(client, 'create_escrow', base);
     await ok(client, 'fund_escrow', { escrowId: e.id });
     const failed = await ok(client, 'submit_delivery', { escrowId: e.id, agentId: payee.id, payload: { body: 'no title' } });
@@ -237,7 +251,7 @@ describeStores('MCP over Streamable HTTP (sandbox)', (h) => {
     const withPathArg = tools.filter(
       (t) => 'escrowId' in (t.inputSchema.properties ?? {}) || 'proofId' in (t.inputSchema.properties ?? {}),
     );
-    assert.equal(withPathArg.length, 9);
+    assert.equal(withPathArg.length, 11);
     for (const t of withPathArg) {
       const field = 'escrowId' in (t.inputSchema.properties ?? {}) ? 'escrowId' : 'proofId';
       const prefix = field === 'escrowId' ? 'esc' : 'prf';

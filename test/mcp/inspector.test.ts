@@ -56,6 +56,8 @@ async function everyTool(call: Call): Promise<string[]> {
   await ok('fund_escrow', { escrowId: settled.id });
   const delivered = await ok('submit_delivery', { escrowId: settled.id, agentId: payee.id, payload: { title: 'the report' } });
   const proof = delivered.proof ?? (await ok('get_escrow', { escrowId: settled.id })).proof;
+  await ok('request_refund', { escrowId: settled.id, amount: '1', reason: 'late', agentIds: [payer.id] });
+  await ok('refund_after_release', { escrowId: settled.id, amount: '1', agentIds: [payee.id] });
   const refunded = await escrow();
   await ok('fund_escrow', { escrowId: refunded.id });
   await ok('refund_escrow', { escrowId: refunded.id });

@@ -105,7 +105,7 @@ describeStores('the local MCP server over stdio', (h) => {
 
   test("lists the service's tools, saying which ones it signs", async () => {
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 14);
+    assert.equal(tools.length, 16);
     const delivery = tools.find((t) => t.name === 'submit_delivery')!;
     assert.match(delivery.description!, new RegExp(`signs with the key ${payee.publicKey}`));
     assert.ok(!tools.find((t) => t.name === 'get_escrow')!.description!.includes('signs'));
@@ -124,6 +124,10 @@ describeStores('the local MCP server over stdio', (h) => {
     const v = await ok(client, 'verify_bundle', { bundle, trustedKeys: issuer });
     assert.equal(v.valid, true, JSON.stringify(v.checks.filter((c: { ok: boolean }) => !c.ok)));
     assert.equal(service.bodies.length, before, 'verify_bundle sent nothing to the service');
+    // A refund after release, signed here with the payee's key (docs/protocol.md §24.4).
+    const refund = await ok(client, 'refund_after_release', { escrowId: id, amount: '0.5', reason: 'goodwill' });
+    assert.equal(refund.refund.by, payee.publicKey);
+    assert.equal(refund.proof.outcome, 'refunded-after-release');
     const forged = structuredClone(bundle);
     forged.trail[0].body = { forged: true };
     assert.equal((await ok(client, 'verify_bundle', { bundle: forged, trustedKeys: issuer })).valid, false);

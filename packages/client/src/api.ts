@@ -16,6 +16,8 @@ import type {
   Ap2Challenge,
   CreateEscrowInput,
   CustodyEntry,
+  Refund,
+  RefundInput,
   DeadLetter,
   DeliveryResult,
   Dispute,
@@ -52,7 +54,7 @@ import {
 } from './x402/authCapture/wire.ts';
 import { ServiceClock } from './clock.ts';
 import { ApiError, createTransport, type CallInput, type ClientOptions } from './http.ts';
-import { signDelivery, signDisputeAction, type DeliveryToSign, type DisputeActionToSign } from './sign.ts';
+import { signDelivery, signDisputeAction, signRefund, type DeliveryToSign, type DisputeActionToSign, type RefundToSign } from './sign.ts';
 import {
   createPaymentHeader,
   createPaymentHeaderV2,
@@ -87,6 +89,8 @@ export const API_ROUTES = {
   'escrows.fund': ['POST /v1/escrows/:id/fund'],
   'escrows.deliver': ['POST /v1/escrows/:id/delivery'],
   'escrows.refund': ['POST /v1/escrows/:id/refund'],
+  'refunds.create': ['POST /v1/escrows/:id/refunds'],
+  'refundRequests.create': ['POST /v1/escrows/:id/refund-requests'],
   'escrows.trail': ['GET /v1/escrows/:id/trail'],
   'escrows.events': ['GET /v1/escrows/:id/events'],
   'escrows.proof': ['GET /v1/escrows/:id/proof'],
@@ -230,6 +234,11 @@ export function createClient(opts: ClientOptions) {
         signCapture(payeeSecretKey, { ...c, submittedAt: c.submittedAt ?? (await serviceNow()) }),
       void: async (payeeSecretKey: string, v: { escrowId: string; signedAt?: string }): Promise<VoidPayload> =>
         signVoid(payeeSecretKey, { ...v, signedAt: v.signedAt ?? (await serviceNow()) }),
+      /** A refund after release, signed by the payee or the arbiter: the body of refunds.create. */
+      refund: async (secretKey: string, r: RefundToSign) => signRefund(secretKey, { ...r, signedAt: r.signedAt ?? (await serviceNow()) }),
+      /** A refund request, signed by the payer: the body of refundRequests.create. */
+      refundRequest: async (payerSecretKey: string, r: RefundToSign) =>
+        signRefund(payerSecretKey, { ...r, signedAt: r.signedAt ?? (await serviceNow()) }, 'refund.request'),
     },
     health: () => call<Health>('health'),
     issuerKeys: () => call<{ keys: IssuerKey[] }>('issuerKeys'),
@@ -269,6 +278,16 @@ export function createClient(opts: ClientOptions) {
       proof: (escrowId: string) => call<Proof>('escrows.proof', { params: id(escrowId) }),
       custody: (escrowId: string) => call<CustodyEntry>('escrows.custody', { params: id(escrowId) }),
       retryCustody: (escrowId: string) => call<Proof>('escrows.retryCustody', { params: id(escrowId) }),
+    },
+    /** Refunds after release (the payee's or the arbiter's): 201 {refund, proof}, the adjustment proof. */
+    refunds: {
+      create: (escrowId: string, body: RefundInput, o?: IdempotencyOption) =>
+        call<{ refund: Refund; proof: Proof }>('refunds.create', { params: id(escrowId), body, headers: idem(o) }),
+    },
+    /** The payer's refund requests: recorded, no money moves. */
+    refundRequests: {
+      create: (escrowId: string, body: RefundInput, o?: IdempotencyOption) =>
+        call<{ refundRequest: Refund }>('refundRequests.create', { params: id(escrowId), body, headers: idem(o) }),
     },
     disputes: {
       /** Sandbox form {agentId, reason?}, or the client-signed form from signDisputeAction (action dispute.open). */

@@ -30,7 +30,7 @@ of these the bundle is not valid (issuer.trust fails):
                        AP2 Payment Mandate verifies only when its chain verifies with one of them.
 The monitor follows the log's checkpoints and tiles (see the service's witnessing documentation) and exits non-zero on
 a split view or a bad entry; --state keeps the last checkpoint it verified between runs.
-Prints one PASS/FAIL line per check; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
+Prints one PASS/FAIL line per check, then the net payouts (PAYOUTS payee …, payer …, fee …) when the proof carries them; exits 0 when all pass, 1 on any failure, 2 on a usage error.`;
 
 /** issuer.trust's failure in this command's own words (the library's names its options). */
 const HOW_TO_PIN =
@@ -190,7 +190,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     io.out(`FAIL bundle.format: ${args.file} is not valid JSON: ${(e as Error).message}`);
     return 1;
   }
-  const { ok, checks, warnings } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], {
+  const { ok, checks, warnings, payouts } = verifyBundle(bundle as Parameters<typeof verifyBundle>[0], {
     trustedKeys: args.trustedKeys,
     trustBundleKeys: args.trustBundleKeys,
     witnesses: args.witnesses,
@@ -200,6 +200,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
   for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.name === 'issuer.trust' && !c.ok ? HOW_TO_PIN : c.detail}`);
   const failed = checks.filter((c) => !c.ok).length;
+  // Where the money ended: the closing's payouts less any refunds after release (docs/protocol.md §24.7).
+  if (payouts) io.out(`PAYOUTS payee ${payouts.payee}, payer ${payouts.payer}, fee ${payouts.fee} (net of refunds after release)`);
   io.out(ok ? `OK: all ${checks.length} checks passed` : `FAILED: ${failed} of ${checks.length} checks failed`);
   return ok ? 0 : 1;
 }

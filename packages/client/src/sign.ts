@@ -38,16 +38,58 @@ export interface DeliveryToSign {
   payload: unknown;
   /** Defaults to now; the service accepts at most 300 s of skew from its clock. */
   submittedAt?: string;
+  /** A partial capture: the amount claimed, an amount string (signed as the service shows it, e.g. "0.5"). */
+  amount?: string;
+}
+
+/** The shortest form of an amount string, as the service shows and signs it ("1.50" → "1.5", "01" → "1"). */
+function normalAmount(a: string): string {
+  const m = /^(\d+)(?:\.(\d{1,6}))?$/.exec(a);
+  if (!m) throw new TypeError('amount must be a decimal string with at most 6 fraction digits');
+  const whole = BigInt(m[1]).toString();
+  const frac = (m[2] ?? '').replace(/0+$/, '');
+  return frac ? `${whole}.${frac}` : whole;
 }
 
 /**
  * The client-signed delivery form of POST /v1/escrows/{id}/delivery: the payee signs
- * JCS({escrowId, contentHash, submittedAt}) with contentHash = sha256(JCS(payload)).
+ * JCS({escrowId, contentHash, submittedAt}) with contentHash = sha256(JCS(payload)), and `amount` in
+ * it when the delivery claims one (a partial capture).
  */
 export function signDelivery(payeeSecretKey: string, d: DeliveryToSign): SignedDelivery {
   const submittedAt = d.submittedAt ?? nowIso();
-  const signature = signBody(payeeSecretKey, { escrowId: d.escrowId, contentHash: contentHash(d.payload), submittedAt }, 'payeeSecretKey');
-  return { payload: d.payload, submittedAt, signature };
+  const amount = d.amount === undefined ? undefined : normalAmount(d.amount);
+  const signature = signBody(
+    payeeSecretKey,
+    { escrowId: d.escrowId, contentHash: contentHash(d.payload), submittedAt, ...(amount !== undefined ? { amount } : {}) },
+    'payeeSecretKey',
+  );
+  return { payload: d.payload, submittedAt, signature, ...(amount !== undefined ? { amount } : {}) };
+}
+
+export interface RefundToSign {
+  escrowId: string;
+  /** An amount string. */
+  amount: string;
+  reason?: string;
+  /** Defaults to now; the service accepts at most 300 s of skew from its clock. */
+  signedAt?: string;
+}
+
+/**
+ * A refund after release (POST /v1/escrows/{id}/refunds) by the payee or the arbiter, or with
+ * `action` "refund.request" a refund request by the payer (…/refund-requests): the signer signs
+ * JCS({escrowId, action, amount, reason, signedAt}), reason "" when absent.
+ */
+export function signRefund(
+  secretKey: string,
+  r: RefundToSign,
+  action: 'refund' | 'refund.request' = 'refund',
+): { amount: string; reason?: string; signedAt: string; signature: Signature } {
+  const signedAt = r.signedAt ?? nowIso();
+  const amount = normalAmount(r.amount);
+  const signature = signBody(secretKey, { escrowId: r.escrowId, action, amount, reason: r.reason ?? '', signedAt });
+  return { amount, ...(r.reason !== undefined ? { reason: r.reason } : {}), signedAt, signature };
 }
 
 export interface RulingToSign {

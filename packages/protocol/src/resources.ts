@@ -59,7 +59,30 @@ export interface EscrowTimeouts {
   resolveWithinSeconds?: number;
   decideWithinSeconds?: number;
   timeoutRuling?: RulingOutcome;
+  /** Refunds after release are accepted this long after the closing (default 2592000 = 30 days; 0: none). */
+  refundWithinSeconds?: number;
 }
+
+/** An escrow's fee: `bps` (0..10000) of the payee's share of every closing that pays the payee, to `recipient`. */
+export interface Fee {
+  bps: number;
+  recipient: string;
+}
+
+/** A refund after release (POST /v1/escrows/{id}/refunds), or a refund request (…/refund-requests). */
+export interface Refund {
+  id: string;
+  amount: string;
+  reason: string;
+  /** The signer: the payee or the arbiter (the payer for a request). */
+  by: string;
+  at: string;
+}
+
+/** The body of POST /v1/escrows/{id}/refunds or …/refund-requests: client-signed (from signRefund / signRefundRequest) or sandbox. */
+export type RefundInput =
+  | { amount: string; reason?: string; signedAt: string; signature: Signature }
+  | { amount: string; reason?: string; agentIds: [string] };
 
 export type EscrowState = 'created' | 'funded' | 'delivered' | 'settled' | 'disputed' | 'resolved' | 'refunded';
 
@@ -81,6 +104,12 @@ export interface Escrow {
   updatedAt: string;
   /** Your notes, set at creation; absent when none. Never part of a proof. */
   metadata?: Record<string, string>;
+  fee?: Fee;
+  /** Once a closing paid the payee with a refund window: until when refunds after release are accepted. */
+  refundDeadline?: string;
+  refundedTotal?: string;
+  /** GET /v1/escrows/{id} only, once the window opened. */
+  refunds?: Refund[];
 }
 
 /** POST /v1/escrows: each party is a KeyRef or a sandbox agent id. */
@@ -98,6 +127,7 @@ export interface CreateEscrowInput {
   /** An AP2 v0.2 Payment Mandate chain (open~…~~closed~…~) as the escrow's authority, instead of a mandateId. */
   ap2?: Ap2Authority;
   timeouts?: EscrowTimeouts;
+  fee?: Fee;
   /** At most 50 keys, keys of 1-40 characters, string values of at most 500 characters. */
   metadata?: Record<string, string>;
 }
@@ -142,6 +172,8 @@ export type EscrowListQuery = PageQuery & {
 export interface SandboxDelivery {
   agentId: string;
   payload: unknown;
+  /** A partial capture: the amount claimed (at most the escrow's); absent: all of it. */
+  amount?: string;
 }
 
 /** Client-signed delivery: what signDelivery returns. */
@@ -149,6 +181,8 @@ export interface SignedDelivery {
   payload: unknown;
   submittedAt: string;
   signature: Signature;
+  /** A partial capture, signed into the body. */
+  amount?: string;
 }
 
 export interface Delivery {
@@ -233,6 +267,11 @@ export interface CustodyEntry {
   payeeAmount: string;
   attempts: number;
   lastError?: string;
+  /** The fee leg, when a fee was paid. */
+  feeAmount?: string;
+  feeRecipient?: string;
+  /** Each refund after release: a leg from the payee back to the payer. */
+  refunds: Array<{ id: string; amount: string; from: 'payee'; to: 'payer'; at: string }>;
   reference: string;
   createdAt: string;
   updatedAt: string;

@@ -287,10 +287,13 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   );
   checks.push(
     run('trail.head', () => {
-      const last = proof.trailLength > 0 ? trail[proof.trailLength - 1]?.hash : GENESIS_HASH;
+      // Without adjustments the trail ends at the proof; with them, the proof's head is at its trailLength.
+      const at = adjusted ? proof.trailLength : trail.length;
+      const last = at > 0 ? trail[at - 1]?.hash : GENESIS_HASH;
+      const where = adjusted ? 'the trail hash at proof.trailLength' : 'the last trail hash';
       return last === proof.trailHead
-        ? [true, `the trail hash at proof.trailLength equals proof.trailHead`]
-        : [false, `the trail hash at proof.trailLength ${String(last)} does not equal proof.trailHead ${proof.trailHead}`];
+        ? [true, `${where} equals proof.trailHead`]
+        : [false, `${where} ${String(last)} does not equal proof.trailHead ${proof.trailHead}`];
     }),
   );
   checks.push(...verifyInclusion(proof, inclusion).checks);
@@ -320,7 +323,7 @@ export function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): VerifyRe
   }
   // Refunds after release: each adjustment's signature, inclusion and place in the trail, the deadline and the total.
   let net: VerifyResult['payouts'];
-  if (bundle.adjustments !== undefined || trail.length > proof.trailLength) {
+  if (bundle.adjustments !== undefined) {
     const signers = new Set(trusted ? [...trusted] : issuerKeys.map((k) => k.publicKey));
     const adj = adjustmentChecks(bundle, {
       proofSignature: (p) => verifyJson(proofBody(p), p.signature.signature, p.signature.signer),

@@ -99,8 +99,8 @@ function captureAmount(amount: string | undefined, p: Payment): bigint | undefin
 }
 
 /**
- * The fee a capture sets: feeBps within the bounds the payer's authorization signed (default the
- * lowest); none without bounds, where only 0 is accepted. Undefined: the escrow's fee stays.
+ * The fee a capture sets on the escrow (held without one): feeBps within the bounds the payer's
+ * authorization signed (default the lowest); none without bounds, where only 0 is accepted.
  */
 function captureFee(feeBps: number | undefined, p: Payment): Fee | undefined {
   const a = p.authorization;

@@ -172,8 +172,6 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         arbiter: c.requirements.extra.arbiter !== undefined ? { keyRef: { publicKey: c.requirements.extra.arbiter } } : undefined,
         mandateId,
         timeouts,
-        // The lowest fee the payer agreed to; a capture may set another within the bounds (docs/x402.md).
-        ...(c.fee?.recipient !== undefined ? { fee: { bps: c.fee.minBps, recipient: c.fee.recipient } } : {}),
         scope: scopeOf(caller),
         // The payer's consent: escrow.created records its hash, the bundle carries it (docs/protocol.md §11.4).
         createdWith: { x402: { authorizationHash: sha256Hex(canonicalize(a)) } },

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { publicKeyFromSecret } from '@escrow-settlement/protocol/keys';
-import { signDelivery, signDisputeAction, signRuling, type DisputeActionToSign } from '../sign.ts';
+import { signDelivery, signDisputeAction, signRefund, signRuling, type DisputeActionToSign } from '../sign.ts';
 import type { RulingOutcome, Shares } from '@escrow-settlement/protocol/resources';
 import type { Signature } from '@escrow-settlement/protocol/types';
 
@@ -47,12 +47,14 @@ export const SIGNING_TOOLS: Record<string, string> = {
   open_dispute: 'leave out agentId, party, signedAt and signature',
   submit_evidence: 'leave out agentId, party, signedAt and signature',
   resolve_dispute: "the local key's signature is added to signatures",
+  refund_after_release: 'leave out agentIds, signedAt and signature',
+  request_refund: 'leave out agentIds, signedAt and signature',
 };
 
 type Args = Record<string, unknown>;
 
 /** True when the model chose a form of its own: a sandbox agent, or a signature it brought. */
-const formChosen = (a: Args) => a.agentId !== undefined || a.signature !== undefined || a.party !== undefined;
+const formChosen = (a: Args) => a.agentId !== undefined || a.agentIds !== undefined || a.signature !== undefined || a.party !== undefined;
 
 /**
  * A dispute action's arguments with the local key's signature over `action(text)`, where `text` names
@@ -99,8 +101,33 @@ export async function signArguments(
       if (formChosen(args) || !('payload' in args)) return args;
       return {
         escrowId,
-        ...signDelivery(key.secretKey, { escrowId, payload: args.payload, ...(now ? { submittedAt: await now() } : {}) }),
+        ...signDelivery(key.secretKey, {
+          escrowId,
+          payload: args.payload,
+          // A partial capture signs its amount; a malformed one is sent as given, for the route to name.
+          ...(typeof args.amount === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(args.amount) ? { amount: args.amount } : {}),
+          ...(now ? { submittedAt: await now() } : {}),
+        }),
+        ...(args.amount !== undefined && !(typeof args.amount === 'string' && /^\d{1,18}(\.\d{1,6})?$/.test(args.amount))
+          ? { amount: args.amount }
+          : {}),
       };
+    case 'refund_after_release':
+    case 'request_refund': {
+      // A refund (the payee or arbiter) or a request (the payer) over JCS {escrowId, action, amount, reason, signedAt}.
+      const { amount, reason } = args;
+      if (formChosen(args) || typeof amount !== 'string' || !/^\d{1,18}(\.\d{1,6})?$/.test(amount)) return args;
+      if (reason !== undefined && typeof reason !== 'string') return args;
+      const signedAt = now ? await now() : undefined;
+      return {
+        escrowId,
+        ...signRefund(
+          key.secretKey,
+          { escrowId, amount, ...(reason !== undefined ? { reason } : {}), ...(signedAt ? { signedAt } : {}) },
+          tool === 'refund_after_release' ? 'refund' : 'refund.request',
+        ),
+      };
+    }
     case 'open_dispute':
       return signedDisputeAction(args, 'reason', key, (reason) => ({ escrowId, action: 'dispute.open', reason }), now);
     case 'submit_evidence':
