@@ -46,6 +46,7 @@ import {
   signCapture,
   signVoid,
   type CapturePayload,
+  type FacilitatorPaymentStatus,
   type FacilitatorRequest,
   type FacilitatorSettleResponse,
   type FacilitatorSupported,
@@ -134,6 +135,7 @@ export const API_ROUTES = {
   'x402.facilitator.supported': ['GET /v1/x402/facilitator/supported'],
   'x402.facilitator.verify': ['POST /v1/x402/facilitator/verify'],
   'x402.facilitator.settle': ['POST /v1/x402/facilitator/settle'],
+  'x402.facilitator.payment': ['GET /v1/x402/facilitator/payments/:id'],
 } as const satisfies Record<string, readonly string[]>;
 
 type MethodName = keyof typeof API_ROUTES;
@@ -391,6 +393,8 @@ export function createClient(opts: ClientOptions) {
         supported: () => call<FacilitatorSupported>('x402.facilitator.supported'),
         verify: (body: FacilitatorRequest) => call<FacilitatorVerifyResponse>('x402.facilitator.verify', { body }),
         settle: (body: FacilitatorRequest) => call<FacilitatorSettleResponse>('x402.facilitator.settle', { body }),
+        /** A payment's settlement status by its paymentId: read it instead of settling again after a timeout. */
+        payment: (paymentId: string) => call<FacilitatorPaymentStatus>('x402.facilitator.payment', { params: id(paymentId) }),
       },
     },
   };
