@@ -36,6 +36,7 @@ const E2E = [
   'test/bench.test.ts', // the bench in its quick mode
   'test/readme-session.test.ts', // the README's first session against a started service
   'test/readme-ap2.test.ts', // the README's AP2 walk-through against a started service
+  'test/readme-x402.test.ts', // the README's x402 resource server and payer as child processes
   'test/admin/requestLog.test.ts', // the request log of a started service
   'test/webhooks/crash.test.ts', // a service killed mid-delivery
   'test/mcp/stdio.test.ts', // the stdio MCP server as a child process against a started service

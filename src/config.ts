@@ -31,6 +31,11 @@ export interface Config extends WitnessSettings, Ap2Settings {
   webhookKeyMaxInFlight: number;
   /** Seconds a retired webhook key still signs every delivery beside the new one (docs/keys.md "Webhook key rotation"). */
   webhookKeyOverlapSeconds: number;
+  /**
+   * WEBHOOK_DISABLE_AFTER_HOURS: an endpoint whose every attempt failed for this long (database clock)
+   * is disabled until its owner enables it again; 0 never disables (docs/protocol.md §14.5).
+   */
+  webhookDisableAfterHours: number;
   /** CLIENT_MAX_CONCURRENCY: requests one client address may have open at the Node edge at once (src/node/clientCap.ts). */
   clientMaxConcurrency: number;
   rateLimitWindowMs: number;
@@ -76,6 +81,17 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
   const n = Number(raw.trim());
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/** A non-negative decimal number of at most `max` (hours may be fractional: 0.5 is half an hour). */
+function decimal(env: Env, name: string, def: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d{1,6}(\.\d{1,6})?$/.test(raw.trim()))
+    throw new ConfigError(name, `must be a number of hours like 72 or 0.5, got ${JSON.stringify(raw)}`);
+  const n = Number(raw.trim());
+  if (n > max) throw new ConfigError(name, `must be between 0 and ${max}, got ${n}`);
   return n;
 }
 
@@ -293,6 +309,7 @@ export function parseConfig(env: Env): Config {
     webhookMaxUrlsPerKey: int(env, 'WEBHOOK_MAX_URLS_PER_KEY', 20, 1, 100_000),
     webhookKeyMaxInFlight: int(env, 'WEBHOOK_KEY_MAX_IN_FLIGHT', 256, 1, 4096),
     webhookKeyOverlapSeconds: int(env, 'WEBHOOK_KEY_OVERLAP_SECONDS', 86_400, 0, 31_536_000),
+    webhookDisableAfterHours: decimal(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 72, 87_600),
     clientMaxConcurrency: int(env, 'CLIENT_MAX_CONCURRENCY', 64, 1, 1_000_000),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1200, 1, 1e9),

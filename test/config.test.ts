@@ -49,7 +49,17 @@ const bad: Array<[Record<string, string>, string]> = [
   [{ WITNESS_START: 'best-effort' }, 'WITNESS_START'],
   [{ API_KEY: 'short' }, 'API_KEY'],
   [{ REQUEST_LOG_MAX_LINES: 'lots' }, 'REQUEST_LOG_MAX_LINES'],
+  [{ WEBHOOK_DISABLE_AFTER_HOURS: '-1' }, 'WEBHOOK_DISABLE_AFTER_HOURS'],
+  [{ WEBHOOK_DISABLE_AFTER_HOURS: '3 days' }, 'WEBHOOK_DISABLE_AFTER_HOURS'],
+  [{ WEBHOOK_DISABLE_AFTER_HOURS: '1e3' }, 'WEBHOOK_DISABLE_AFTER_HOURS'],
+  [{ WEBHOOK_DISABLE_AFTER_HOURS: '100000' }, 'WEBHOOK_DISABLE_AFTER_HOURS'],
 ];
+
+test('WEBHOOK_DISABLE_AFTER_HOURS: 72 by default, fractional hours taken, 0 (never) taken', () => {
+  assert.equal(parseConfig({}).webhookDisableAfterHours, 72);
+  assert.equal(parseConfig({ WEBHOOK_DISABLE_AFTER_HOURS: '0.5' }).webhookDisableAfterHours, 0.5);
+  assert.equal(parseConfig({ WEBHOOK_DISABLE_AFTER_HOURS: '0' }).webhookDisableAfterHours, 0);
+});
 for (const [env, variable] of bad) {
   test(`a bad ${variable} stops start-up with a message naming it`, () => {
     assert.throws(
@@ -126,7 +136,9 @@ test('every variable the configuration reads is in the configuration table that 
     .join('\n');
   const read = new Set(
     [
-      ...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:int|bool|onOff)\(env, '([A-Z][A-Z0-9_]+)'|(?:ConfigError|fail)\('([A-Z][A-Z0-9_]+)'/g),
+      ...source.matchAll(
+        /env\.([A-Z][A-Z0-9_]+)|(?:int|bool|onOff|decimal)\(env, '([A-Z][A-Z0-9_]+)'|(?:ConfigError|fail)\('([A-Z][A-Z0-9_]+)'/g,
+      ),
     ].map((m) => m[1] ?? m[2] ?? m[3]),
   );
   const table = CONFIG_VARIABLES.map((v) => v.name);

@@ -17,9 +17,10 @@ import * as m014 from './migrations/014_keys_outside.sql.ts';
 import * as m015 from './migrations/015_ap2.sql.ts';
 import * as m016 from './migrations/016_ap2_transaction_scope.sql.ts';
 import * as m017 from './migrations/017_money.sql.ts';
+import * as m018 from './migrations/018_webhook_disable.sql.ts';
 
 /** Each module exports its SQL (the schema's source of truth) and its name, which schema_migrations records. */
-const MODULES = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017];
+const MODULES = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017, m018];
 
 /** Forward-only, in order; a migration's version is the number its name starts with. */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = MODULES.map(({ name, default: sql }) => ({

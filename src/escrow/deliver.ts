@@ -17,6 +17,7 @@ import { closeMatter } from './close.ts';
 import { fuse } from '../db/fuse.ts';
 import type { Proof } from '../proof/proof.ts';
 import { formatAmount } from '../units/amounts.ts';
+import { deliverySigningBody } from '../proof/signedBodies.ts';
 import type { Fee } from './escrowRow.ts';
 
 export const MAX_SKEW_MS = 300_000;
@@ -46,12 +47,7 @@ export interface DeliveryResult {
   proof?: Proof;
 }
 
-/**
- * The bytes a payee signs: JCS of {escrowId, contentHash, submittedAt}, with `amount` (the decimal
- * string) when the delivery claims one (docs/protocol.md §2.7, §24.2).
- */
-export const deliverySigningBody = (escrowId: string, contentHash: string, submittedAt: string, amount?: bigint) =>
-  amount === undefined ? { escrowId, contentHash, submittedAt } : { escrowId, contentHash, submittedAt, amount: formatAmount(amount) };
+export { deliverySigningBody } from '../proof/signedBodies.ts';
 
 export function canonicalPayload(payload: unknown): string {
   try {

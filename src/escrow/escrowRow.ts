@@ -215,6 +215,7 @@ const UNNESTED = ['index', 'prevHash', 'hash', 'at', 'event'] as const;
  * may see the escrow (outbox rows in the same transaction as the state change: docs/protocol.md §14.3): a URL
  * registered by root or the open sandbox (owner_key null) gets everything; one registered by a
  * minted key only escrows that key sees (escrow_tenants, written earlier in a creating transaction).
+ * A disabled endpoint gets nothing while it is disabled (docs/protocol.md §14.5).
  */
 export function trailWrite(escrowId: string, entries: TrailEntry[], newTenants?: string[]): Stmt {
   // An escrow created by the same fused write (src/db/fuse.ts) has its tenants inserted beside this
@@ -229,7 +230,7 @@ export function trailWrite(escrowId: string, entries: TrailEntry[], newTenants?:
              RETURNING idx)
            INSERT INTO outbox (escrow_id, idx, url)
            SELECT $1, t.idx, w.url FROM t CROSS JOIN webhooks w
-            WHERE w.owner_key IS NULL OR ${tenant}`,
+            WHERE (w.owner_key IS NULL OR ${tenant}) AND w.disabled_at IS NULL`,
     // One array per unnest column ($2 to $6, then the bodies as JSON text in $7).
     params: [
       escrowId,

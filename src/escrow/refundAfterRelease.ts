@@ -2,6 +2,7 @@
 // to the payer after a closing paid the payee, signed by the payee or the arbiter, within the refund
 // window, never more than the payee's net payout; each one an adjustment proof and a leaf of the log.
 import { commandTx } from './deps.ts';
+import { refundRequestSigningBody, refundSigningBody } from '../proof/signedBodies.ts';
 import type { CommandDeps } from '../commandDeps.ts';
 import type { Queryable, Stmt } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
@@ -48,23 +49,7 @@ export interface RefundResult {
   proof: Proof;
 }
 
-/** The body a refund's signer signs (docs/protocol.md §2.7, §24.4): `amount` the amount string, `reason` "" when absent. */
-export const refundSigningBody = (escrowId: string, amount: bigint, reason: string, signedAt: string) => ({
-  escrowId,
-  action: 'refund' as const,
-  amount: formatAmount(amount),
-  reason,
-  signedAt,
-});
-
-/** The body a payer signs to request a refund (docs/protocol.md §24.5). */
-export const refundRequestSigningBody = (escrowId: string, amount: bigint, reason: string, signedAt: string) => ({
-  escrowId,
-  action: 'refund.request' as const,
-  amount: formatAmount(amount),
-  reason,
-  signedAt,
-});
+export { refundRequestSigningBody, refundSigningBody } from '../proof/signedBodies.ts';
 
 const forbidden = (message: string) => new AppError('unauthorized_ruling', message);
 

@@ -441,7 +441,16 @@ export const RESPONSES: Record<string, unknown> = {
       ['publicKey'],
     ),
   }),
-  'GET /v1/webhooks': obj({ webhooks: arr(str), signingKey: hex64, nextCursor }, ['webhooks', 'signingKey']),
+  'GET /v1/webhooks': obj(
+    {
+      webhooks: arr(str),
+      endpoints: arr(obj({ url: str, disabled: bool, disabledAt: ts, disabledReason: str, failingSince: ts }, ['url', 'disabled'])),
+      signingKey: hex64,
+      nextCursor,
+    },
+    ['webhooks', 'endpoints', 'signingKey'],
+  ),
+  'POST /v1/webhooks/enable': obj({ ok: bool, url: str, disabled: bool, wasDisabled: bool }),
   'DELETE /v1/webhooks': obj({ ok: bool, url: str }),
   'GET /v1/webhooks/attempts': obj(
     {

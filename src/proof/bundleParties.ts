@@ -3,8 +3,7 @@ import type { Queryable } from '../db/types.ts';
 import type { BundleParties, PartySignature, Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import { canonicalize } from '@escrow-settlement/protocol/crypto/jcs';
 import { ap2Consent } from '@escrow-settlement/protocol/ap2/consent';
-import { deliverySigningBody } from '../escrow/deliver.ts';
-import { refundRequestSigningBody, refundSigningBody } from '../escrow/refundAfterRelease.ts';
+import { deliverySigningBody, refundRequestSigningBody, refundSigningBody } from './signedBodies.ts';
 
 const ORDER: Record<PartySignature['kind'], number> = {
   mandate: 0,

@@ -3,6 +3,7 @@
 // memory); service_keys keeps each key's public half, its era, and the source that names it, so every
 // instance finds the active key and none can take a key from a copy of the database.
 import { toHex, utf8 } from '@escrow-settlement/protocol/crypto/bytes';
+import type { WebhookSigningKeys } from '../webhooks/keyring.ts';
 import { verify } from '@escrow-settlement/protocol/crypto/ed25519';
 import { sha256Hex } from '@escrow-settlement/protocol/crypto/hash';
 import type { IssuerKey } from '@escrow-settlement/protocol/types';
@@ -177,19 +178,7 @@ export async function issuerSigner(q: Queryable, keyId: string): Promise<IssuerS
 }
 
 /** A webhook key that signs deliveries, and for a retired one how long it still does (wall-clock ms). */
-export interface WebhookSigningKey {
-  publicKey: string;
-  signer: Signer;
-}
-
-/** The keys that sign a delivery now: the active one, and the retired ones still in their overlap. */
-export interface WebhookSigningKeys {
-  active: WebhookSigningKey;
-  /** Newest first, each with the wall-clock time (ms) its overlap ends. */
-  previous: Array<WebhookSigningKey & { untilMs: number }>;
-  /** Retired keys in their overlap that this process cannot load (said in the log; deliveries go on without them). */
-  unavailable: string[];
-}
+export type { WebhookSigningKey, WebhookSigningKeys } from '../webhooks/keyring.ts';
 
 /**
  * The webhook keys that sign deliveries while `activePublicKey` is active: it, and every retired

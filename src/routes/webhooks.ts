@@ -10,7 +10,7 @@ import { activeKey } from '../proof/keys.ts';
 import { scopeOf } from '../access/tenancy.ts';
 import { formatPublicKey, formatSecret } from '../webhooks/standard.ts';
 import { checkDestination, MAX_URL_LENGTH, parseWebhookUrl } from '../webhooks/url.ts';
-import { listDeadLetters, listWebhooks, redeliverDeadLetter, unregisterWebhook } from '../webhooks/registry.ts';
+import { enableWebhook, listDeadLetters, listWebhooks, redeliverDeadLetter, unregisterWebhook } from '../webhooks/registry.ts';
 import { registerWithinCap } from '../webhooks/urlCap.ts';
 
 const urlString = define<string>('url', (v) =>
@@ -57,13 +57,18 @@ export const webhookRoutes = defineRoutes({ tag: 'webhooks', access: 'key', rate
   {
     route: 'GET /v1/webhooks',
     summary:
-      "Registered webhook URLs (a minted key's own) in registration order, and the deployment-wide signing key. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
-    success: { status: 200, description: '{webhooks: [url], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)' },
+      "Registered webhook URLs (a minted key's own) in registration order, and the deployment-wide signing key. endpoints says for each whether it is disabled (every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS), since when and why, and since when its attempts have been failing. With ?limit= (1-1000): a page and nextCursor; ?cursor= continues.",
+    success: {
+      status: 200,
+      description:
+        '{webhooks: [url], endpoints: [{url, disabled, disabledAt?, disabledReason?, failingSince?}], signingKey: hex64, nextCursor?: string|null} (nextCursor with limit)',
+    },
     errors: ['bad_request', 'unauthorized', 'rate_limited'],
     async handler(ctx) {
       const q = pageQuery(ctx.query, 'whk');
       const { page, cursor } = pageOf(await listWebhooks(ctx.svc.db, q.after, q.limit, scopeOf(ctx.caller)), q, 'whk', (w) => w.seq);
-      return json({ webhooks: page.map((w) => w.url), signingKey: await signingKey(ctx), ...cursor });
+      const endpoints = page.map(({ seq: _seq, ...e }) => e);
+      return json({ webhooks: page.map((w) => w.url), endpoints, signingKey: await signingKey(ctx), ...cursor });
     },
   },
   {
@@ -77,6 +82,20 @@ export const webhookRoutes = defineRoutes({ tag: 'webhooks', access: 'key', rate
       const { url, asGiven } = await bodyUrl(ctx);
       if (!(await unregisterWebhook(ctx.svc.db, url, scopeOf(ctx.caller), asGiven))) throw notFound(`no webhook registered for ${url}`);
       return json({ ok: true, url });
+    },
+  },
+  {
+    route: 'POST /v1/webhooks/enable',
+    summary:
+      'Enable a disabled URL again (body {url}): deliveries resume, including those it had pending when it was disabled; events made while it was disabled were not queued for it (replay them with GET /v1/escrows/{id}/events). Enabling an enabled URL changes nothing.',
+    body: WebhookBody,
+    success: { status: 200, description: '{ok: true, url, disabled: false, wasDisabled: boolean}' },
+    errors: ['bad_request', 'unauthorized', 'not_found', 'payload_too_large', 'rate_limited'],
+    async handler(ctx) {
+      const { url, asGiven } = await bodyUrl(ctx);
+      const was = await enableWebhook(ctx.svc.db, url, scopeOf(ctx.caller), asGiven);
+      if (was === null) throw notFound(`no webhook registered for ${url}`);
+      return json({ ok: true, url, disabled: false, wasDisabled: was });
     },
   },
   {

@@ -3,8 +3,22 @@
 // every delivery beside it so receivers that pinned the old key keep verifying while they move to
 // the new one. Loaded (from held keys or their eras' sources) when the active key changes, and again
 // every REFRESH_MS, outside the per-delivery path: signing itself stays synchronous.
-import type { WebhookSigningKeys } from '../proof/keys.ts';
+import type { Signer as KeySigner } from '../crypto/signer.ts';
 import type { Signer } from './event.ts';
+
+export interface WebhookSigningKey {
+  publicKey: string;
+  signer: KeySigner;
+}
+
+/** The keys that sign a delivery now: the active one, and the retired ones still in their overlap. */
+export interface WebhookSigningKeys {
+  active: WebhookSigningKey;
+  /** Newest first, each with the wall-clock time (ms) its overlap ends. */
+  previous: Array<WebhookSigningKey & { untilMs: number }>;
+  /** Retired keys in their overlap that this process cannot load (said in the log; deliveries go on without them). */
+  unavailable: string[];
+}
 
 /** How often the set is read again while the active key stays the same (an overlap ends, another instance rotated twice). */
 const REFRESH_MS = 30_000;

@@ -45,6 +45,10 @@ export interface ClaimOptions {
   /** Rows one owner's URLs may hold in this sender (WEBHOOK_KEY_MAX_IN_FLIGHT), and what each holds now. */
   ownerMax: number;
   ownerHeld: ReadonlyMap<string, number>;
+  /** Places each URL has of its own inside its owner's share, at most (WEBHOOK_CONCURRENCY: its requests in flight). */
+  reserveMax: number;
+  /** Rows this sender holds per URL now. */
+  urlHeld: ReadonlyMap<string, number>;
 }
 
 /** A stored x-proof signature made since the last flush. */
@@ -74,11 +78,32 @@ export interface FailedAttempt {
   deadLetterId: string | null;
 }
 
+/**
+ * How an endpoint's attempts since the last tick ended: `ok` when its latest one succeeded; else
+ * `fresh` when an earlier one of them succeeded (its failures start now), and the latest's error.
+ */
+export interface EndpointOutcome {
+  url: string;
+  ok: boolean;
+  fresh: boolean;
+  error: string | null;
+}
+
 /** What a sender has gathered since its last tick, written by one statement. */
 export interface Results {
   delivered: string[];
   failed: FailedAttempt[];
   sigs: NewSignature[];
+}
+
+/** An endpoint the tick disabled: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS (docs/protocol.md §14.5). */
+export interface DisabledEndpoint {
+  url: string;
+  /** Its owner: a minted key's id, or null for root and the open sandbox. */
+  owner: string | null;
+  failingSince: string;
+  disabledAt: string;
+  reason: string;
 }
 
 /**
@@ -142,11 +167,96 @@ export async function flushAndLock(tx: Tx, r: Results, wantLock: boolean): Promi
 }
 
 /**
+ * Keeps each endpoint's failing_since (the database clock at its first failure since its last
+ * success) and disables those that have failed every attempt for `disableAfterHours` (0: never);
+ * returns the endpoints it disabled. Only endpoints whose state changes are written. Its own
+ * statement, before flushAndLock's: a tick locks webhooks rows before outbox rows, in the order
+ * unregistering does, so the two cannot deadlock.
+ */
+export async function recordEndpoints(
+  tx: Tx,
+  endpoints: ReadonlyArray<EndpointOutcome>,
+  disableAfterHours: number,
+): Promise<DisabledEndpoint[]> {
+  if (endpoints.length === 0) return [];
+  const rows = await tx.query(
+    `WITH y AS (
+       SELECT x.url, x.ok, x.fresh, x.error, w.failing_since AS since,
+              $5::float8 > 0 AND NOT x.ok AND NOT x.fresh AND w.disabled_at IS NULL AND w.failing_since IS NOT NULL
+                AND w.failing_since <= svc_now() - $5::float8 * interval '1 hour' AS off
+         -- ok and fresh come as text ('t' / 'f'): the Postgres driver (postgres.js) does not bind a boolean array.
+         FROM (SELECT u.url, u.ok = 't' AS ok, u.fresh = 't' AS fresh, u.error
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(url, ok, fresh, error)) AS x
+         JOIN webhooks w ON w.url = x.url
+        -- Only endpoints whose state changes: a dead URL failing again and again writes nothing.
+        WHERE CASE WHEN x.ok THEN w.failing_since IS NOT NULL ELSE x.fresh OR w.failing_since IS NULL END
+           OR ($5::float8 > 0 AND NOT x.ok AND w.disabled_at IS NULL AND w.failing_since <= svc_now() - $5::float8 * interval '1 hour'))
+     UPDATE webhooks w
+        SET failing_since = CASE WHEN y.ok THEN NULL WHEN y.fresh THEN svc_now() ELSE COALESCE(w.failing_since, svc_now()) END,
+            disabled_at = CASE WHEN y.off THEN svc_now() ELSE w.disabled_at END,
+            disabled_reason = CASE WHEN y.off
+              THEN 'every attempt failed for ' || $5::float8 || ' hours (WEBHOOK_DISABLE_AFTER_HOURS); the last: ' || COALESCE(y.error, 'no answer')
+              ELSE w.disabled_reason END
+       FROM y WHERE w.url = y.url
+     RETURNING w.url, w.owner_key, y.off, y.since, w.disabled_at, w.disabled_reason`,
+    [
+      endpoints.map((x) => x.url),
+      endpoints.map((x) => (x.ok ? 't' : 'f')),
+      endpoints.map((x) => (x.fresh ? 't' : 'f')),
+      endpoints.map((x) => x.error),
+      disableAfterHours,
+    ],
+  );
+  const iso = (t: Date | string) => (t instanceof Date ? t : new Date(t)).toISOString();
+  return rows
+    .filter((d) => d.off === true)
+    .map((d) => ({
+      url: d.url,
+      owner: d.owner_key ?? null,
+      failingSince: iso(d.since),
+      disabledAt: iso(d.disabled_at),
+      reason: d.disabled_reason,
+    }));
+}
+
+/**
+ * Tells the owner's other endpoints (enabled ones) that an endpoint was disabled: a `webhook.disabled`
+ * notice per disabled endpoint, queued in the outbox like an escrow's event (docs/protocol.md §14.5).
+ * In the tick's transaction, so the notice exists exactly when the endpoint is disabled.
+ */
+export async function queueDisabledNotices(tx: Tx, list: ReadonlyArray<DisabledEndpoint & { id: string }>): Promise<void> {
+  if (list.length === 0) return;
+  await tx.query(
+    `WITH n AS (
+       INSERT INTO webhook_notices (id, owner_key, event, at, body)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+       RETURNING id, owner_key)
+     INSERT INTO outbox (escrow_id, idx, url)
+     SELECT n.id, 0, w.url FROM n JOIN unnest($1::text[], $6::text[]) AS d(id, url) ON d.id = n.id
+       JOIN webhooks w ON w.owner_key IS NOT DISTINCT FROM n.owner_key AND w.url <> d.url AND w.disabled_at IS NULL`,
+    [
+      list.map((d) => d.id),
+      list.map((d) => d.owner),
+      list.map(() => 'webhook.disabled'),
+      list.map((d) => d.disabledAt),
+      list.map((d) => JSON.stringify({ url: d.url, disabledAt: d.disabledAt, failingSince: d.failingSince, reason: d.reason })),
+      list.map((d) => d.url),
+    ],
+  );
+}
+
+/**
  * Claims due rows, a run per URL: for each URL no other sender holds, up to its hold minus what this
- * sender already holds, oldest due first; then per owner (the key that registered the URL) at most
- * `ownerMax` minus what it holds, so one key's URLs, however many and however dead, never take the
- * sender's every slot; interleaved across owners first (every owner's first row before any owner's
- * second) and URLs within them, up to `limit`. Run under flushAndLock's lock, in the same transaction.
+ * sender already holds, oldest due first. Then the owner's share (the key that registered the URL,
+ * `ownerMax`, so one key's URLs, however many and however dead, never take the sender's every slot)
+ * is split: each of the owner's URLs with rows in the outbox has places of its own, `reserveMax`
+ * (its requests in flight) or the share divided by the number of such URLs if that is smaller, and
+ * the rest of the share is common to the owner's URLs. A URL's rows within its own places are always
+ * claimed, whatever the owner's other URLs hold, so one dead URL of a key never delays another of
+ * its URLs (docs/security.md "Webhook fairness"); only rows beyond them wait for the common part.
+ * Interleaved across owners first (every owner's first row before any owner's second) and URLs
+ * within them, up to `limit`. Run under flushAndLock's lock, in the same transaction. URLs of
+ * disabled endpoints are not claimed (docs/protocol.md §14.5): their rows wait for re-enabling.
  *
  * URLs are found with a loose index scan, and each URL's due rows by (url, next_attempt_at), so the
  * cost grows with the number of URLs, not with the backlog or the retries behind a dead receiver.
@@ -159,17 +269,29 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
        UNION ALL
        SELECT (SELECT o.url FROM outbox o WHERE o.url > u.url ORDER BY o.url LIMIT 1) FROM urls u WHERE u.url IS NOT NULL
      ), owned AS (
-       SELECT u.url, COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = u.url), '') AS owner FROM urls u WHERE u.url IS NOT NULL
+       SELECT u.url, COALESCE(w.owner_key, '') AS owner
+         FROM urls u LEFT JOIN webhooks w ON w.url = u.url
+        WHERE u.url IS NOT NULL AND w.disabled_at IS NULL
+     ), placed AS (
+       -- Each URL's own places (reserve) and what this sender holds of it.
+       SELECT u.url, u.owner, COALESCE(h.held, 0) AS held,
+              least($9::int, $7::int / count(*) OVER (PARTITION BY u.owner))::int AS reserve
+         FROM owned u LEFT JOIN unnest($10::text[], $11::int[]) AS h(url, held) ON h.url = u.url
+     ), common AS (
+       -- What is left of each owner's share beyond its URLs' own places and the rows held past them.
+       SELECT p.owner, $7::int - sum(p.reserve)::int - sum(greatest(p.held - p.reserve, 0))::int AS left
+         FROM placed p GROUP BY p.owner
      ), room AS (
-       SELECT u.url, u.owner,
+       SELECT u.url, u.owner, u.held, u.reserve,
               (CASE WHEN u.url = ANY($3::text[]) THEN $4::int ELSE $2::int END)
                 - (SELECT count(*) FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner = $1)::int AS free
-         FROM owned u
-        -- An owner whose share is full is skipped whole: its URLs cost no row scan.
-        WHERE u.owner <> ALL($10::text[])
+         FROM placed u
+        -- A URL whose own places are taken, of an owner whose share is full, costs no row scan.
+        WHERE NOT (u.owner = ANY($8::text[]) AND u.held >= u.reserve)
           AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.url = u.url AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.lease_owner <> $1)
      ), picked AS (
-       SELECT p.id, p.next_attempt_at, r.owner, row_number() OVER (PARTITION BY r.url ORDER BY p.next_attempt_at, p.id) AS rank
+       SELECT p.id, p.next_attempt_at, r.owner, row_number() OVER (PARTITION BY r.url ORDER BY p.next_attempt_at, p.id) AS rank,
+              r.held, r.reserve
          FROM room r
         CROSS JOIN LATERAL (
           SELECT o.id, o.next_attempt_at FROM outbox o
@@ -177,13 +299,12 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
            ORDER BY o.next_attempt_at, o.id
            LIMIT greatest(r.free, 0)) p
      ), by_owner AS (
-       SELECT p.id, p.next_attempt_at, p.rank, p.owner,
-              row_number() OVER (PARTITION BY p.owner ORDER BY p.rank, p.next_attempt_at, p.id) AS orank
+       SELECT p.id, p.next_attempt_at, p.rank, p.owner, p.held + p.rank <= p.reserve AS own,
+              row_number() OVER (PARTITION BY p.owner, p.held + p.rank <= p.reserve ORDER BY p.rank, p.next_attempt_at, p.id) AS orank
          FROM picked p
      ), allowed AS (
-       SELECT b.id, b.next_attempt_at, b.rank, b.orank FROM by_owner b
-         LEFT JOIN unnest($7::text[], $8::int[]) AS h(owner, held) ON h.owner = b.owner
-        WHERE b.orank <= $9::int - COALESCE(h.held, 0)
+       SELECT b.id, b.next_attempt_at, b.rank, b.orank FROM by_owner b JOIN common c ON c.owner = b.owner
+        WHERE b.own OR b.orank <= c.left
      ), claimed AS (
        SELECT o.id, o.escrow_id, o.idx FROM outbox o
         WHERE o.id IN (SELECT id FROM allowed ORDER BY orank, rank, next_attempt_at, id LIMIT $5)
@@ -199,12 +320,15 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
             lease_owner = $1,
             first_attempt_at = COALESCE(o.first_attempt_at, svc_now())
        FROM claimed c
-       JOIN trail_entries t ON t.escrow_id = c.escrow_id AND t.idx = c.idx
-       JOIN escrows e ON e.id = c.escrow_id
+       -- An escrow's event (its trail entry), or a notice about an endpoint (webhook_notices).
+       LEFT JOIN trail_entries t ON t.escrow_id = c.escrow_id AND t.idx = c.idx
+       LEFT JOIN escrows e ON e.id = c.escrow_id
+       LEFT JOIN webhook_notices n ON n.id = c.escrow_id AND c.idx = 0
        LEFT JOIN event_signatures s ON s.escrow_id = c.escrow_id AND s.idx = c.idx
        CROSS JOIN wk
-      WHERE o.id = c.id
-     RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, t.event, t.at, t.body, s.signature, s.public_key,
+      WHERE o.id = c.id AND (t.idx IS NOT NULL OR n.id IS NOT NULL)
+     RETURNING o.id::text AS id, o.escrow_id, o.idx, o.url, o.attempts, COALESCE(t.event, n.event) AS event, COALESCE(t.at, n.at) AS at,
+               COALESCE(t.body, n.body) AS body, s.signature, s.public_key,
                (SELECT w.secret FROM webhooks w WHERE w.url = o.url) AS secret, wk.public_key AS key_public, e.metadata,
                COALESCE((SELECT w.owner_key FROM webhooks w WHERE w.url = o.url), '') AS url_owner`,
     [
@@ -214,10 +338,11 @@ export async function claimRuns(tx: Tx, o: ClaimOptions): Promise<ClaimedRow[]> 
       o.holdSlow,
       o.limit,
       o.leaseMs,
-      [...o.ownerHeld.keys()],
-      [...o.ownerHeld.values()],
       o.ownerMax,
       [...o.ownerHeld].filter(([, n]) => n >= o.ownerMax).map(([k]) => k),
+      o.reserveMax,
+      [...o.urlHeld.keys()],
+      [...o.urlHeld.values()],
     ],
   );
   return rows

@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { engineEvent } from './event.ts';
 import { newEndpointSecret } from './standard.ts';
-import type { DeadLetter } from '@escrow-settlement/protocol/resources';
+import type { DeadLetter, WebhookEndpoint as Endpoint } from '@escrow-settlement/protocol/resources';
 import { invalidState } from '../errors.ts';
 
 /** A delivery that never succeeded (docs/protocol.md §22); its wire shape lives in the client package. */
@@ -57,18 +57,46 @@ export async function registerWebhook(q: Queryable, url: string, owner: string |
   }
 }
 
+const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
+
 /** Registered URLs (a confined key's own) in registration order (keyset on seq, as listDeadLetters). */
 export async function listWebhooks(
   q: Queryable,
   after: bigint | null = null,
   limit?: number,
   scope: string | null = null,
-): Promise<Array<{ url: string; seq: string }>> {
-  return q.query<{ url: string; seq: string }>(
-    `SELECT url, seq::text AS seq FROM webhooks WHERE seq > $1 AND ($2::text IS NULL OR owner_key = $2::text)
+): Promise<Array<Endpoint & { seq: string }>> {
+  const rows = await q.query(
+    `SELECT url, seq::text AS seq, disabled_at, disabled_reason, failing_since FROM webhooks
+      WHERE seq > $1 AND ($2::text IS NULL OR owner_key = $2::text)
       ORDER BY seq${limit === undefined ? '' : ' LIMIT $3'}`,
     limit === undefined ? [(after ?? 0n).toString(), scope] : [(after ?? 0n).toString(), scope, limit + 1],
   );
+  return rows.map((r) => ({
+    url: r.url,
+    seq: r.seq,
+    disabled: r.disabled_at !== null && r.disabled_at !== undefined,
+    ...(r.disabled_at ? { disabledAt: iso(r.disabled_at), disabledReason: r.disabled_reason ?? '' } : {}),
+    ...(r.failing_since ? { failingSince: iso(r.failing_since) } : {}),
+  }));
+}
+
+/**
+ * Enables a disabled endpoint again (its owner, or root): deliveries resume, its failing-since clock
+ * starts afresh, and the rows it had when it was disabled are sent (docs/protocol.md §14.5). Events
+ * made while it was disabled were not queued for it. Null when the URL is not registered (to this
+ * caller); else whether it was disabled. Lock: the endpoint's row.
+ */
+export async function enableWebhook(q: Queryable, url: string, scope: string | null, asGiven: string = url): Promise<boolean | null> {
+  const rows = await q.query<{ was: boolean }>(
+    `WITH old AS (SELECT url, disabled_at IS NOT NULL AS was FROM webhooks
+                   WHERE url = ANY($1::text[]) AND ($2::text IS NULL OR owner_key = $2::text) FOR UPDATE)
+     UPDATE webhooks w SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL
+       FROM old WHERE w.url = old.url RETURNING old.was`,
+    [[url, asGiven], scope],
+  );
+  if (rows.length === 0) return null;
+  return rows.some((r) => r.was === true);
 }
 
 /**
@@ -92,8 +120,6 @@ export async function unregisterWebhook(db: Db, url: string, scope: string | nul
     return true;
   });
 }
-
-const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
 
 /**
  * Dead letters oldest first (keyset on seq: after the `after` key, at most `limit` + 1 rows so the

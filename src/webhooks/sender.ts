@@ -1,22 +1,36 @@
 // The webhook sender's engine: per-URL lanes of claimed rows, up to N requests in flight per URL and
 // at most WEBHOOK_KEY_MAX_IN_FLIGHT rows held per key over all its URLs (the fair share: one key's
-// dead receivers cannot hold every slot, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
+// dead receivers cannot hold every slot, and inside it each URL has places of its own, so one dead
+// URL cannot hold another's either, docs/security.md), results recorded in batches. src/jobs/webhooks.ts drives it (a loop, or one pass for tests).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../crypto/ids.ts';
 import { recordAttempts, type AttemptRecord } from './attempts.ts';
-import { claimRuns, flushAndLock, release, type ClaimedRow, type FailedAttempt, type NewSignature } from './outbox.ts';
+import {
+  claimRuns,
+  flushAndLock,
+  queueDisabledNotices,
+  recordEndpoints,
+  release,
+  type ClaimedRow,
+  type EndpointOutcome,
+  type FailedAttempt,
+  type NewSignature,
+} from './outbox.ts';
 import { deliveryHeaders, eventBody, signBody, webhookId, type Signer } from './event.ts';
 import { newDeadLetterId } from './registry.ts';
 import { secretKeyBytes } from './standard.ts';
 import { fetchTransport, type WebhookResult, type WebhookTransport } from './transport.ts';
 import { WebhookKeyring } from './keyring.ts';
-import type { WebhookSigningKeys } from '../proof/keys.ts';
+import type { WebhookSigningKeys } from './keyring.ts';
 
 /** What the sender needs from the app: the store, its webhook settings, a clock and how requests leave. */
 export interface SenderDeps {
   db: Db;
-  config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs' | 'webhookKeyMaxInFlight'>;
+  config: Pick<
+    Config,
+    'webhookTimeoutMs' | 'webhookAllowPrivate' | 'webhookBackoffMs' | 'webhookKeyMaxInFlight' | 'webhookDisableAfterHours'
+  >;
   nowMs: () => number;
   version: string;
   webhookTransport?: WebhookTransport;
@@ -38,8 +52,27 @@ const PREFETCH_RUNS = 15;
 export const MAX_HELD = 4096;
 /** Deliveries started in one turn of the event loop; the rest of a burst waits for the next turn. */
 const START_BATCH = 16;
+/**
+ * A URL that keeps failing has its failures written (for WEBHOOK_DISABLE_AFTER_HOURS) at most once a
+ * minute by one sender, or a tenth of WEBHOOK_DISABLE_AFTER_HOURS when that is shorter; a change
+ * (its first failure, a success) is written at once. So hundreds of dead URLs cost the tick's
+ * statement nothing between checks, and a URL is disabled at most that long after its time is up.
+ */
+export const failingCheckMs = (disableAfterHours: number) =>
+  disableAfterHours > 0 ? Math.min(60_000, (disableAfterHours * 3_600_000) / 10) : 60_000;
 
 export type Outcome = 'delivered' | 'retry' | 'dead' | 'error';
+
+/** Each endpoint's attempts in the order they ended, summed up for its failing-since clock (outbox.ts flushAndLock). */
+export function endpointOutcomes(attempts: ReadonlyArray<AttemptRecord>): EndpointOutcome[] {
+  const by = new Map<string, EndpointOutcome>();
+  for (const a of attempts) {
+    const prev = by.get(a.url);
+    if (a.outcome === 'delivered') by.set(a.url, { url: a.url, ok: true, fresh: false, error: null });
+    else by.set(a.url, { url: a.url, ok: false, fresh: prev ? prev.ok || prev.fresh : false, error: a.error });
+  }
+  return [...by.values()];
+}
 
 interface Held {
   row: ClaimedRow;
@@ -85,6 +118,11 @@ export class SenderEngine {
   private readonly held = new Map<string, Held>();
   /** Rows held per owner (the key that registered the URL; '' for root): the fair share's ledger. */
   private readonly heldByOwner = new Map<string, number>();
+  /** Rows held per URL: what each URL uses of its own places in its owner's share. */
+  private readonly heldByUrl = new Map<string, number>();
+  /** Each URL's outcome as last written (ok, or failing) and when: unchanged failures are written every failingCheckMs. */
+  private readonly endpointWritten = new Map<string, { ok: boolean; at: number }>();
+  private readonly failingCheckMs: number;
   private delivered: string[] = [];
   private failed: FailedAttempt[] = [];
   private sigs: NewSignature[] = [];
@@ -112,6 +150,7 @@ export class SenderEngine {
       (active) => svc.webhookSigningKeys(active),
       (what) => opts.onError?.('a webhook key in its overlap cannot be loaded here; deliveries go without its signature', new Error(what)),
     );
+    this.failingCheckMs = failingCheckMs(svc.config.webhookDisableAfterHours);
   }
 
   /**
@@ -133,8 +172,13 @@ export class SenderEngine {
       });
       for (const h of rows) this.unhold(h.row.id);
     }
-    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     const attempts = this.attempts;
+    const nowMs = Date.now();
+    const endpoints = endpointOutcomes(attempts).filter((o) => {
+      const w = this.endpointWritten.get(o.url);
+      return !w || w.ok !== o.ok || o.fresh || (!o.ok && nowMs - w.at >= this.failingCheckMs);
+    });
+    const results = { delivered: this.delivered, failed: this.failed, sigs: this.sigs };
     this.delivered = [];
     this.failed = [];
     this.sigs = [];
@@ -145,6 +189,11 @@ export class SenderEngine {
       if (!wantClaim && results.delivered.length + results.failed.length + results.sigs.length === 0) return 0;
       rows = await this.svc.db.tx(async (tx) => {
         await recordAttempts(tx, attempts);
+        const disabled = await recordEndpoints(tx, endpoints, this.svc.config.webhookDisableAfterHours);
+        await queueDisabledNotices(
+          tx,
+          disabled.map((d) => ({ ...d, id: newId('whn') })),
+        );
         const locked = await flushAndLock(tx, results, wantClaim);
         if (!locked) return [];
         const slowUrls = [...this.lanes].filter(([, l]) => l.slow).map(([url]) => url);
@@ -158,6 +207,8 @@ export class SenderEngine {
           leaseMs: this.leaseMs,
           ownerMax: this.svc.config.webhookKeyMaxInFlight,
           ownerHeld: this.heldByOwner,
+          reserveMax: this.opts.perUrl,
+          urlHeld: this.heldByUrl,
         });
       });
     } catch (err) {
@@ -170,6 +221,8 @@ export class SenderEngine {
     for (const s of results.sigs) this.sigCache.delete(webhookId(s.escrowId, s.idx));
     // The keys of this claim (one active key per statement); claimed rows not queued on a failure here are due again when their lease ends.
     if (rows.length > 0) await this.keyring.ready(rows[0].keyPublic);
+    if (this.endpointWritten.size > 10_000) this.endpointWritten.clear();
+    for (const o of endpoints) this.endpointWritten.set(o.url, { ok: o.ok, at: nowMs });
     const now = Date.now();
     for (const row of rows) {
       // A row still held here (its lease ran out under us and we claimed it again) is not sent twice.
@@ -177,6 +230,7 @@ export class SenderEngine {
       const h = this.prepare(row, now);
       this.held.set(row.id, h);
       this.heldByOwner.set(row.owner, (this.heldByOwner.get(row.owner) ?? 0) + 1);
+      this.heldByUrl.set(row.url, (this.heldByUrl.get(row.url) ?? 0) + 1);
       this.lane(row.url).queue.push(h);
     }
     return rows.length;
@@ -190,6 +244,9 @@ export class SenderEngine {
     const n = (this.heldByOwner.get(h.row.owner) ?? 1) - 1;
     if (n <= 0) this.heldByOwner.delete(h.row.owner);
     else this.heldByOwner.set(h.row.owner, n);
+    const u = (this.heldByUrl.get(h.row.url) ?? 1) - 1;
+    if (u <= 0) this.heldByUrl.delete(h.row.url);
+    else this.heldByUrl.set(h.row.url, u);
   }
 
   private lane(url: string): Lane {

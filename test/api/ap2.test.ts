@@ -451,8 +451,17 @@ for (const kind of STORES) {
       refused(await pay(), 'ap2.budget');
       assert.equal((await w.h.req('POST', `/v1/escrows/${a.body.id}/fund`)).status, 200);
       assert.equal((await w.h.req('POST', `/v1/escrows/${a.body.id}/refund`)).status, 200);
-      assert.equal((await pay()).status, 201, 'the refunded 150 is back in the budget');
+      const b = await pay();
+      assert.equal(b.status, 201, 'the refunded 150 is back in the budget');
       refused(await pay(), 'ap2.budget');
+      // A refund after release gives its amount back too (docs/protocol.md §24.4).
+      assert.equal((await w.h.req('POST', `/v1/escrows/${b.body.id}/fund`)).status, 200);
+      const d = await w.h.req('POST', `/v1/escrows/${b.body.id}/delivery`, { agentId: w.payee.id, payload: { title: 'done' } });
+      assert.ok(d.body.proof, d.text);
+      refused(await pay(), 'ap2.budget');
+      const r = await w.h.req('POST', `/v1/escrows/${b.body.id}/refunds`, { amount: '150', agentIds: [w.payee.id] });
+      assert.equal(r.status, 201, r.text);
+      assert.equal((await pay()).status, 201, 'the 150 refunded after release is back in the budget');
     });
 
     test('the bundle carries the chain (kind ap2); verifyBundle re-verifies it offline against pinned AP2 issuers, and a tampered chain fails', async () => {

@@ -91,6 +91,7 @@ describeStores(
       try {
         await register(h(), ...urls, dead.url);
         await pagesLikeTheWhole(h(), '/v1/webhooks', 'webhooks', 5);
+        await pagesLikeTheWhole(h(), '/v1/webhooks', 'endpoints', 5);
         const whole = (await h().req('GET', '/v1/webhooks')).body;
         assert.deepEqual(whole.webhooks.slice(-5), [...urls, dead.url], 'registration order');
         const page = (await h().req('GET', '/v1/webhooks?limit=2')).body;

@@ -278,3 +278,26 @@ describeStores('the commands as the x402 facilitator calls them', (h) => {
     );
   });
 });
+
+describeStores('a timeout that releases a partial capture', (h) => {
+  test('the sweep releases the claim less the fee and returns the rest; the bundle verifies', async () => {
+    const { sweepOnce } = await import('../../src/jobs/sweep.ts');
+    const e = await funded(h(), {
+      fee: { bps: 2000, recipient: RECIPIENT },
+      timeouts: { decideWithinSeconds: 60, timeoutRuling: 'release' },
+    });
+    const d = await deliver(h(), e.id, e.payee.id, { amount: '2.5' }, { body: 'no title' });
+    assert.equal(d.body.verdict.passed, false);
+    await h().req('POST', `/v1/escrows/${e.id}/dispute`, { agentId: e.payer.id });
+    assert.equal((await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 61 })).status, 200);
+    let r = await sweepOnce(h().app.svc);
+    while (r.closed === 100) r = await sweepOnce(h().app.svc);
+    const p = (await h().req('GET', `/v1/escrows/${e.id}/proof`)).body;
+    assert.equal(p.outcome, 'released');
+    assert.equal(p.captured, '2.5');
+    assert.deepEqual(p.payouts, { payee: '2', payer: '7.5', fee: '0.5' });
+    const bundle = (await h().req('GET', `/v1/proofs/${p.id}/bundle`)).body as Bundle;
+    const v = verifyBundle(bundle, { trustedKeys: await pinned(h()) });
+    assert.equal(v.ok, true, JSON.stringify(v.checks.filter((c) => !c.ok)));
+  });
+});

@@ -6,6 +6,12 @@
 // slower one the same code measured 1.13-1.40 s there. The hanging key's open requests stay within
 // its share (WEBHOOK_KEY_MAX_IN_FLIGHT).
 //
+// And inside one key: 19 of a key's URLs hang (each request until WEBHOOK_TIMEOUT_MS, 30 s here) behind
+// 10 closed escrows, and a healthy URL of the same key, registered then, receives each new event
+// within 3 s (docs/security.md "Webhook fairness"), all before the first hanging request times out.
+// Before each URL had places of its own in the key's share, the hanging URLs filled it (16 rows each
+// until their first timeout marks them slow) and the healthy URL waited for that timeout.
+//
 // Both stores by default; FAIRNESS_STORES=pglite (or postgres) narrows it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -165,6 +171,93 @@ for (const store of [...(process.env.FAIRNESS_STORES ?? 'pglite,postgres').split
       assert.equal(await proc.stop(), 0);
       report(`webhook fairness (${store})`, {
         hangingUrls: DEAD_URLS,
+        hangingSeen: hole.seen,
+        hangingMaxOpen: hole.maxOpen,
+        healthyDeliveries: want,
+        healthyP50Ms: p50,
+        healthyP99Ms: p99,
+        healthyMaxMs: max,
+      });
+    } finally {
+      if (proc && proc.child.exitCode === null) proc.child.kill('SIGKILL');
+      await hole.close();
+      await good.close();
+      await pg?.drop();
+    }
+  });
+}
+
+const OWN_HANGING = 19;
+const OWN_BOUND_MS = 3_000;
+
+for (const store of [...(process.env.FAIRNESS_STORES ?? 'pglite,postgres').split(',')].filter(
+  (s) => s === 'pglite' || (s === 'postgres' && PG_URL),
+)) {
+  test(`webhook fairness inside a key [${store}]: 19 hanging URLs of a key beside its one healthy URL; each healthy event arrives within ${OWN_BOUND_MS / 1000} s`, {
+    timeout: 300_000,
+  }, async () => {
+    const pg = store === 'postgres' ? await pgSchema('fairness_own') : null;
+    const hole = await blackHole();
+    const good = await healthy();
+    let proc: Proc | undefined;
+    try {
+      // Default WEBHOOK_CONCURRENCY (8), WEBHOOK_KEY_MAX_IN_FLIGHT (256), WEBHOOK_MAX_URLS_PER_KEY (20); a
+      // 30 s WEBHOOK_TIMEOUT_MS, so the whole measurement falls before the first timeout.
+      proc = await startService(
+        TSX,
+        {
+          DATA_DIR: ':memory:',
+          ...(pg ? { DATABASE_URL: pg.url } : {}),
+          API_KEY: ROOT,
+          HOST: '127.0.0.1',
+          WEBHOOK_ALLOW_PRIVATE: 'on',
+          WEBHOOK_TIMEOUT_MS: '30000',
+          RATE_LIMIT_MAX: '1000000',
+        },
+        90_000,
+      );
+      const root = caller(proc.url, { authorization: `Bearer ${ROOT}` });
+      const key = await ok(root, 'POST', '/v1/admin/keys', { label: 'one owner' }, 201);
+      const a = caller(proc.url, { authorization: `Bearer ${key.secret}` });
+      for (let i = 0; i < OWN_HANGING; i++) await ok(a, 'POST', '/v1/webhooks', { url: `${hole.url}/dead/${i}` }, 201);
+      for (let i = 0; i < 10; i++) await closeOne(a);
+      // Every hanging URL has its requests open (8 each, WEBHOOK_CONCURRENCY), the rest queued behind.
+      const until = Date.now() + 30_000;
+      while (hole.open < OWN_HANGING * 8 && Date.now() < until) await sleep(50);
+      assert.ok(hole.open >= OWN_HANGING * 8, `only ${hole.open} hanging requests open`);
+      // The key's 20th URL (WEBHOOK_MAX_URLS_PER_KEY), healthy, and new escrows of the key while the others hang.
+      await ok(a, 'POST', '/v1/webhooks', { url: good.url }, 201);
+      const started = Date.now();
+      const mine: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        mine.push(await closeOne(a));
+        await sleep(250);
+      }
+      let want = 0;
+      for (const id of mine) want += (await ok(a, 'GET', `/v1/escrows/${id}/events`)).events.length;
+      const deadline = Date.now() + 60_000;
+      while (good.got.length < want && Date.now() < deadline) await sleep(50);
+      assert.equal(good.got.length, want, `the healthy URL got ${good.got.length} of ${want} events`);
+      const latencies = good.got.map((g) => g.arrived - Date.parse(g.body.at));
+      const p50 = quantile(latencies, 0.5);
+      const p99 = quantile(latencies, 0.99);
+      const max = Math.max(...latencies);
+      process.stdout.write(
+        `# fairness inside a key [${store}] healthy deliveries=${want} in ${Date.now() - started} ms: p50=${p50} ms p99=${p99} ms max=${max} ms; hanging requests seen=${hole.seen} max open=${hole.maxOpen}\n`,
+      );
+      assert.ok(max < OWN_BOUND_MS, `the slowest healthy event took ${max} ms (bound ${OWN_BOUND_MS} ms; p50 ${p50} ms, p99 ${p99} ms)`);
+      assert.ok(hole.maxOpen <= SHARE, `the key had ${hole.maxOpen} requests open; its share is ${SHARE}`);
+      // No hanging request had ended yet (each ended one lets a queued one in): all of it happened
+      // while the hanging URLs held what they claimed first.
+      assert.equal(hole.seen, OWN_HANGING * 8, 'no hanging request timed out during the measurement');
+      // Their requests end now instead of in 30 s.
+      await hole.close();
+      counts.webhookDeliveries += want;
+      counts.escrows += 10 + mine.length;
+      if (max > counts.maxLatencyMs) counts.maxLatencyMs = max;
+      assert.equal(await proc.stop(), 0);
+      report(`webhook fairness inside a key (${store})`, {
+        hangingUrls: OWN_HANGING,
         hangingSeen: hole.seen,
         hangingMaxOpen: hole.maxOpen,
         healthyDeliveries: want,

@@ -10,6 +10,8 @@ import { startWebhookSender } from '../../src/jobs/webhooks.ts';
 import { eventsOf, receiver, waitFor } from './helpers.ts';
 
 const SHARE = 4;
+/** The within-key case: five URLs of one key share 10 places, so each has 2 of its own (WEBHOOK_CONCURRENCY). */
+const KEY_SHARE = 10;
 
 describeStores(
   'webhook fair share per key',
@@ -55,6 +57,45 @@ describeStores(
     WEBHOOK_ALLOW_PRIVATE: 'on',
     WEBHOOK_CONCURRENCY: '2',
     WEBHOOK_KEY_MAX_IN_FLIGHT: String(SHARE),
+    WEBHOOK_TIMEOUT_MS: '5000',
+    WEBHOOK_BACKOFF_MS: '1,1',
+  },
+);
+
+describeStores(
+  'webhook fairness per URL within a key',
+  (h) => {
+    test("a key's 4 hanging URLs, holding its whole share, do not delay a new event to its healthy URL", async () => {
+      const a = withKey(h(), (await mint(h(), { label: 'mixed' })).secret);
+      const dead = await receiver(() => 'hang');
+      const good = await receiver(() => 200);
+      const sender = startWebhookSender(h().app.svc, { log: () => {}, pollMs: 20 });
+      try {
+        for (let i = 0; i < 4; i++) assert.equal((await a.req('POST', '/v1/webhooks', { url: `${dead.url}?n=${i}` })).status, 201);
+        // Enough events that the hanging URLs fill the key's share (10) with rows in flight and queued.
+        for (let i = 0; i < 3; i++) await settled(a);
+        await waitFor(() => dead.open >= 8, 'the hanging URLs have their requests open', 5_000);
+        assert.equal((await a.req('POST', '/v1/webhooks', { url: good.url })).status, 201);
+        const started = Date.now();
+        const mine = await settled(a);
+        const want = (await eventsOf(a, mine.id)).length;
+        await waitFor(() => good.got.length >= want, 'the healthy URL got every event of the new escrow', 10_000);
+        const took = Date.now() - started;
+        // The hanging requests time out after 5 s: the healthy URL never waited for one of them.
+        assert.ok(took < 3_000, `the healthy URL of the same key waited ${took} ms`);
+        assert.ok(dead.maxOpen <= KEY_SHARE, `the key's hanging URLs had ${dead.maxOpen} requests open; its share is ${KEY_SHARE}`);
+      } finally {
+        await sender.stop();
+        await dead.close();
+        await good.close();
+      }
+    });
+  },
+  {
+    ...HOSTED,
+    WEBHOOK_ALLOW_PRIVATE: 'on',
+    WEBHOOK_CONCURRENCY: '2',
+    WEBHOOK_KEY_MAX_IN_FLIGHT: String(KEY_SHARE),
     WEBHOOK_TIMEOUT_MS: '5000',
     WEBHOOK_BACKOFF_MS: '1,1',
   },

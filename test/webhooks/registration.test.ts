@@ -52,7 +52,11 @@ for (const kind of STORES) {
       assert.equal(r2.body.url, 'https://hooks.example.com/escrow', 'the normalised spelling');
       assert.deepEqual(r2.body.standardWebhooks, { publicKey: r1.body.standardWebhooks.publicKey }, 'the secret is shown once');
       const list = await h.req('GET', '/v1/webhooks', undefined, auth);
-      assert.deepEqual(list.body, { webhooks: ['https://hooks.example.com/escrow'], signingKey: r1.body.signingKey });
+      assert.deepEqual(list.body, {
+        webhooks: ['https://hooks.example.com/escrow'],
+        endpoints: [{ url: 'https://hooks.example.com/escrow', disabled: false }],
+        signingKey: r1.body.signingKey,
+      });
       const issuer = (await h.req('GET', '/health')).body.issuer;
       assert.notEqual(r1.body.signingKey, issuer, 'the webhook key is not the issuer key');
       const del = await h.req('DELETE', '/v1/webhooks', { url: 'https://hooks.example.com/escrow' }, auth);

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { generateKeys, type Terms } from '@escrow-settlement/client';
@@ -95,6 +95,61 @@ for (const kind of STORES) {
         assert.notEqual(other.status, 0, 'a bundle checked against another key must not verify');
       } finally {
         rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    test('part of the hold captured with a fee through a settlement override, part of it refunded later, each step in the status', async () => {
+      const platform = generateKeys().publicKey;
+      const scheme = new AuthCaptureServer({ payeeSecretKey: payee.secretKey, terms: TERMS, feeBps: 200 });
+      const facilitator = new HTTPFacilitatorClient({ url: `${svc.url}/v1/x402/facilitator` });
+      const option = scheme.option({
+        price: '$0.01',
+        minFeeBps: 100,
+        maxFeeBps: 300,
+        feeRecipient: platform,
+        refundDeadline: new Date(Date.now() + 3_600_000),
+      });
+      const metered = await startResourceServer({
+        facilitator,
+        scheme,
+        routes: { 'GET /metered': { accepts: option } },
+        handlers: { '/metered': async () => ({ title: 'two of five pages' }) },
+        overrides: { '/metered': { amount: '4000' } },
+      });
+      try {
+        const res = await paying()(`${metered.url}/metered`);
+        assert.equal(res.status, 200, await res.clone().text());
+        const settled = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+        assert.equal(settled.success, true, JSON.stringify(settled));
+        const paymentId = settled.extra!.escrowId as string;
+        const proof = await (await fetch(`${svc.url}/v1/proofs/${settled.transaction}`)).json();
+        assert.equal(proof.captured, '0.004');
+        assert.deepEqual(proof.fee, { bps: 200, recipient: platform, amount: '0.00008' });
+        assert.deepEqual(proof.payouts, { payee: '0.00392', payer: '0.006', fee: '0.00008' });
+        let status = await (await fetch(`${svc.url}/v1/x402/facilitator/payments/${paymentId}`)).json();
+        assert.equal(status.status, 'captured');
+        assert.deepEqual(status.amounts, { authorized: '10000', captured: '4000', refunded: '0', fee: '80' });
+
+        // Later, the resource server refunds part of what it was paid, on the requirements it offered.
+        const offered = decodePaymentRequiredHeader((await fetch(`${metered.url}/metered`)).headers.get('payment-required')!).accepts[0];
+        const refund = await scheme.refund(facilitator, { requirements: offered, paymentId, amount: '1000', reason: 'three pages short' });
+        assert.equal(refund.success, true, JSON.stringify(refund));
+        assert.match(refund.transaction, /^prf_/);
+        assert.deepEqual(refund.extra, { escrowId: paymentId, refundedTotal: '1000' });
+        const adjustment = await (await fetch(`${svc.url}/v1/proofs/${refund.transaction}`)).json();
+        assert.equal(adjustment.outcome, 'refunded-after-release');
+        assert.equal(adjustment.adjusts, settled.transaction);
+        status = await (await fetch(`${svc.url}/v1/x402/facilitator/payments/${paymentId}`)).json();
+        assert.equal(status.status, 'partially_refunded');
+        assert.deepEqual(status.amounts, { authorized: '10000', captured: '4000', refunded: '1000', fee: '80' });
+        assert.deepEqual(status.proofs, [settled.transaction, refund.transaction]);
+        assert.equal(status.refundDeadline, offered.extra.refundDeadline);
+        // More than the rest of the payee's net payout (3920 - 1000) is refused.
+        const over = await scheme.refund(facilitator, { requirements: offered, paymentId, amount: '2921' });
+        assert.equal(over.success, false);
+        assert.equal(over.errorReason, 'invalid_state');
+      } finally {
+        await metered.close();
       }
     });
 

@@ -339,12 +339,22 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     );
     assert.deepEqual(await counts(h()), before);
 
-    const captured = await settle(signCapture(payee.secretKey, { escrowId, payload: { title: 'ok' } }));
+    const consent = signCapture(payee.secretKey, { escrowId, payload: { title: 'ok' } });
+    const captured = await settle(consent);
     assert.equal(captured.body.success, true, captured.text);
     assert.match(captured.body.transaction, /^prf_/);
     assert.deepEqual(captured.body.extra, { escrowId, state: 'settled' });
-    const replay = await settle(signCapture(payee.secretKey, { escrowId, payload: { title: 'ok' } }));
+    const replay = await settle(consent);
     assert.deepEqual(replay.body, captured.body, 'a repeated capture answers what the first did');
+    // A capture consent is single use: another one (signed later) is not answered as if it had captured.
+    const later = signCapture(payee.secretKey, {
+      escrowId,
+      payload: { title: 'ok' },
+      submittedAt: new Date(Date.now() + 1000).toISOString(),
+    });
+    const again = await settle(later);
+    refusal(again, 'errorReason', 'payment_invalid');
+    assert.match(again.body.errorMessage, /already captured with another capture consent/);
     // The same commands as the REST API: the same trail and events, and a proof that verifies.
     const events = (await h().req('GET', `/v1/escrows/${escrowId}/events`)).body.events.map((e: any) => e.type ?? e.event);
     assert.deepEqual(events, ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued']);
@@ -355,16 +365,21 @@ describeStores('x402 facilitator: refusals, idempotency, no writes', (h) => {
     // A void on a funded escrow refunds it; a repeated void answers the same proof.
     const second = collect(payer.secretKey, payee.publicKey);
     const id2 = (await h().req('POST', S, second)).body.transaction;
-    const voidIt = () =>
+    const voidConsent = signVoid(payee.secretKey, { escrowId: id2 });
+    const voidWith = (payload: unknown) =>
       h().req('POST', S, {
         x402Version: 2,
-        paymentPayload: { ...second.paymentPayload, payload: signVoid(payee.secretKey, { escrowId: id2 }) },
+        paymentPayload: { ...second.paymentPayload, payload },
         paymentRequirements: second.paymentRequirements,
       });
-    const voided = await voidIt();
+    const voided = await voidWith(voidConsent);
     assert.equal(voided.body.success, true, voided.text);
     assert.deepEqual(voided.body.extra, { escrowId: id2, state: 'refunded' });
-    assert.deepEqual((await voidIt()).body, voided.body);
+    assert.deepEqual((await voidWith(voidConsent)).body, voided.body);
+    // Another void consent for the voided payment is refused: a void is single use too.
+    const other = await voidWith(signVoid(payee.secretKey, { escrowId: id2, signedAt: new Date(Date.now() + 1000).toISOString() }));
+    refusal(other, 'errorReason', 'payment_invalid');
+    assert.match(other.body.errorMessage, /another void consent/);
     assert.equal((await h().req('GET', `/v1/proofs/${voided.body.transaction}`)).body.outcome, 'refunded');
   });
 

@@ -79,6 +79,8 @@ export async function startResourceServer(opts: {
   scheme: AuthCaptureServer;
   routes: RoutesConfig;
   handlers: Record<string, Handler>;
+  /** Per path: @x402/core's settlement override for the capture (a partial capture's amount). */
+  overrides?: Record<string, { amount: string }>;
 }): Promise<ResourceServer> {
   const rs = new x402ResourceServer(opts.facilitator).register('escrow:sandbox', opts.scheme);
   const http = new x402HTTPResourceServer(rs, opts.routes);
@@ -121,7 +123,7 @@ export async function startResourceServer(opts: {
         result.paymentRequirements,
         result.declaredExtensions,
         { request: context, responseBody: Buffer.from(body), responseHeaders: { 'content-type': 'application/json' } },
-        undefined,
+        opts.overrides?.[url.pathname],
         result.beforeHandlerSettlement,
       );
       if (!settled.success) return send(res, { ...settled.response, headers: { ...settled.headers, ...settled.response.headers } });

@@ -40,11 +40,13 @@ import type {
   SignedDisputeOpen,
   SignedMandate,
   WebhookAttempt,
+  WebhookEndpoint,
 } from '@escrow-settlement/protocol/resources';
 import {
   signCapture,
   signVoid,
   type CapturePayload,
+  type FacilitatorPaymentStatus,
   type FacilitatorRequest,
   type FacilitatorSettleResponse,
   type FacilitatorSupported,
@@ -114,6 +116,7 @@ export const API_ROUTES = {
   'webhooks.register': ['POST /v1/webhooks'],
   'webhooks.list': ['GET /v1/webhooks'],
   'webhooks.unregister': ['DELETE /v1/webhooks'],
+  'webhooks.enable': ['POST /v1/webhooks/enable'],
   'webhooks.deadLetters': ['GET /v1/webhooks/dead-letters'],
   'webhooks.redeliver': ['POST /v1/webhooks/dead-letters/:id/redeliver'],
   'webhooks.attempts': ['GET /v1/webhooks/attempts'],
@@ -132,6 +135,7 @@ export const API_ROUTES = {
   'x402.facilitator.supported': ['GET /v1/x402/facilitator/supported'],
   'x402.facilitator.verify': ['POST /v1/x402/facilitator/verify'],
   'x402.facilitator.settle': ['POST /v1/x402/facilitator/settle'],
+  'x402.facilitator.payment': ['GET /v1/x402/facilitator/payments/:id'],
 } as const satisfies Record<string, readonly string[]>;
 
 type MethodName = keyof typeof API_ROUTES;
@@ -337,8 +341,13 @@ export function createClient(opts: ClientOptions) {
           { body: { url } },
         ),
       list: (q: PageQuery = {}) =>
-        call<{ webhooks: string[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', { query: q }),
+        call<{ webhooks: string[]; endpoints: WebhookEndpoint[]; signingKey: string; nextCursor?: string | null }>('webhooks.list', {
+          query: q,
+        }),
       unregister: (url: string) => call<{ ok: boolean; url: string }>('webhooks.unregister', { body: { url } }),
+      /** Enables a disabled URL again (it failed every attempt for the deployment's WEBHOOK_DISABLE_AFTER_HOURS). */
+      enable: (url: string) =>
+        call<{ ok: boolean; url: string; disabled: false; wasDisabled: boolean }>('webhooks.enable', { body: { url } }),
       deadLetters: (q: PageQuery = {}) =>
         call<{ deadLetters: DeadLetter[]; nextCursor?: string | null }>('webhooks.deadLetters', { query: q }),
       redeliver: (deadLetterId: string) => call<{ ok: boolean; id: string }>('webhooks.redeliver', { params: id(deadLetterId) }),
@@ -384,6 +393,8 @@ export function createClient(opts: ClientOptions) {
         supported: () => call<FacilitatorSupported>('x402.facilitator.supported'),
         verify: (body: FacilitatorRequest) => call<FacilitatorVerifyResponse>('x402.facilitator.verify', { body }),
         settle: (body: FacilitatorRequest) => call<FacilitatorSettleResponse>('x402.facilitator.settle', { body }),
+        /** A payment's settlement status by its paymentId: read it instead of settling again after a timeout. */
+        payment: (paymentId: string) => call<FacilitatorPaymentStatus>('x402.facilitator.payment', { params: id(paymentId) }),
       },
     },
   };

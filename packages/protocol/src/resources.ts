@@ -317,6 +317,17 @@ export interface DeadLetter {
   deadAt: string;
 }
 
+/** A registered webhook URL as GET /v1/webhooks lists it in `endpoints`. */
+export interface WebhookEndpoint {
+  url: string;
+  /** Disabled after failing every attempt for the deployment's WEBHOOK_DISABLE_AFTER_HOURS, until enabled again. */
+  disabled: boolean;
+  disabledAt?: string;
+  disabledReason?: string;
+  /** When its current run of failed attempts began; absent while its last attempt succeeded. */
+  failingSince?: string;
+}
+
 /** One webhook POST as the sender recorded it (GET /v1/webhooks/attempts). */
 export interface WebhookAttempt {
   id: string;

@@ -15,8 +15,9 @@ import { scopeOf } from '../../access/tenancy.ts';
 import { checkMandateCaps, type MandateCaps } from '../../mandate/mandateCaps.ts';
 import { partySignatureWrite } from '../../escrow/partySignatures.ts';
 import { asRefusal, refuse } from './refusal.ts';
-import type { Checked } from './requirements.ts';
-import type { Collect } from './wire.ts';
+import { escrowTimeouts, type Checked } from './requirements.ts';
+import { BOUND_FIELDS, type Collect } from './wire.ts';
+import type { Timeouts } from '../../escrow/escrowRow.ts';
 
 /** A signature's clock may run a little ahead of the service's: validBefore gets this much slack. */
 const VALID_BEFORE_SLACK_MS = 30_000;
@@ -48,7 +49,12 @@ async function recorded(svc: Services, payTo: string, nonce: string): Promise<Pa
  * Every check of the collect authorization against the requirements, the clock and the mandates,
  * in the order x402 facilitators check them; throws a Refusal. Returns the mandate that applies.
  */
-export async function checkCollect(svc: Services, scope: string | null, c: Checked, body: Collect): Promise<{ mandateId?: string }> {
+export async function checkCollect(
+  svc: Services,
+  scope: string | null,
+  c: Checked,
+  body: Collect,
+): Promise<{ mandateId?: string; timeouts: Timeouts }> {
   const a = body.authorization;
   const r = c.requirements;
   if (a.to !== r.payTo) throw refuse('wrong_payee', 'authorization.to is not paymentRequirements.payTo');
@@ -66,6 +72,14 @@ export async function checkCollect(svc: Services, scope: string | null, c: Check
       'terms_mismatch',
       'authorization.termsHash is not sha256 of JCS(paymentRequirements.extra.terms): the payer agreed to other terms',
     );
+  // Fee bounds and deadlines are the payer's to agree to: present in the requirements, the
+  // authorization carries them (and only then), so its signature covers them.
+  for (const f of BOUND_FIELDS) {
+    if (a[f] !== r.extra[f]) {
+      const want = r.extra[f] === undefined ? 'absent, as paymentRequirements.extra has none' : JSON.stringify(r.extra[f]);
+      throw refuse('payment_invalid', `authorization.${f} must be paymentRequirements.extra.${f} (${want}), got ${JSON.stringify(a[f])}`);
+    }
+  }
   if (!verifyHex(body.signature, utf8(canonicalize(a)), a.from))
     throw refuse('bad_signature', 'signature does not verify with authorization.from over JCS(authorization)');
   if (a.from === r.payTo || (r.extra.arbiter !== undefined && (r.extra.arbiter === a.from || r.extra.arbiter === r.payTo))) {
@@ -77,7 +91,13 @@ export async function checkCollect(svc: Services, scope: string | null, c: Check
   if (validBefore > now.getTime() + r.maxTimeoutSeconds * 1000 + VALID_BEFORE_SLACK_MS) {
     throw refuse('payment_invalid', `authorization.validBefore is more than maxTimeoutSeconds (${r.maxTimeoutSeconds} s) away`);
   }
-  return mandateFor(svc, scope, c, a.from, r.payTo, now);
+  if (c.fee && c.fee.maxBps > 0 && svc.custody.kind !== 'simulated')
+    throw refuse(
+      'payment_invalid',
+      `paymentRequirements.extra.maxFeeBps: this service's ${svc.custody.kind} custody pays the payer and the payee only; a fee needs simulated custody`,
+    );
+  const timeouts = escrowTimeouts(c, now);
+  return { ...(await mandateFor(svc, scope, c, a.from, r.payTo, now)), timeouts };
 }
 
 /**
@@ -141,7 +161,7 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
   const hash = collectHash(c, body);
   let row = await recorded(svc, payTo, a.nonce);
   if (!row) {
-    const { mandateId } = await checkCollect(svc, scopeOf(caller), c, body);
+    const { mandateId, timeouts } = await checkCollect(svc, scopeOf(caller), c, body);
     try {
       await createEscrow(svc, {
         amount: c.amount,
@@ -151,7 +171,7 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         payee: { keyRef: { publicKey: payTo } },
         arbiter: c.requirements.extra.arbiter !== undefined ? { keyRef: { publicKey: c.requirements.extra.arbiter } } : undefined,
         mandateId,
-        timeouts: c.timeouts,
+        timeouts,
         scope: scopeOf(caller),
         // The payer's consent: escrow.created records its hash, the bundle carries it (docs/protocol.md §11.4).
         createdWith: { x402: { authorizationHash: sha256Hex(canonicalize(a)) } },

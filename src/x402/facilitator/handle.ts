@@ -8,7 +8,7 @@ import { isHex64 } from '@escrow-settlement/protocol/crypto/bytes';
 import { Refusal, refuse } from './refusal.ts';
 import { checkRequest } from './requirements.ts';
 import { settleCollect, verifyCollect } from './collect.ts';
-import { settleCapture, settleVoid } from './capture.ts';
+import { settleCapture, settleRefund, settleVoid } from './capture.ts';
 import { ASSETS, DECIMALS, PAYMENT_FLOW, SCHEME, settleKind } from './wire.ts';
 
 type Body = { x402Version: number; paymentPayload: Record<string, unknown>; paymentRequirements: Record<string, unknown> };
@@ -44,7 +44,7 @@ export async function verify(svc: Services, caller: Caller, body: Body) {
     if (kind.kind !== 'collect')
       throw refuse(
         'malformed_header',
-        `paymentPayload.payload.type ${kind.kind}: verify checks a collect authorization; capture and void are settled directly`,
+        `paymentPayload.payload.type ${kind.kind}: verify checks a collect authorization; capture, void and refund are settled directly`,
       );
     await verifyCollect(svc, caller, c, kind.body);
     return { isValid: true, payer: kind.body.authorization.from };
@@ -62,6 +62,7 @@ export async function settle(svc: Services, caller: Caller, body: Body) {
     const kind = settleKind(c.payload);
     if (kind.kind === 'collect') return await settleCollect(svc, caller, c, kind.body);
     if (kind.kind === 'capture') return await settleCapture(svc, caller, c, kind.body);
+    if (kind.kind === 'refund') return await settleRefund(svc, caller, c, kind.body);
     return await settleVoid(svc, caller, c, kind.body);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;

@@ -13,9 +13,17 @@ export interface Payment {
   payloadHash: string;
   payer: string;
   network: string;
+  /** The authorized amount, atomic units. */
+  amount: string;
   state: string;
   verdict?: { id: string; escrowId: string; deliveryId: string; passed: boolean; results: unknown; decidedAt: string };
   proofId?: string;
+  /** The payer's signed authorization (kept for the bundle): the fee bounds and deadlines it binds. */
+  authorization: Record<string, unknown>;
+  /** The capture consent acted on: the delivery's signature by payTo. */
+  deliverySignature?: string;
+  /** The void consent acted on, when a void refunded the escrow (escrow.refunded records it). */
+  voidSignature?: string;
 }
 
 export interface SettleAnswer {
@@ -25,6 +33,7 @@ export interface SettleAnswer {
   transaction: string;
   network: string;
   payer: string;
+  amount?: string;
   extra: Record<string, unknown>;
 }
 
@@ -35,10 +44,13 @@ export interface SettleAnswer {
 export async function findPayment(svc: Services, caller: Caller, escrowId: string): Promise<Payment> {
   const scope = scopeOf(caller);
   const [r] = await svc.db.query(
-    `SELECT x.escrow_id, x.pay_to, x.nonce, x.payload_hash, x.payer, x.network, e.state,
-            v.id AS verdict_id, v.delivery_id, v.passed, v.results, v.decided_at, p.id AS proof_id
+    `SELECT x.escrow_id, x.pay_to, x.nonce, x.payload_hash, x.payer, x.network, x.amount, e.state,
+            v.id AS verdict_id, v.delivery_id, v.passed, v.results, v.decided_at, p.id AS proof_id, d.signature AS delivery_signature,
+            (SELECT s.signed_body FROM party_signatures s WHERE s.escrow_id = x.escrow_id AND s.kind = 'x402' ORDER BY s.seq LIMIT 1) AS authorization,
+            (SELECT t.body FROM trail_entries t WHERE t.escrow_id = x.escrow_id AND t.event = 'escrow.refunded' LIMIT 1) AS refunded
        FROM x402_payments x JOIN escrows e ON e.id = x.escrow_id
        LEFT JOIN verdicts v ON v.escrow_id = x.escrow_id LEFT JOIN proofs p ON p.escrow_id = x.escrow_id AND p.adjusts IS NULL
+       LEFT JOIN deliveries d ON d.escrow_id = x.escrow_id
       WHERE x.escrow_id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM escrow_tenants t WHERE t.escrow_id = x.escrow_id AND t.key_id = $2))`,
     [escrowId, scope],
   );
@@ -50,6 +62,7 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
     payloadHash: r.payload_hash,
     payer: r.payer,
     network: r.network,
+    amount: r.amount,
     state: r.state,
     ...(r.verdict_id
       ? {
@@ -64,6 +77,9 @@ export async function findPayment(svc: Services, caller: Caller, escrowId: strin
         }
       : {}),
     ...(r.proof_id ? { proofId: r.proof_id } : {}),
+    authorization: r.authorization ? JSON.parse(r.authorization) : {},
+    ...(r.delivery_signature ? { deliverySignature: JSON.parse(r.delivery_signature).signature } : {}),
+    ...(r.refunded && JSON.parse(r.refunded).void ? { voidSignature: JSON.parse(r.refunded).void.signature } : {}),
   };
 }
 

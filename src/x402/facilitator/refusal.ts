@@ -8,8 +8,13 @@ import { AppError } from '../../errors.ts';
 /** The x402 refusals a verify answers with: the x402 demo's codes plus terms_mismatch (docs/x402.md). */
 export const X402_REFUSAL_CODES = [...X402_PAYMENT_REFUSALS, 'terms_mismatch'] as const;
 
-/** Every refusal code: a settle may also answer verdict_failed (the delivery fails the terms) or custody_failed. */
-export type RefusalCode = (typeof X402_REFUSAL_CODES)[number] | 'verdict_failed' | 'custody_failed';
+/**
+ * Every refusal code: a settle may also answer verdict_failed (the delivery fails the terms),
+ * custody_failed, or invalid_state (a refund past its deadline or over the remaining amount).
+ */
+export type RefusalCode = (typeof X402_REFUSAL_CODES)[number] | 'verdict_failed' | 'custody_failed' | 'invalid_state';
+/** The codes only a settle answers with. */
+export const SETTLE_ONLY_CODES = ['verdict_failed', 'custody_failed', 'invalid_state'] as const;
 
 export class Refusal extends Error {
   constructor(

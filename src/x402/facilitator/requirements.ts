@@ -17,7 +17,15 @@ export interface Checked {
   amount: bigint;
   terms: Terms;
   termsHash: string;
+  /**
+   * The escrow's timeouts. With `extra.captureDeadline` its deliverWithinSeconds is only known
+   * against the service clock at collect: escrowTimeouts() sets it.
+   */
   timeouts: Timeouts;
+  /** extra.minFeeBps / maxFeeBps / feeRecipient, checked: the bounds of the fee a capture may take. */
+  fee?: { minBps: number; maxBps: number; recipient?: string };
+  captureDeadline?: string;
+  refundDeadline?: string;
   /** paymentPayload.resource.url, when the payer sent it. */
   resourceUrl?: string;
   payload: Record<string, unknown>;
@@ -71,8 +79,35 @@ export function checkRequest(
     throw refuse('scheme_mismatch', 'paymentPayload.accepted names another scheme or network than paymentRequirements');
   if (accepted.payTo !== r.payTo) throw refuse('wrong_payee', 'paymentPayload.accepted.payTo differs from paymentRequirements.payTo');
   if (accepted.asset !== r.asset) throw refuse('wrong_asset', 'paymentPayload.accepted.asset differs from paymentRequirements.asset');
-  if (!sameJson(accepted, body.paymentRequirements))
+  // A partial capture may come with the requirements' amount lowered to it (@x402/core's settlement
+  // override): the payer signed the accepted amount, which stays the payment's.
+  const partial =
+    payment.payload.type === 'capture' &&
+    typeof payment.payload.amount === 'string' &&
+    payment.payload.amount === r.amount &&
+    typeof accepted.amount === 'string' &&
+    ATOMIC.test(accepted.amount) &&
+    BigInt(accepted.amount) > BigInt(r.amount);
+  if (partial) r.amount = accepted.amount as string;
+  if (!sameJson(accepted, partial ? { ...body.paymentRequirements, amount: accepted.amount } : body.paymentRequirements))
     throw refuse('payment_invalid', 'paymentPayload.accepted differs from paymentRequirements (amount, maxTimeoutSeconds or extra)');
+  const fee = feeBounds(r.extra);
+  const { captureDeadline, refundDeadline } = r.extra;
+  if (captureDeadline !== undefined && r.extra.timeouts?.deliverWithinSeconds !== undefined)
+    throw refuse(
+      'malformed_header',
+      'paymentRequirements.extra.captureDeadline replaces extra.timeouts.deliverWithinSeconds (the capture deadline is the delivery deadline): give one of them',
+    );
+  if (refundDeadline !== undefined && r.extra.timeouts?.refundWithinSeconds !== undefined)
+    throw refuse(
+      'malformed_header',
+      'paymentRequirements.extra.refundDeadline replaces extra.timeouts.refundWithinSeconds (the refund window ends at the deadline): give one of them',
+    );
+  if (captureDeadline !== undefined && refundDeadline !== undefined && Date.parse(refundDeadline) <= Date.parse(captureDeadline))
+    throw refuse(
+      'malformed_header',
+      `paymentRequirements.extra.refundDeadline (${refundDeadline}) must be after extra.captureDeadline (${captureDeadline})`,
+    );
   // Without given timeouts the resource server has maxTimeoutSeconds to capture, as x402's authorization window.
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, deliverWithinSeconds: r.maxTimeoutSeconds, ...(r.extra.timeouts ?? {}) };
   return {
@@ -81,9 +116,78 @@ export function checkRequest(
     terms,
     termsHash: hashJson(terms),
     timeouts,
+    ...(fee ? { fee } : {}),
+    ...(captureDeadline !== undefined ? { captureDeadline } : {}),
+    ...(refundDeadline !== undefined ? { refundDeadline } : {}),
     resourceUrl: payment.resource?.url,
     payload: payment.payload,
   };
+}
+
+const BPS_MAX = 10_000;
+
+/** extra.minFeeBps, maxFeeBps and feeRecipient: given together, whole basis points, min ≤ max. */
+function feeBounds(extra: Requirements['extra']): Checked['fee'] {
+  const { minFeeBps, maxFeeBps, feeRecipient } = extra;
+  if (minFeeBps === undefined && maxFeeBps === undefined) {
+    if (feeRecipient !== undefined)
+      throw refuse('malformed_header', 'paymentRequirements.extra.feeRecipient needs extra.minFeeBps and extra.maxFeeBps');
+    return undefined;
+  }
+  for (const [name, v] of [
+    ['minFeeBps', minFeeBps],
+    ['maxFeeBps', maxFeeBps],
+  ] as const) {
+    if (v === undefined)
+      throw refuse(
+        'malformed_header',
+        `paymentRequirements.extra.${name} is required with the other fee bound: give minFeeBps and maxFeeBps`,
+      );
+    if (!Number.isInteger(v) || v < 0 || v > BPS_MAX)
+      throw refuse('malformed_header', `paymentRequirements.extra.${name} must be a whole number of basis points from 0 to ${BPS_MAX}`);
+  }
+  const [min, max] = [minFeeBps as number, maxFeeBps as number];
+  if (min > max) throw refuse('malformed_header', `paymentRequirements.extra.minFeeBps (${min}) must not exceed extra.maxFeeBps (${max})`);
+  if (max > 0 && feeRecipient === undefined)
+    throw refuse(
+      'malformed_header',
+      'paymentRequirements.extra.feeRecipient is required when extra.maxFeeBps is above 0: the fee goes to it',
+    );
+  return { minBps: min, maxBps: max, ...(feeRecipient !== undefined ? { recipient: feeRecipient } : {}) };
+}
+
+/**
+ * The escrow's timeouts at collect time `now` (docs/x402.md "Fees and deadlines"): an absolute
+ * captureDeadline must be in the future, at most ten years away, and becomes the delivery stage's
+ * length, rounded up to the second (the facilitator refuses captures after the deadline itself); a
+ * refundDeadline must come after the capture deadline, given or implied.
+ */
+export function escrowTimeouts(c: Checked, now: Date): Timeouts {
+  let deliverWithinSeconds = c.timeouts.deliverWithinSeconds;
+  if (c.captureDeadline !== undefined) {
+    const ms = Date.parse(c.captureDeadline) - now.getTime();
+    if (ms <= 0) throw refuse('payment_invalid', `paymentRequirements.extra.captureDeadline (${c.captureDeadline}) has passed`);
+    deliverWithinSeconds = Math.ceil(ms / 1000);
+    if (deliverWithinSeconds > MAX_STAGE_SECONDS)
+      throw refuse('malformed_header', `paymentRequirements.extra.captureDeadline is more than ${MAX_STAGE_SECONDS} s away`);
+  }
+  if (c.refundDeadline !== undefined) {
+    const captureBy = now.getTime() + deliverWithinSeconds * 1000;
+    if (Date.parse(c.refundDeadline) <= now.getTime())
+      throw refuse('payment_invalid', `paymentRequirements.extra.refundDeadline (${c.refundDeadline}) has passed`);
+    if (c.captureDeadline === undefined && Date.parse(c.refundDeadline) <= captureBy)
+      throw refuse(
+        'malformed_header',
+        `paymentRequirements.extra.refundDeadline (${c.refundDeadline}) must be after the capture deadline (${new Date(captureBy).toISOString()}, the delivery deadline its timeouts imply)`,
+      );
+  }
+  // The escrow's own window runs from its closing; starting it at collect, rounded up, lets it
+  // end no earlier than refundDeadline, which the facilitator enforces itself (docs/x402.md).
+  const refundWithinSeconds =
+    c.refundDeadline === undefined ? c.timeouts.refundWithinSeconds : Math.ceil((Date.parse(c.refundDeadline) - now.getTime()) / 1000);
+  if (refundWithinSeconds !== undefined && refundWithinSeconds > MAX_STAGE_SECONDS)
+    throw refuse('malformed_header', `paymentRequirements.extra.refundDeadline is more than ${MAX_STAGE_SECONDS} s away`);
+  return { ...c.timeouts, deliverWithinSeconds, ...(refundWithinSeconds !== undefined ? { refundWithinSeconds } : {}) };
 }
 
 function sameJson(a: unknown, b: unknown): boolean {

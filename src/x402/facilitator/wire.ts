@@ -38,8 +38,19 @@ export const RequirementsS = type({
     terms: any(),
     timeouts: optional(TimeoutsS),
     arbiter: optional(hex64),
+    minFeeBps: optional(number()),
+    maxFeeBps: optional(number()),
+    feeRecipient: optional(hex64),
+    captureDeadline: optional(timestamp),
+    refundDeadline: optional(timestamp),
   }),
 });
+
+/**
+ * The requirements' fields a payer's authorization binds when they are present (docs/x402.md
+ * "Fees and deadlines"): the same names inside `authorization`, covered by its signature.
+ */
+export const BOUND_FIELDS = ['minFeeBps', 'maxFeeBps', 'feeRecipient', 'captureDeadline', 'refundDeadline'] as const;
 
 export const PaymentPayloadS = type({
   x402Version: number(),
@@ -57,6 +68,11 @@ export const AuthorizationS = object({
   termsHash: hex64,
   nonce: hex64,
   validBefore: timestamp,
+  minFeeBps: optional(number()),
+  maxFeeBps: optional(number()),
+  feeRecipient: optional(hex64),
+  captureDeadline: optional(timestamp),
+  refundDeadline: optional(timestamp),
 });
 
 export const CollectS = object({ authorization: AuthorizationS, signature: sigHex });
@@ -70,6 +86,10 @@ export const CaptureS = object({
   type: literal('capture'),
   paymentId: idOf('esc'),
   delivery: object({ payload: any(), submittedAt: timestamp, signature: SignatureS }),
+  /** A partial capture: atomic units, at most the authorized amount; absent: all of it. */
+  amount: optional(string()),
+  /** The fee this capture takes, within the authorization's bounds; absent: minFeeBps (0 without bounds). */
+  feeBps: optional(number()),
   authorization: optional(AuthorizationS),
   signature: optional(sigHex),
 });
@@ -83,12 +103,29 @@ export const VoidS = object({
   authorization: optional(AuthorizationS),
 });
 
+/** A refund after release, by payTo; like a void, its signature is payeeSignature when the collect's authorization rides along. */
+export const RefundS = object({
+  type: literal('refund'),
+  paymentId: idOf('esc'),
+  amount: string(),
+  reason: optional(string()),
+  signedAt: timestamp,
+  signature: union([SignatureS, sigHex]),
+  payeeSignature: optional(SignatureS),
+  authorization: optional(AuthorizationS),
+});
+
 export type Requirements = ReturnType<typeof RequirementsS.create>;
 export type Authorization = ReturnType<typeof AuthorizationS.create>;
 export type Collect = ReturnType<typeof CollectS.create>;
 export type Capture = ReturnType<typeof CaptureS.create>;
 export type Void = ReturnType<typeof VoidS.create>;
-export type Settle = { kind: 'collect'; body: Collect } | { kind: 'capture'; body: Capture } | { kind: 'void'; body: Void };
+export type Refund = ReturnType<typeof RefundS.create>;
+export type Settle =
+  | { kind: 'collect'; body: Collect }
+  | { kind: 'capture'; body: Capture }
+  | { kind: 'void'; body: Void }
+  | { kind: 'refund'; body: Refund };
 
 /** check() with the 400 turned into a malformed_header refusal naming the same field. */
 export function shape<T>(value: unknown, struct: Parameters<typeof check<T>>[1], root: string): T {
@@ -100,15 +137,16 @@ export function shape<T>(value: unknown, struct: Parameters<typeof check<T>>[1],
   }
 }
 
-/** Which settle a payload asks for: a `type` of capture or void, else a collect authorization. */
+/** Which settle a payload asks for: a `type` of capture, void or refund, else a collect authorization. */
 export function settleKind(payload: Record<string, unknown>): Settle {
   const root = 'paymentPayload.payload';
   if (payload.type === 'capture') return { kind: 'capture', body: shape(payload, CaptureS, root) };
   if (payload.type === 'void') return { kind: 'void', body: shape(payload, VoidS, root) };
+  if (payload.type === 'refund') return { kind: 'refund', body: shape(payload, RefundS, root) };
   if (payload.type !== undefined)
     throw refuse(
       'malformed_header',
-      `${root}.type must be capture or void (or absent for a collect), got ${JSON.stringify(payload.type).slice(0, 40)}`,
+      `${root}.type must be capture, void or refund (or absent for a collect), got ${JSON.stringify(payload.type).slice(0, 40)}`,
     );
   return { kind: 'collect', body: shape(payload, CollectS, root) };
 }

@@ -1,5 +1,5 @@
-// Webhooks: registered endpoints, recent deliveries with every attempt, and dead letters with a
-// redeliver button (the event goes back to the outbox for its URL).
+// Webhooks: registered endpoints (a disabled one with why and an enable button), recent deliveries
+// with every attempt, and dead letters with a redeliver button (the event goes back to the outbox for its URL).
 import type { WebhookAttempt } from '@escrow-settlement/protocol/resources';
 import { api } from '../api.ts';
 import { errorBox, h, idText, inlineForm, mount, pre, section, short, table, when } from '../dom.ts';
@@ -37,11 +37,46 @@ export async function webhooksView(main: HTMLElement, _p: Record<string, string>
     section(
       'Endpoints',
       h('p', null, 'Signing key (pin it to verify deliveries): ', short(hooks.signingKey, 24)),
-      hooks.webhooks.length
+      hooks.endpoints.length
         ? h(
             'ul',
             null,
-            hooks.webhooks.map((u) => h('li', null, h('code', null, u))),
+            hooks.endpoints.map((ep) =>
+              h(
+                'li',
+                { 'data-testid': 'endpoint', 'data-disabled': String(ep.disabled) },
+                h('code', null, ep.url),
+                ep.disabled
+                  ? [
+                      ' ',
+                      h('span', { class: 'badge bad' }, 'disabled'),
+                      ' since ',
+                      when(ep.disabledAt),
+                      `: ${ep.disabledReason ?? ''} `,
+                      h(
+                        'button',
+                        {
+                          type: 'button',
+                          'data-testid': 'enable',
+                          'aria-label': `Enable ${ep.url} again`,
+                          onclick: async (e: Event) => {
+                            (e.target as HTMLButtonElement).disabled = true;
+                            try {
+                              await api.webhooks.enable(ep.url);
+                              await webhooksView(main, {}, query);
+                            } catch (err) {
+                              regOut.replaceChildren(errorBox(err));
+                            }
+                          },
+                        },
+                        'Enable',
+                      ),
+                    ]
+                  : ep.failingSince
+                    ? [' ', h('span', { class: 'badge bad' }, 'failing'), ' since ', when(ep.failingSince)]
+                    : null,
+              ),
+            ),
           )
         : h('p', null, 'No endpoint registered.'),
       inlineForm(register, [['Register a URL', url]], ['Register'], regOut),

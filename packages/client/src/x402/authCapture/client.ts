@@ -9,7 +9,7 @@ import type {
   SchemeNetworkClient,
 } from '@x402/core/types';
 import { publicKeyFromSecret } from '@escrow-settlement/protocol/keys';
-import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, signCollect } from './wire.ts';
+import { AUTH_CAPTURE_SCHEME, boundExtra, ESCROW_DECIMALS, signCollect } from './wire.ts';
 
 export interface AuthCaptureClientOptions {
   /** Sign only offers whose terms this accepts (compare termsHash(terms) with ones you trust); default: any terms. */
@@ -63,6 +63,8 @@ export class AuthCaptureClient implements SchemeNetworkClient {
       resource,
       terms: extra.terms,
       maxTimeoutSeconds: requirements.maxTimeoutSeconds,
+      // The fee bounds and deadlines offered, when there are any: the payer's signature covers them.
+      bound: boundExtra(extra),
     });
     return { x402Version, payload: payload as unknown as Record<string, unknown> };
   }

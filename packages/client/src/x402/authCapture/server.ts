@@ -5,11 +5,13 @@
 import type {
   AssetAmount,
   Network,
+  PaymentPayload,
   PaymentRequirements,
   Price,
   SchemeNetworkServer,
   SchemeServerHooks,
   SettleContext,
+  SettleResponse,
   SupportedKind,
   VerifiedPaymentCanceledContext,
 } from '@x402/core/types';
@@ -17,7 +19,7 @@ import { publicKeyFromSecret, signBody } from '@escrow-settlement/protocol/keys'
 import { toAtomicAmount } from '../../x402.ts';
 import type { Terms } from '@escrow-settlement/protocol/resources';
 import type { Timeouts } from './types.ts';
-import { AUTH_CAPTURE_SCHEME, ESCROW_DECIMALS, ESCROW_SANDBOX, signCapture } from './wire.ts';
+import { AUTH_CAPTURE_SCHEME, boundExtra, ESCROW_DECIMALS, ESCROW_SANDBOX, signCapture, signRefund, type BoundExtra } from './wire.ts';
 
 export interface AuthCaptureServerOptions {
   /** The payee's secret key (hex): it signs captures and voids; its public key is `payTo`. */
@@ -27,14 +29,37 @@ export interface AuthCaptureServerOptions {
   timeouts?: Timeouts;
   arbiter?: string;
   asset?: string;
+  /**
+   * The fee each capture takes, in basis points within the offer's minFeeBps..maxFeeBps (absent:
+   * minFeeBps): a number, or a function of the capture's requirements and the handler's response.
+   */
+  feeBps?: number | ((c: { requirements: PaymentRequirements; responseBody?: Uint8Array }) => number | undefined);
 }
 
-export interface AuthCaptureOption {
+/** What a refund after release needs: the payment's requirements (as offered), its id and the amount. */
+export interface AuthCaptureRefund {
+  requirements: PaymentRequirements;
+  paymentId: string;
+  /** Atomic units of what the payee was paid. */
+  amount: string;
+  reason?: string;
+  /** The resource URL of the payment (paymentPayload.resource.url), when known. */
+  resource?: string;
+}
+
+/**
+ * A route's payment option. `minFeeBps`/`maxFeeBps`/`feeRecipient` bound the fee a capture may take;
+ * `captureDeadline`/`refundDeadline` are absolute (ISO 8601 or Date) and replace the relative
+ * delivery timeout. The payer's authorization binds each one given.
+ */
+export interface AuthCaptureOption extends Omit<BoundExtra, 'captureDeadline' | 'refundDeadline'> {
   price: Price;
   terms?: Terms;
   network?: Network;
   maxTimeoutSeconds?: number;
   timeouts?: Timeouts;
+  captureDeadline?: string | Date;
+  refundDeadline?: string | Date;
 }
 
 type Authorization = { nonce?: unknown; to?: unknown };
@@ -71,13 +96,21 @@ export class AuthCaptureServer implements SchemeNetworkServer {
     const terms = o.terms ?? this.opts.terms;
     if (terms === undefined) throw new TypeError('auth-capture needs terms: pass them here or to the AuthCaptureServer');
     const timeouts = o.timeouts ?? this.opts.timeouts;
+    const iso = (d: string | Date | undefined) => (d instanceof Date ? d.toISOString() : d);
+    const bound = boundExtra({
+      minFeeBps: o.minFeeBps,
+      maxFeeBps: o.maxFeeBps,
+      feeRecipient: o.feeRecipient,
+      captureDeadline: iso(o.captureDeadline),
+      refundDeadline: iso(o.refundDeadline),
+    });
     return {
       scheme: AUTH_CAPTURE_SCHEME,
       network: o.network ?? ESCROW_SANDBOX,
       payTo: this.payTo,
       price: o.price,
       maxTimeoutSeconds: o.maxTimeoutSeconds ?? 300,
-      extra: { terms, ...(timeouts ? { timeouts } : {}) },
+      extra: { terms, ...(timeouts ? { timeouts } : {}), ...bound },
     };
   }
 
@@ -118,7 +151,19 @@ export class AuthCaptureServer implements SchemeNetworkServer {
     if (escrowId === undefined) throw new Error('auth-capture: no collected escrow for this payment (its collect did not succeed here)');
     if (ctx.phase === 'after-handler') {
       const body = (ctx.transportContext as { responseBody?: Uint8Array } | undefined)?.responseBody;
-      return { ...signCapture(this.opts.payeeSecretKey, { escrowId, payload: deliveryPayload(body) }) };
+      // A settlement override lowered the amount: a partial capture, the rest goes back to the payer.
+      const authorized = ctx.paymentPayload.accepted?.amount;
+      const partial = authorized !== undefined && BigInt(ctx.requirements.amount) < BigInt(authorized);
+      const fee = this.opts.feeBps;
+      const feeBps = typeof fee === 'function' ? fee({ requirements: ctx.requirements, responseBody: body }) : fee;
+      return {
+        ...signCapture(this.opts.payeeSecretKey, {
+          escrowId,
+          payload: deliveryPayload(body),
+          ...(partial ? { amount: ctx.requirements.amount } : {}),
+          ...(feeBps !== undefined ? { feeBps } : {}),
+        }),
+      };
     }
     const signedAt = new Date().toISOString();
     return {
@@ -133,6 +178,32 @@ export class AuthCaptureServer implements SchemeNetworkServer {
   settleOnCancel(ctx: VerifiedPaymentCanceledContext): PaymentRequirements | void {
     const key = this.keyOf(ctx);
     if (key !== undefined && this.collected.has(key)) return ctx.requirements as PaymentRequirements;
+  }
+
+  /**
+   * A refund after release as a facilitator settle: give both to the facilitator client's `settle`
+   * (`facilitator.settle(r.paymentPayload, r.paymentRequirements)`). The payee signs it.
+   */
+  refundRequest(r: AuthCaptureRefund): { paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements } {
+    const payload = signRefund(this.opts.payeeSecretKey, { escrowId: r.paymentId, amount: r.amount, reason: r.reason });
+    return {
+      paymentPayload: {
+        x402Version: 2,
+        ...(r.resource !== undefined ? { resource: { url: r.resource } } : {}),
+        accepted: r.requirements,
+        payload: payload as unknown as Record<string, unknown>,
+      } as PaymentPayload,
+      paymentRequirements: r.requirements,
+    };
+  }
+
+  /** Refunds `amount` of a captured payment through `facilitator` (an @x402/core FacilitatorClient). */
+  async refund(
+    facilitator: { settle(p: PaymentPayload, r: PaymentRequirements): Promise<SettleResponse> },
+    r: AuthCaptureRefund,
+  ): Promise<SettleResponse> {
+    const { paymentPayload, paymentRequirements } = this.refundRequest(r);
+    return facilitator.settle(paymentPayload, paymentRequirements);
   }
 
   private keyOf(ctx: SettleContext): string | undefined {
