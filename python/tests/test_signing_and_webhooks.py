@@ -10,6 +10,7 @@ from escrow_settlement import SigningKey, verify_webhook
 from escrow_settlement.signing import (
     sign_capture,
     sign_collect,
+    sign_facilitator_refund,
     sign_delivery,
     sign_dispute_open,
     sign_evidence,
@@ -53,6 +54,15 @@ def test_every_signed_body_is_byte_for_byte_the_typescript_clients() -> None:
     assert sign_refund(k, ESC, "2.50", AT) == S["refund"]
     assert sign_refund(k, ESC, "1", AT, "two pages missing") == S["refundWithReason"]
     assert sign_refund(k, ESC, "0.5", AT, "late", action="refund.request") == S["refundRequest"]
+    bound = {"minFeeBps": 0, "maxFeeBps": 250, "feeRecipient": "d" * 64, "captureDeadline": AT, "refundDeadline": "2026-11-28T10:00:00.000Z"}
+    assert sign_collect(k, {**req, "extra": {**req["extra"], **bound}}, "https://shop.example/report", AT, "c" * 64) == S["collectBound"]
+    assert sign_capture(k, ESC, {"title": "t"}, AT, amount="150000", fee_bps=100) == S["capturePartial"]
+    assert sign_capture(k, ESC, {"title": "t"}, AT, fee_bps=0) == S["captureFee"]
+    assert sign_facilitator_refund(k, ESC, "2500000", AT) == S["facilitatorRefund"]
+    assert sign_facilitator_refund(k, ESC, "1", AT, "late") == S["facilitatorRefundWithReason"]
+    for bad in ("0", "01", "1.5", "-1", "1" * 25):
+        with pytest.raises(ValueError):
+            sign_facilitator_refund(k, ESC, bad, AT)
 
 
 WEBHOOKS = load("webhooks.json")

@@ -26,7 +26,7 @@ import {
   signRefund,
   signRuling,
 } from '@escrow-settlement/client';
-import { signCapture, signCollect, signVoid } from '@escrow-settlement/client/x402/authCapture';
+import { signCapture, signCollect, signRefund as signFacilitatorRefund, signVoid } from '@escrow-settlement/client/x402/authCapture';
 import { signBody } from '@escrow-settlement/protocol/keys';
 import { verifyWebhook } from '@escrow-settlement/protocol/webhook';
 import { deliveryHeaders } from '../../src/webhooks/event.ts';
@@ -357,6 +357,22 @@ export async function bundleVectors(): Promise<BundleVector[]> {
     const fb2 = clone(facilitated);
     fb2.parties.signatures.find((s: any) => s.kind === 'x402').signedBody.value = '250001';
     add('facilitator-authorization-altered', fb2, pin);
+    // A refund after the capture, through the facilitator: the payee's refund consent rides in the bundle.
+    const fr = await settle(
+      c1,
+      signFacilitatorRefund(fPayee.secretKey, {
+        escrowId: col1.transaction,
+        amount: '100000',
+        reason: 'a page was missing',
+        signedAt: await now(h),
+      }),
+    );
+    const fRefunded = await bundleOf(cap.transaction);
+    add('facilitator-refunded-after-capture', fRefunded, pin);
+    add('facilitator-refund-adjustment-bundle', await bundleOf(fr.transaction), pin);
+    const frb = clone(fRefunded);
+    frb.parties.signatures.find((s: any) => s.kind === 'refund').signedBody.amount = '0.2';
+    add('facilitator-refund-consent-altered', frb, pin);
     const c2 = collect();
     const col2 = await ok(h, 'POST', '/v1/x402/facilitator/settle', c2);
     const vd = await settle(c2, signVoid(fPayee.secretKey, { escrowId: col2.transaction, signedAt: await now(h) }));
@@ -634,6 +650,27 @@ export function signedVectors() {
       nonce: 'c'.repeat(64),
       validBefore: at,
     }),
+    collectBound: signCollect(secret, {
+      to: 'b'.repeat(64),
+      value: '250000',
+      asset: 'USDC',
+      resource: 'https://shop.example/report',
+      terms: PASSING_TERMS,
+      maxTimeoutSeconds: 60,
+      nonce: 'c'.repeat(64),
+      validBefore: at,
+      bound: {
+        minFeeBps: 0,
+        maxFeeBps: 250,
+        feeRecipient: 'd'.repeat(64),
+        captureDeadline: at,
+        refundDeadline: '2026-11-28T10:00:00.000Z',
+      },
+    }),
+    capturePartial: signCapture(secret, { escrowId, payload: { title: 't' }, submittedAt: at, amount: '150000', feeBps: 100 }),
+    captureFee: signCapture(secret, { escrowId, payload: { title: 't' }, submittedAt: at, feeBps: 0 }),
+    facilitatorRefund: signFacilitatorRefund(secret, { escrowId, amount: '2500000', signedAt: at }),
+    facilitatorRefundWithReason: signFacilitatorRefund(secret, { escrowId, amount: '1', reason: 'late', signedAt: at }),
     deliveryPartial: signDelivery(secret, { escrowId, payload: { title: 't' }, submittedAt: at, amount: '01.50' }),
     refund: signRefund(secret, { escrowId, amount: '2.50', signedAt: at }),
     refundWithReason: signRefund(secret, { escrowId, amount: '1', reason: 'two pages missing', signedAt: at }),

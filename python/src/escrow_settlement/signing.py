@@ -9,6 +9,7 @@ import re
 from typing import Any, Mapping
 
 from ._jcs import hash_json
+from .amounts import format_amount
 from .keys import SigningKey
 
 __all__ = [
@@ -21,6 +22,9 @@ __all__ = [
     "sign_collect",
     "sign_capture",
     "sign_void",
+    "sign_facilitator_refund",
+    "atomic_to_decimal",
+    "BOUND_EXTRA_FIELDS",
 ]
 
 
@@ -108,27 +112,69 @@ def sign_refund(
     return {**body, "signedAt": signed_at, "signature": key.sign_json(signed)}
 
 
+#: The fields of the requirements' ``extra`` a collect authorization binds when present: the fee a capture may
+#: take (basis points, and who gets it) and the absolute deadlines to capture and to refund (docs/x402.md).
+BOUND_EXTRA_FIELDS = ("minFeeBps", "maxFeeBps", "feeRecipient", "captureDeadline", "refundDeadline")
+
+
 def sign_collect(
     payer: SigningKey, requirements: Mapping[str, Any], resource: str, valid_before: str, nonce: str | None = None
 ) -> dict[str, Any]:
-    """The payer's x402 auth-capture collect payload: JCS of {from, to, value, asset, resource, termsHash, nonce, validBefore}."""
+    """The payer's x402 auth-capture collect payload: JCS of {from, to, value, asset, resource, termsHash, nonce,
+    validBefore}, with the fee bounds and deadlines of ``requirements.extra`` (``BOUND_EXTRA_FIELDS``) when present."""
+    extra = requirements["extra"]
     authorization = {
         "from": payer.public_key_hex,
         "to": requirements["payTo"],
         "value": requirements["amount"],
         "asset": requirements["asset"],
         "resource": resource,
-        "termsHash": hash_json(requirements["extra"]["terms"]),
+        "termsHash": hash_json(extra["terms"]),
         "nonce": nonce or os.urandom(32).hex(),
         "validBefore": valid_before,
     }
+    for f in BOUND_EXTRA_FIELDS:
+        if extra.get(f) is not None:
+            authorization[f] = extra[f]
     return {"authorization": authorization, "signature": payer.sign_json(authorization)["signature"]}
 
 
-def sign_capture(payee: SigningKey, escrow_id: str, payload: Any, submitted_at: str, amount: str | None = None) -> dict[str, Any]:
-    """The payee's capture: the resource server's response as a client-signed delivery."""
-    d = sign_delivery(payee, escrow_id, payload, submitted_at)
-    return {"type": "capture", "paymentId": escrow_id, "delivery": d}
+def atomic_to_decimal(atomic: str) -> str:
+    """Atomic units (6 decimals) as the service's decimal amount: "2500000" → "2.5"."""
+    if not isinstance(atomic, str) or not re.fullmatch(r"[1-9]\d{0,23}", atomic, re.ASCII):
+        raise ValueError(f"amount must be a whole number of atomic units greater than 0, got {atomic}")
+    return format_amount(int(atomic))
+
+
+def sign_capture(
+    payee: SigningKey, escrow_id: str, payload: Any, submitted_at: str, amount: str | None = None, fee_bps: int | None = None
+) -> dict[str, Any]:
+    """The payee's capture: the resource server's response as a client-signed delivery. With ``amount`` (atomic
+    units) a partial capture, the signed body JCS({escrowId, contentHash, submittedAt, amount}) with the amount
+    as the decimal; ``fee_bps`` picks the fee within the payer's bounds."""
+    extra: dict[str, Any] = {}
+    if amount is not None:
+        extra["amount"] = amount
+    if fee_bps is not None:
+        extra["feeBps"] = fee_bps
+    if amount is None:
+        d = sign_delivery(payee, escrow_id, payload, submitted_at)
+        return {"type": "capture", "paymentId": escrow_id, "delivery": d, **extra}
+    signed = {"escrowId": escrow_id, "contentHash": hash_json(payload), "submittedAt": submitted_at, "amount": atomic_to_decimal(amount)}
+    delivery = {"payload": payload, "submittedAt": submitted_at, "signature": payee.sign_json(signed)}
+    return {"type": "capture", "paymentId": escrow_id, "delivery": delivery, **extra}
+
+
+def sign_facilitator_refund(payee: SigningKey, escrow_id: str, amount: str, signed_at: str, reason: str | None = None) -> dict[str, Any]:
+    """The payee's refund after release through the facilitator: JCS({escrowId, action: "refund", amount (the
+    decimal), reason ("" when absent), signedAt}); the payload carries ``amount`` in atomic units."""
+    signed = {"escrowId": escrow_id, "action": "refund", "amount": atomic_to_decimal(amount), "reason": reason or "", "signedAt": signed_at}
+    out: dict[str, Any] = {"type": "refund", "paymentId": escrow_id, "amount": amount}
+    if reason is not None:
+        out["reason"] = reason
+    out["signedAt"] = signed_at
+    out["signature"] = payee.sign_json(signed)
+    return out
 
 
 def sign_void(payee: SigningKey, escrow_id: str, signed_at: str) -> dict[str, Any]:
