@@ -262,6 +262,50 @@ def test_x402_payments_signed_by_the_python_client(service: str) -> None:
     assert r.valid and "parties[0].x402" in [x.name for x in r.checks], r.failed
 
 
+def test_facilitator_fees_partial_capture_refund_and_status(service: str) -> None:
+    # The payer binds fee bounds; the payee captures part with a fee, then refunds part through the
+    # facilitator; the status route follows each step and the bundle, refund included, verifies offline.
+    c = Client(service)
+    pinned = _pinned(c)
+    payer, payee, fee_to = SigningKey.generate(), SigningKey.generate(), SigningKey.generate()
+    req = {
+        "scheme": "auth-capture",
+        "network": "escrow:sandbox",
+        "asset": "USDC",
+        "amount": "2000000",
+        "payTo": payee.public_key_hex,
+        "maxTimeoutSeconds": 60,
+        "extra": {"paymentFlow": "escrow", "terms": TERMS, "minFeeBps": 0, "maxFeeBps": 500, "feeRecipient": fee_to.public_key_hex},
+    }
+    resource = "https://shop.example/report"
+    body = {"x402Version": 2, "paymentPayload": {"x402Version": 2, "resource": {"url": resource}, "accepted": req}, "paymentRequirements": req}
+
+    def settle(payload: dict[str, Any]) -> dict[str, Any]:
+        return c.facilitator_settle({**body, "paymentPayload": {**body["paymentPayload"], "payload": payload}})
+
+    collected = settle(c.sign_collect(payer, req, resource))
+    assert collected["success"] is True, collected
+    pid = collected["transaction"]
+    s = c.facilitator_payment(pid)
+    assert (s["status"], s["amounts"]["authorized"], s["proofs"]) == ("authorized", "2000000", []), s
+    captured = settle(c.sign_capture(payee, pid, {"title": "the report"}, amount="1500000", fee_bps=200))
+    assert captured["success"] is True, captured
+    s = c.facilitator_payment(pid)
+    assert (s["status"], s["amounts"]["captured"], s["amounts"]["fee"]) == ("captured", "1500000", "30000"), s
+    refunded = settle(c.sign_facilitator_refund(payee, pid, "500000", reason="a page was missing"))
+    assert refunded["success"] is True and refunded["extra"]["refundedTotal"] == "500000", refunded
+    s = c.facilitator_payment(pid)
+    assert (s["status"], s["amounts"]["refunded"]) == ("partially_refunded", "500000"), s
+    assert captured["transaction"] in s["proofs"], s
+    r = verify_bundle(c.get_bundle(captured["transaction"]), trusted_keys=pinned)
+    assert r.valid, r.failed
+    assert {"parties[0].x402"} <= {x.name for x in r.checks} and any(x.name.endswith(".refund") for x in r.checks), r.checks
+    # A payment the facilitator does not know is 404.
+    with pytest.raises(ApiError) as e:
+        c.facilitator_payment("esc_01jd00000000000000000000zz")
+    assert e.value.status == 404, (e.value.status, e.value.code)
+
+
 def test_a_webhook_key_rotation_keeps_both_keys_signing_through_the_overlap(rooted: Client) -> None:
     got: list[tuple[bytes, dict[str, str]]] = []
 

@@ -486,6 +486,11 @@ class Client:
         """``DELETE /v1/webhooks``."""
         return self.request("DELETE", "/v1/webhooks", {"url": url})
 
+    def enable_webhook(self, url: str) -> dict[str, Any]:
+        """``POST /v1/webhooks/enable``: a URL the service disabled after failing too long is delivered to again
+        (``{ok, url, disabled: False, wasDisabled}``); enabling an enabled URL changes nothing."""
+        return self.request("POST", "/v1/webhooks/enable", {"url": url})
+
     def dead_letters(self, **query: Any) -> dict[str, Any]:
         """``GET /v1/webhooks/dead-letters``."""
         return self.request("GET", "/v1/webhooks/dead-letters", query=query)
@@ -628,9 +633,21 @@ class Client:
         before = valid_before or self._later(int(requirements["maxTimeoutSeconds"]))
         return signing.sign_collect(_key(payer), requirements, resource, before, nonce)
 
-    def sign_capture(self, payee: SigningKey | str, escrow_id: str, payload: Any) -> dict[str, Any]:
-        """The payee's capture payload: the response as a client-signed delivery."""
-        return signing.sign_capture(_key(payee), escrow_id, payload, self.service_now())
+    def facilitator_payment(self, payment_id: str) -> dict[str, Any]:
+        """``GET /v1/x402/facilitator/payments/{paymentId}``: where an auth-capture payment stands (``status``,
+        ``amounts`` authorized, captured, refunded and fee in atomic units, ``proofs``, the deadlines)."""
+        return self.request("GET", f"/v1/x402/facilitator/payments/{self._id(payment_id)}")
+
+    def sign_capture(
+        self, payee: SigningKey | str, escrow_id: str, payload: Any, *, amount: str | None = None, fee_bps: int | None = None
+    ) -> dict[str, Any]:
+        """The payee's capture payload: the response as a client-signed delivery; ``amount`` (atomic units) makes
+        it a partial capture, ``fee_bps`` picks the fee within the payer's bounds."""
+        return signing.sign_capture(_key(payee), escrow_id, payload, self.service_now(), amount, fee_bps)
+
+    def sign_facilitator_refund(self, payee: SigningKey | str, payment_id: str, amount: str, reason: str | None = None) -> dict[str, Any]:
+        """The payee's refund payload (settled through ``facilitator_settle``) of ``amount`` atomic units of what it was paid."""
+        return signing.sign_facilitator_refund(_key(payee), payment_id, amount, self.service_now(), reason)
 
     def sign_void(self, payee: SigningKey | str, escrow_id: str) -> dict[str, Any]:
         """The payee's void payload, over JCS({escrowId, action: "void", signedAt})."""
@@ -693,6 +710,7 @@ OPERATIONS: dict[str, str] = {
     "POST /v1/webhooks": "register_webhook",
     "GET /v1/webhooks": "list_webhooks",
     "DELETE /v1/webhooks": "unregister_webhook",
+    "POST /v1/webhooks/enable": "enable_webhook",
     "GET /v1/webhooks/dead-letters": "dead_letters",
     "POST /v1/webhooks/dead-letters/{id}/redeliver": "redeliver",
     "GET /v1/webhooks/attempts": "webhook_attempts",
@@ -700,6 +718,7 @@ OPERATIONS: dict[str, str] = {
     "GET /v1/x402/facilitator/supported": "facilitator_supported",
     "POST /v1/x402/facilitator/verify": "facilitator_verify",
     "POST /v1/x402/facilitator/settle": "facilitator_settle",
+    "GET /v1/x402/facilitator/payments/{id}": "facilitator_payment",
 }
 
 NOT_FOR_CLIENTS = frozenset({"GET /", "GET /console", "GET /console/assets/{name}", "GET /favicon.ico", "GET /docs", "POST /mcp"})
