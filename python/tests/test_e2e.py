@@ -207,7 +207,12 @@ def test_a_webhook_delivery_verifies_with_the_pinned_key(service: str) -> None:
         r = verify_webhook(body, headers, reg["signingKey"], secret=reg["standardWebhooks"]["secret"], destination=reg["url"])
         assert r.ok and r.style == "standard" and r.event is not None, r.reason
         assert not verify_webhook(body + b" ", headers, reg["signingKey"]).ok
+        # Enabling a URL the service has not disabled changes nothing; one not registered is 404.
+        assert c.enable_webhook(url) == {"ok": True, "url": url, "disabled": False, "wasDisabled": False}
         c.unregister_webhook(url)
+        with pytest.raises(ApiError) as e:
+            c.enable_webhook(url)
+        assert (e.value.status, e.value.code) == (404, "not_found")
     finally:
         server.shutdown()
 
