@@ -121,6 +121,7 @@ export const API_ROUTES = {
   'webhooks.redeliver': ['POST /v1/webhooks/dead-letters/:id/redeliver'],
   'webhooks.attempts': ['GET /v1/webhooks/attempts'],
   'admin.rotateIssuer': ['POST /v1/admin/issuer/rotate'],
+  'admin.rotateWebhookKey': ['POST /v1/admin/webhooks/rotate-key'],
   'admin.createKey': ['POST /v1/admin/keys'],
   'admin.listKeys': ['GET /v1/admin/keys'],
   'admin.revokeKey': ['DELETE /v1/admin/keys/:keyId'],
@@ -163,6 +164,15 @@ export type ApiClient = ReturnType<typeof createClient>;
  * `Uint8Array<ArrayBufferLike>`, which older compilers (5.0-5.6) cannot read.
  */
 export type TileBytes = Uint8Array;
+
+/** A webhook signing key era (the issuer document's `webhookKeys`). */
+export interface WebhookKey {
+  keyId: string;
+  alg: 'ed25519';
+  publicKey: string;
+  validFrom: string;
+  validUntil?: string;
+}
 
 export function createClient(opts: ClientOptions) {
   const clock = new ServiceClock();
@@ -358,6 +368,9 @@ export function createClient(opts: ClientOptions) {
     admin: {
       /** `key`: the new issuer key's source as the service's ISSUER_KEY takes it (file:… or pkcs11:…); only a sandbox may omit it. */
       rotateIssuer: (body: { key?: string } = {}) => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer', { body }),
+      /** Rotates the webhook signing key; both keys sign every delivery until `overlapUntil` (docs/keys.md). */
+      rotateWebhookKey: (body: { key?: string } = {}) =>
+        call<{ active: WebhookKey; retired: WebhookKey; overlapUntil: string }>('admin.rotateWebhookKey', { body }),
       createKey: (body: { label?: string; rateLimitMax?: number } = {}) => call<MintedKey>('admin.createKey', { body }),
       listKeys: (q: PageQuery = {}) => call<{ keys: ApiKeyRecord[]; nextCursor?: string | null }>('admin.listKeys', { query: q }),
       revokeKey: (keyId: string) => call<ApiKeyRecord>('admin.revokeKey', { params: { keyId } }),

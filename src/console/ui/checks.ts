@@ -1,5 +1,5 @@
 // Renders a verifyBundle result: every check with pass or fail and its detail, in words a person reads.
-import type { Bundle, VerifyResult } from '@escrow-settlement/protocol/types';
+import type { Bundle, PartySignatureKind, VerifyResult } from '@escrow-settlement/protocol/types';
 import { verifyBundle } from '@escrow-settlement/protocol/verify';
 import { badge, h, plural } from './dom.ts';
 import { pinnedKeys } from './pins.ts';
@@ -26,10 +26,23 @@ const LABELS: Record<string, string> = {
   'checkpoint.format': 'Witnessed checkpoint format',
   'parties.complete': 'Every party signature the service relied on is included',
   'verdict.replay': 'Verdict re-run from the terms',
+  'payouts.sum': 'Payouts sum to the amount, as the outcome and the fee give',
+  'adjustments.complete': 'Every refund after release in the trail is carried',
+};
+
+/** What each check of an adjustment (a refund after release, docs/protocol.md §24.7) verifies. */
+const ADJUSTMENT: Record<string, string> = {
+  signature: 'issuer signature',
+  inclusion: 'inclusion in the transparency log',
+  binding: 'adjusts the closing proof (same escrow, parties, asset, terms)',
+  trail: 'its refund.issued entry extends the trail',
+  signer: 'signed by the payee or the arbiter',
+  deadline: 'received before the refund deadline',
+  total: "refunded total within the payee's net payout",
 };
 
 /** What a party signed, by the `kind` of its signature in the bundle. */
-const SIGNED: Record<string, string> = {
+const SIGNED: Record<PartySignatureKind, string> = {
   mandate: 'mandate',
   x402: 'x402 payment',
   delivery: 'delivery',
@@ -37,13 +50,18 @@ const SIGNED: Record<string, string> = {
   'dispute.open': 'dispute opening',
   'dispute.evidence': 'dispute evidence',
   ruling: 'ruling',
+  ap2: 'AP2 payment mandate chain',
+  refund: 'refund after release',
+  'refund.request': 'refund request',
 };
 
 /** A check's name in words: `parties[0].delivery` reads "Party signature 1: the delivery". */
 export function checkLabel(name: string): string {
   if (LABELS[name]) return LABELS[name];
   const party = /^parties\[(\d+)\]\.(.+)$/.exec(name);
-  if (party) return `Party signature ${Number(party[1]) + 1}: the ${SIGNED[party[2]] ?? party[2]}`;
+  if (party) return `Party signature ${Number(party[1]) + 1}: the ${SIGNED[party[2] as PartySignatureKind] ?? party[2]}`;
+  const adjustment = /^adjustments\[(\d+)\]\.(.+)$/.exec(name);
+  if (adjustment) return `Adjustment ${Number(adjustment[1]) + 1}: ${ADJUSTMENT[adjustment[2]] ?? adjustment[2]}`;
   return name;
 }
 

@@ -1,5 +1,6 @@
-// One escrow: its state machine, trail (each hash rechecked here), events, webhook attempts, custody
-// journal, dispute and proof. Polls every 2 s so deadlines closing (sandbox clock) show on screen.
+// One escrow: its money (fee, payouts, refunds after release), state machine, trail (each hash
+// rechecked here), events, webhook attempts, custody journal, dispute and proof. Polls every 2 s so
+// deadlines closing (sandbox clock) show on screen.
 import type { CustodyEntry, Dispute, Escrow, WebhookAttempt } from '@escrow-settlement/protocol/resources';
 import type { Proof, TrailEntry } from '@escrow-settlement/protocol/types';
 import type { EngineEvent } from '@escrow-settlement/protocol/webhook';
@@ -8,6 +9,7 @@ import { errorBox, type Fact, facts, h, idText, mount, plural, pre, section, sha
 import { pathTaken, stateMachine } from './stateMachine.ts';
 import { trailTimeline } from './trail.ts';
 import { proofSection } from './proof.ts';
+import { feeText, netPayouts, payoutsText } from '../money.ts';
 
 const POLL_MS = 2000;
 const TERMINAL = new Set(['settled', 'resolved', 'refunded']);
@@ -46,15 +48,23 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
     // Ask only for what the trail says exists, so an open matter does not answer with 404s.
     const seen = new Set<string>(trail.entries.map((t) => t.event));
     const settling = TERMINAL.has(escrow.state) || escrow.custody?.status === 'settle-failed';
-    const [custody, dispute, proof] = await Promise.all([
+    const [custody, dispute, proof, now] = await Promise.all([
       settling ? orNull(api.escrows.custody(id)) : null,
       seen.has('dispute.opened') ? orNull(api.disputes.get(id)) : null,
       seen.has('proof.issued') ? orNull(api.escrows.proof(id)) : null,
+      // The refund deadline is judged by the service's clock (the sandbox's may run ahead of this browser's).
+      escrow.refundDeadline
+        ? api.sandbox.clock().then(
+            (c) => c.now,
+            () => null,
+          )
+        : null,
     ]);
     shown = version(escrow, attempts.attempts);
-    render(escrow, trail, events.events, attempts.attempts.slice().reverse(), custody, dispute, proof);
+    render(escrow, trail, events.events, attempts.attempts.slice().reverse(), custody, dispute, proof, now);
   }
-  const version = (e: Escrow, a: WebhookAttempt[]) => `${e.updatedAt}|${e.state}|${e.custody?.status}|${a[0]?.id ?? ''}`;
+  const version = (e: Escrow, a: WebhookAttempt[]) =>
+    `${e.updatedAt}|${e.state}|${e.custody?.status}|${e.refundedTotal ?? ''}|${a[0]?.id ?? ''}`;
 
   function render(
     e: Escrow,
@@ -64,6 +74,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
     custody: CustodyEntry | null,
     dispute: Dispute | null,
     proof: Proof | null,
+    now: string | null,
   ) {
     const path = pathTaken(
       trail.entries.map((t) => t.event),
@@ -87,6 +98,7 @@ export async function escrowView(main: HTMLElement, params: Record<string, strin
       ]),
       failedVerdict(e, trail.entries),
       e.custody?.status === 'settle-failed' ? retryCustody() : null,
+      moneySection(e, proof, trail.entries, now, role),
       section('State machine', stateMachine(path, e.state)),
       section('Trail', trailTimeline(trail.entries, trail.intactUpTo)),
       section(
@@ -213,6 +225,80 @@ function failedVerdict(e: Escrow, entries: TrailEntry[]) {
     ),
     e.state === 'delivered'
       ? h('p', null, 'Next: a refund to the payer, or a dispute opened by either party; at the deadline it refunds.')
+      : null,
+  );
+}
+
+/**
+ * Where the money went (docs/protocol.md §24): the fee, the closing proof's payouts, every refund
+ * after release with its adjustment proof, the refunded total and the net payouts after it, the
+ * refund deadline judged by the service clock, and the payer's refund requests from the trail.
+ * Nothing for a matter with no fee that has not paid the payee.
+ */
+function moneySection(e: Escrow, proof: Proof | null, entries: TrailEntry[], now: string | null, role: (k: string) => string) {
+  const payouts = proof?.payouts;
+  if (!e.fee && !payouts && !e.refundDeadline && !e.refunds?.length) return null;
+  const refunded = e.refundedTotal ?? '0';
+  const net = payouts ? netPayouts(payouts, refunded) : null;
+  const body = (t: TrailEntry) => t.body as Record<string, unknown>;
+  // Each refund's adjustment proof, from its refund.issued entry.
+  const proofOf = new Map(
+    entries.filter((t) => t.event === 'refund.issued').map((t) => [String(body(t).refundId), String(body(t).proofId)]),
+  );
+  const requests = entries.filter((t) => t.event === 'refund.requested');
+  const refunds = e.refunds ?? [];
+  const clock = now ?? new Date().toISOString();
+  const passed = e.refundDeadline ? Date.parse(e.refundDeadline) <= Date.parse(clock) : false;
+  const by = now ? 'by the service clock' : "by this browser's clock (the service clock could not be read)";
+  return section(
+    'Money',
+    facts([
+      e.fee ? ['Fee', feeText({ ...e.fee, amount: proof?.fee?.amount }, e.asset), { 'data-testid': 'fee' }] : null,
+      payouts
+        ? [
+            'Payouts at closing',
+            [payoutsText(payouts, e.asset), proof?.captured !== undefined ? ` (captured ${proof.captured} of ${e.amount})` : ''],
+            { 'data-testid': 'closing-payouts' },
+          ]
+        : null,
+      e.refundDeadline ? ['Refunded', `${refunded} ${e.asset}`, { 'data-testid': 'refunded-total' }] : null,
+      net && refunds.length ? ['Net payouts after refunds', payoutsText(net, e.asset), { 'data-testid': 'net-payouts' }] : null,
+      e.refundDeadline
+        ? [
+            'Refund deadline',
+            [when(e.refundDeadline), passed ? ` (passed ${by}: no more refunds)` : ` (open ${by})`],
+            { 'data-testid': 'refund-deadline' },
+          ]
+        : payouts && Number(payouts.payee) > 0
+          ? ['Refund deadline', 'none: this matter allows no refund after release']
+          : null,
+    ]),
+    refunds.length
+      ? table(
+          ['amount', 'reason', 'by', 'at', 'adjustment proof'],
+          refunds.map((r) => [
+            `${r.amount} ${e.asset}`,
+            r.reason || '—',
+            [role(r.by), ' ', short(r.by)],
+            when(r.at),
+            proofOf.has(r.id) ? idText(proofOf.get(r.id)!) : '—',
+          ]),
+          'Refunds after release, oldest first',
+        )
+      : e.refundDeadline
+        ? h('p', null, 'No refund after release.')
+        : null,
+    requests.length
+      ? table(
+          ['amount', 'reason', 'by', 'at'],
+          requests.map((t) => [
+            `${String(body(t).amount)} ${e.asset}`,
+            String(body(t).reason ?? '') || '—',
+            [role(String(body(t).by)), ' ', short(String(body(t).by))],
+            when(t.at),
+          ]),
+          'Refund requests by the payer (no money moves until the payee or the arbiter refunds)',
+        )
       : null,
   );
 }

@@ -6,6 +6,7 @@ import { errorBox, facts, h, idText, pre, sharesText, short, when } from '../dom
 import { renderChecks, verifyHere } from '../checks.ts';
 import { pinControls } from './pinControls.ts';
 import { cosignatureList } from '../cosignatures.ts';
+import { bundleMoney, proofMoneyFacts } from '../money.ts';
 
 export const BUNDLE_HANDOFF = 'escrow-console.bundle';
 
@@ -27,6 +28,7 @@ export function proofSection(proof: Proof): HTMLElement {
       const blob = URL.createObjectURL(new Blob([JSON.stringify(bundle, null, 2)], { type: 'application/json' }));
       out.replaceChildren(
         renderChecks(result, pinned),
+        bundleMoney(bundle, result) ?? '',
         cosignatureList(bundle, published) ?? '',
         h(
           'p',
@@ -50,6 +52,7 @@ export function proofSection(proof: Proof): HTMLElement {
     facts([
       ['Proof', idText(proof.id)],
       ['Outcome', [proof.outcome, sharesText(proof.shares)], { 'data-testid': 'proof-outcome' }],
+      ...proofMoneyFacts(proof),
       ['Issued', when(proof.issuedAt)],
       // trailLength/trailHead commit to the trail before the proof.issued entry (docs/protocol.md §11.1),
       // so the escrow's trail above shows at least one entry more than the proof counts.

@@ -1,5 +1,6 @@
 // Sandbox controls: advance the clock (deadlines then close in the sweep), make the next custody
-// settlements fail and retry them, and create a demo matter in one click.
+// settlements fail and retry them, create a demo matter in one click, and refund a settled matter after
+// release (docs/protocol.md §24.4) as its payee or arbiter.
 import type { Escrow } from '@escrow-settlement/protocol/resources';
 import { ApiError, api } from '../api.ts';
 import { errorBox, h, idText, inlineForm, mount, section, table, when } from '../dom.ts';
@@ -96,6 +97,11 @@ export async function sandboxView(main: HTMLElement) {
   );
   const clockShown = h('span', { 'data-testid': 'clock-now' }, now ? when(now) : 'not reported by this service');
   const failCount = h('input', { id: 'fail-count', type: 'number', min: 0, max: 1000, value: 1, required: true });
+  const refundEscrow = h('input', { id: 'refund-escrow', required: true, placeholder: 'esc_…', autocomplete: 'off', spellcheck: 'false' });
+  // The amount goes to the service as typed: it checks the decimal (400 naming amount) and the remaining payout.
+  const refundAmount = h('input', { id: 'refund-amount', required: true, inputmode: 'decimal', placeholder: '1.5', autocomplete: 'off' });
+  const refundReason = h('input', { id: 'refund-reason', placeholder: 'optional', autocomplete: 'off' });
+  const refundSigner = h('input', { id: 'refund-signer', required: true, placeholder: 'agt_…', autocomplete: 'off', spellcheck: 'false' });
   mount(
     main,
     h('h1', null, 'Sandbox controls'),
@@ -193,6 +199,35 @@ export async function sandboxView(main: HTMLElement) {
             ]),
             'Escrows whose settlement failed',
           ),
+    ),
+    section(
+      'Refund after release',
+      h(
+        'p',
+        null,
+        'Returns part or all of what a settled or resolved matter paid the payee, before its refund deadline. The sandbox signs with the agent you name: the payee (a voluntary refund) or the arbiter (a ruling on a claim). It issues an adjustment proof; the escrow page then shows the refund and the net payouts.',
+      ),
+      inlineForm(
+        act(async () => {
+          const escrowId = refundEscrow.value.trim();
+          const reason = refundReason.value.trim();
+          const r = await api.refunds.create(escrowId, {
+            amount: refundAmount.value.trim(),
+            ...(reason ? { reason } : {}),
+            agentIds: [refundSigner.value.trim()],
+          });
+          await refreshPage(
+            `Refund ${r.refund.id} of ${r.refund.amount} on ${escrowId}: adjustment proof ${r.proof.id}, refunded total ${r.proof.refundedTotal ?? r.refund.amount}.`,
+          );
+        }),
+        [
+          ['Escrow', refundEscrow],
+          ['Amount', refundAmount],
+          ['Reason', refundReason],
+          ['Signer agent (payee or arbiter)', refundSigner],
+        ],
+        ['Refund', 'refund'],
+      ),
     ),
     status,
   );

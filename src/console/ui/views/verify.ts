@@ -6,6 +6,7 @@ import { pinControls } from './pinControls.ts';
 import { BUNDLE_HANDOFF } from './proof.ts';
 import { api } from '../api.ts';
 import { cosignatureList, type PublishedWitness } from '../cosignatures.ts';
+import { bundleMoney } from '../money.ts';
 
 export async function verifyView(main: HTMLElement) {
   // The witness keys the service publishes, read once when the page opens: verifying stays offline.
@@ -53,7 +54,7 @@ export async function verifyView(main: HTMLElement) {
       return;
     }
     const { result, pinned } = verifyHere(bundle);
-    out.replaceChildren(renderChecks(result, pinned), cosignatureList(bundle, published) ?? '');
+    out.replaceChildren(renderChecks(result, pinned), bundleMoney(bundle, result) ?? '', cosignatureList(bundle, published) ?? '');
   };
   mount(
     main,
