@@ -14,6 +14,9 @@ import { keyFileProblem, MAX_KEY_FILE_BYTES, NOT_USABLE, systemTree } from './pr
 import { formatNoteKey, parseKeyText } from './crypto/keyText.ts';
 import { createSigner } from './crypto/signer.ts';
 import { startJobs } from './jobs/index.ts';
+// The Node edge's lock, run through Deno's node:fs and process (docs/design.md §7): one lock file,
+// taken and judged stale the same way by both edges, so neither opens a DATA_DIR the other holds.
+import { lockDataDir, type DataDirLock } from './node/dataDirLock.ts';
 
 // Typed locally so the Node toolchain's tsc needs no Deno type package.
 /** What Deno's stat calls report, as far as the key-file rules read it. */
@@ -68,18 +71,26 @@ async function openStore(config: Config): Promise<Db> {
   return openPglite(config.dataDir);
 }
 
+let lock: DataDirLock | undefined;
+/** A start that cannot go on: one line, the DATA_DIR lock given back, exit 1. */
+function refuse(e: unknown): never {
+  if (!(e instanceof ConfigError)) throw e;
+  log(`bad configuration: ${e.message}`);
+  lock?.release();
+  Deno.exit(1);
+}
+
 let config: Config;
 try {
   config = parseConfig(Deno.env.toObject());
   // node:cluster is the Node edge's (src/node/cluster.ts): here, run several processes on one DATABASE_URL.
   if (config.workers !== 1)
     throw new ConfigError('WORKERS', 'the Deno edge serves from one process; run several Deno processes on one DATABASE_URL instead');
+  // One process per DATA_DIR, whichever edge it runs on: taken before the keys are generated into it
+  // and PGlite opens it; a directory another process holds ends the start naming the holder's pid.
+  if (!config.databaseUrl && config.dataDir !== ':memory:') lock = lockDataDir(config.dataDir);
 } catch (e) {
-  if (e instanceof ConfigError) {
-    log(`bad configuration: ${e.message}`);
-    Deno.exit(1);
-  }
-  throw e;
+  refuse(e);
 }
 /** A `file:` source as the Node edge reads it (docs/keys.md): a regular file only its owner may read. */
 function readKeyFile(variable: string, source: string, opts: LoadOptions = {}): LoadedKey {
@@ -201,11 +212,7 @@ try {
       `the issuer key is named ${keys.issuer.name}, but the log's origin (LOG_ORIGIN) is ${config.logOrigin}`,
     );
 } catch (e) {
-  if (e instanceof ConfigError) {
-    log(`bad configuration: ${e.message}`);
-    Deno.exit(1);
-  }
-  throw e;
+  refuse(e);
 }
 const db = await openStore(config);
 await migrate(db);
@@ -213,11 +220,7 @@ const keySources = denoSources(Deno.env.toObject());
 try {
   await ensureKeys(db, keys, keySources);
 } catch (e) {
-  if (e instanceof ConfigError) {
-    log(`bad configuration: ${e.message}`);
-    Deno.exit(1);
-  }
-  throw e;
+  refuse(e);
 }
 const app = createApp({
   db,
@@ -244,6 +247,7 @@ const stop = async (signal: string) => {
   await server.shutdown();
   await jobs.stop();
   await db.close();
+  lock?.release();
   log('stopped');
   Deno.exit(0);
 };

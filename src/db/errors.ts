@@ -56,6 +56,24 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
 }
 
 /**
+ * True when `err` says the connection it came from is gone, not only this statement: a socket error,
+ * postgres.js's CONNECTION_CLOSED / ENDED / DESTROYED, class 08, or the server ending the session
+ * (57P01 admin_shutdown, as `pg_terminate_backend` sends; 57P02 crash_shutdown). A statement of a
+ * transaction failing so means every other statement of it fails too (src/db/pgTx.ts). Not the
+ * codes after which the session lives on: 57014 (a cancelled statement), 25006, 53300, 57P03.
+ */
+export function isConnectionLost(err: unknown, depth = 0): boolean {
+  if (err === null || typeof err !== 'object' || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === 'QUERY_DEADLINE') return false; // unanswered, not known lost: pgTx.ts decides
+    if (CONNECTION_CODES.has(code) || /^(08...|57P0[12])$/.test(code)) return true;
+  }
+  const cause = (err as { cause?: unknown }).cause;
+  return cause !== undefined && isConnectionLost(cause, depth + 1);
+}
+
+/**
  * True for the failure postgres.js 3.4.9 leaves unhandled: a new connection first asks the server
  * for the array types (`fetch_types`), and when that query fails (the connection lost or ended
  * during it, or the server cancelling or terminating it) the rejection of the promise it discarded

@@ -18,8 +18,17 @@
 //   - A lost connection: postgres.js calls the connection's `onclose` and hands the connection
 //     back to its pool (which may reconnect it for someone else). From then on this transaction
 //     sends nothing on it (a statement sent there would run outside the transaction, in another
-//     session) and does not release it: every later statement fails with CONNECTION_CLOSED.
+//     session) and does not release it: every statement still waiting, and every later one, fails
+//     at once with CONNECTION_CLOSED (docs/operations.md §1). postgres.js 3.4.9 itself answers only
+//     the statements already written: those a reserved connection holds back in its own queue
+//     (every statement after one that must first be described, so most of a fresh connection's)
+//     are never answered nor sent once it closes. The same holds when a statement is the first to
+//     hear of the loss (a socket error comes before the close; a single-statement transaction
+//     registers no `onclose`): one statement failing with the connection fails them all, and no
+//     ROLLBACK is sent after it. (Remove the rejection of held-back statements when postgres.js
+//     answers its reserved queue on close; the `onclose` hook and the rest stay.)
 import type postgres from 'postgres';
+import { isConnectionLost } from './errors.ts';
 import { runAfterCommit, type AfterCommit, type Row, type Stmt, type Tx } from './types.ts';
 
 type Reserved = postgres.ReservedSql<Record<string, never>>;
@@ -92,6 +101,17 @@ export async function pipelinedTx<T>(
   const r = await bounded(reserve(), deadlines.reserveMs, 'waiting for a connection', (late) => late.release());
   let conn: Conn | undefined;
   let lost: Error | undefined;
+  /** Rejects (with `lost`) once the connection is lost: every statement still waiting fails with it. */
+  let abandon!: (err: Error) => void;
+  const abandoned = new Promise<never>((_, reject) => {
+    abandon = reject;
+  });
+  abandoned.catch(() => {});
+  const lose = (err: Error) => {
+    if (lost) return;
+    lost = err;
+    abandon(err);
+  };
   let begun = false;
   /** 'open' until COMMIT or ROLLBACK has been sent. */
   let state: 'open' | 'committing' | 'done' = 'open';
@@ -103,11 +123,10 @@ export async function pipelinedTx<T>(
   // postgres.js calls this as BEGIN is written. Its answer matters: a falsy one marks the
   // connection full, and every later statement would then wait for the one before it (a round
   // trip each) instead of being pipelined.
+  const onclose = (e: unknown) => lose(closedError(e));
   const onexecute = (c: Conn): true => {
     conn = c;
-    c.onclose = (e) => {
-      lost ??= closedError(e);
-    };
+    c.onclose = onclose;
     return true;
   };
   /** Sends one statement; BEGIN goes first, in the same write, if nothing was sent yet. */
@@ -126,9 +145,11 @@ export async function pipelinedTx<T>(
       params as postgres.ParameterOrJSON<never>[],
       (alone ? { prepare, onexecute } : { prepare }) as never,
     ) as unknown as Promise<Row[]>;
-    return bounded(q, deadlines.statementMs, text.slice(0, 40)).catch((err) => {
+    return bounded(Promise.race([q, abandoned]), deadlines.statementMs, text.slice(0, 40)).catch((err) => {
       // Unanswered: the connection cannot be trusted with anything more, nor given back.
-      if ((err as { code?: string }).code === 'QUERY_DEADLINE') lost ??= err;
+      if ((err as { code?: string }).code === 'QUERY_DEADLINE') lose(err);
+      // Its connection is gone: so is the transaction, whichever statement heard of it first.
+      else if (isConnectionLost(err)) lose(closedError(err));
       if (lost) throw lost;
       throw err;
     });
@@ -230,7 +251,8 @@ export async function pipelinedTx<T>(
   return result;
 
   function finish() {
-    if (conn) conn.onclose = null;
+    // Only our own hook: once lost, the connection may already be another transaction's.
+    if (conn && conn.onclose === onclose) conn.onclose = null;
     // A lost connection is not released: a closed one is already back in its pool (postgres.js's
     // onclose), and an unanswered one cannot be trusted; its QUERY_DEADLINE renews the whole pool
     // (at most once a second, src/db/postgres.ts), which is what frees its slot.

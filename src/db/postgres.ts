@@ -1,27 +1,18 @@
 // The Db interface over postgres.js, for DATABASE_URL deployments.
 import postgres from 'postgres';
-import type { Db, Queryable, Row, Stmt, Tx, TxOptions } from './types.ts';
+import type { Db, Row, Stmt, Tx, TxOptions } from './types.ts';
 import { groupCommit } from './groupCommit.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { pipelinedTx } from './pgTx.ts';
 import { PG_DRIVER_DEFAULTS, type PgDriverOptions } from './pgOptions.ts';
 
-function wrap(sql: postgres.Sql, prepare: boolean): Queryable {
-  const q = <T extends Row>(text: string, params: unknown[] = []) =>
-    sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare }) as unknown as Promise<T[]>;
-  return {
-    query: q,
-    // Autocommit statements, each on whichever pool connection is free (transactions, where a
-    // batch is pipelined on one connection, are src/db/pgTx.ts).
-    batch: (stmts: Stmt[]) => Promise.all(stmts.map((s) => q(s.text, s.params))),
-  };
-}
-
 /**
  * How often at most the pool is replaced after a lost connection. postgres.js 3.4.9 can leave a
  * connection whose socket died unable to flush small writes ever again (its deferred-write timer is
  * cleared but not reset: porsager/postgres#1154, #1208), so after an outage its queries would hang.
- * A fresh pool has fresh connections: the old one is ended and every later query uses the new one.
+ * A fresh pool has fresh connections: the old one is ended, every later query uses the new one,
+ * and what still waited in the old one for a connection moves to the new one (reserve and
+ * autocommit below). Remove with porsager/postgres#1154's fix.
  */
 const RENEW_EVERY_MS = 1_000;
 
@@ -50,6 +41,45 @@ function deadline<T>(p: Promise<T>): Promise<T> {
     );
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+interface Pool {
+  sql: postgres.Sql;
+  /** `{value}` once `work` settles, or undefined if this pool is replaced first. */
+  unlessReplaced<T>(work: Promise<T>): Promise<{ value: T } | undefined>;
+  /** Called once when the pool is replaced (or closed): everything waiting in unlessReplaced moves on. */
+  replaced(): void;
+}
+
+function pooled(sql: postgres.Sql): Pool {
+  // A set of waiters rather than one promise to race: a pool lives for millions of statements,
+  // and each race would leave a reaction on that promise until the pool is replaced.
+  const waiting = new Set<() => void>();
+  let gone = false;
+  return {
+    sql,
+    unlessReplaced: <T>(work: Promise<T>) =>
+      new Promise<{ value: T } | undefined>((resolve, reject) => {
+        if (gone) return resolve(undefined);
+        const moveOn = () => resolve(undefined);
+        waiting.add(moveOn);
+        work.then(
+          (value) => {
+            waiting.delete(moveOn);
+            resolve({ value });
+          },
+          (err) => {
+            waiting.delete(moveOn);
+            reject(err);
+          },
+        );
+      }),
+    replaced: () => {
+      gone = true;
+      for (const w of waiting) w();
+      waiting.clear();
+    },
+  };
 }
 
 /**
@@ -132,35 +162,78 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
       },
     });
   let epoch = 0;
-  let sql = make();
+  let pool = pooled(make());
   let renewedAt = 0;
   let closing = false;
   const renewOnOutage = (err: unknown): never => {
     if (!closing && isDatabaseUnavailable(err) && Date.now() - renewedAt >= RENEW_EVERY_MS) {
       renewedAt = Date.now();
-      const old = sql;
-      sql = make();
-      void old.end({ timeout: 5 }).catch(() => {});
+      const old = pool;
+      pool = pooled(make());
+      old.replaced();
+      void old.sql.end({ timeout: 5 }).catch(() => {});
     }
     throw err;
   };
-  const ownTx = <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(() => sql.reserve(), fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage);
+
+  /**
+   * A connection of the current pool. One asked of a pool that is replaced while it waits is asked
+   * of the new pool: postgres.js 3.4.9 ends a pool without answering the reservations queued in it
+   * (they waited out their deadline, with Postgres up), and whatever the old pool hands out later
+   * goes straight back to it. Remove with the renewal above.
+   */
+  const reserve = async (): Promise<postgres.ReservedSql<Record<string, never>>> => {
+    for (;;) {
+      const p = pool;
+      const asked = p.sql.reserve();
+      const got = await p.unlessReplaced(asked);
+      if (got && p === pool) return got.value;
+      if (got) got.value.release();
+      else
+        asked.then(
+          (late) => late.release(),
+          () => {},
+        );
+      if (closing) throw Object.assign(new Error('the database pool was closed'), { code: 'CONNECTION_ENDED' });
+    }
+  };
+
+  /**
+   * An autocommit statement on the current pool. One still queued in a pool that is replaced (never
+   * written: postgres.js has not given it a connection) is cancelled there and sent on the new
+   * pool, for the reason above; one already written waits for its answer where it is.
+   */
+  const autocommit = async <T extends Row>(text: string, params: unknown[] = []): Promise<T[]> => {
+    for (;;) {
+      const p = pool;
+      const q = p.sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: driver.prepare });
+      const got = await p.unlessReplaced(q);
+      if (got) return got.value as unknown as T[];
+      if ((q as unknown as { state: unknown }).state !== null || closing) return (await q) as unknown as T[];
+      q.catch(() => {});
+      void q.cancel();
+    }
+  };
+
+  const ownTx = <T>(fn: (tx: Tx) => Promise<T>) => pipelinedTx(reserve, fn, TX_DEADLINES, driver.prepare).catch(renewOnOutage);
   const group = driver.groupCommit ? groupCommit(ownTx) : undefined;
   return {
     kind: 'postgres',
-    query: <T extends Row>(text: string, params?: unknown[]) =>
-      deadline(wrap(sql, driver.prepare).query<T>(text, params)).catch(renewOnOutage),
-    batch: (stmts: Stmt[]) => deadline(wrap(sql, driver.prepare).batch(stmts)).catch(renewOnOutage),
+    query: <T extends Row>(text: string, params?: unknown[]) => deadline(autocommit<T>(text, params)).catch(renewOnOutage),
+    // Autocommit statements, each on whichever pool connection is free (transactions, where a
+    // batch is pipelined on one connection, are src/db/pgTx.ts).
+    batch: (stmts: Stmt[]) => deadline(Promise.all(stmts.map((st) => autocommit(st.text, st.params)))).catch(renewOnOutage),
     // BEGIN and COMMIT ride with the transaction's first and last statements (pgTx.ts); with
     // GROUP_COMMIT, transactions naming their keys may share them (groupCommit.ts).
     tx: <T>(fn: (tx: Tx) => Promise<T>, txOpts?: TxOptions) => (group && txOpts?.group ? group.run(txOpts.group, fn) : ownTx(fn)),
     exec: async (text: string) => {
-      await sql.unsafe(text).catch(renewOnOutage);
+      await pool.sql.unsafe(text).catch(renewOnOutage);
     },
     connectionEpoch: () => epoch,
     close: () => {
       closing = true;
-      return sql.end({ timeout: 5 });
+      pool.replaced();
+      return pool.sql.end({ timeout: 5 });
     },
   };
 }

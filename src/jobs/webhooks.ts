@@ -123,7 +123,9 @@ export function startWebhookSender(svc: Services, opts: { log: Log; concurrency?
       // "Webhook fairness").
       const sinceStart = Date.now() - started;
       const storeRoom = svc.db.kind === 'pglite' ? tickMs - (sinceStart - tickMs) : 0;
-      const gap = Math.max(MIN_TICK_GAP_MS - sinceStart, storeRoom);
+      // Never below 0: both terms are negative once a poll has waited its interval, and a negative
+      // delay made Deno print a TimeoutNegativeWarning at every start (the timer ran at once anyway).
+      const gap = Math.max(0, MIN_TICK_GAP_MS - sinceStart, storeRoom);
       if (!stopped) await nap(gap, false);
     }
   })();

@@ -2,7 +2,8 @@
 // memory: two processes on one directory each write their own version, the transparency log forks,
 // and a proof one returned later 404s on the other. A lock file holding the owner's pid, created
 // with O_EXCL, keeps a second process out; a lock left by a process that died (SIGKILL, power loss)
-// is taken over, because a dead pid holds nothing.
+// is taken over, because a dead pid holds nothing. The Deno edge (src/deno.ts) takes this same lock
+// through Deno's node:fs and process, so neither edge opens a directory the other holds.
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';

@@ -2,11 +2,14 @@
 // transaction's statements (src/db/pgTx.ts), so what postgres.js's sql.begin guaranteed is checked
 // here: a caught statement error still fails the transaction, savepoints fail alone, commitWith
 // commits with its batch, hooks run only after a commit, and a connection lost mid-transaction
-// sends nothing more on it (a statement sent there would run outside the transaction).
+// sends nothing more on it (a statement sent there would run outside the transaction); a terminated
+// backend fails everything waiting on it within a second, and nothing waiting for a connection or
+// queued in the pool is stranded by the pool's renewal (docs/operations.md §1).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { openStore, STORES, PG_URL } from '../harness.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
+import { PG_DRIVER_DEFAULTS } from '../../src/db/pgOptions.ts';
 import { isDatabaseUnavailable } from '../../src/db/errors.ts';
 import type { Db } from '../../src/db/types.ts';
 import { startTcpProxy } from '../process/tcpProxy.ts';
@@ -307,5 +310,136 @@ test('[postgres] nothing waits forever: a reservation and a statement past their
     assert.deepEqual([...(await sql`SELECT 2 AS n`)], [{ n: 2 }]);
   } finally {
     await sql.end({ timeout: 1 });
+  }
+});
+
+/**
+ * A Postgres store's schema with a second pool of our own on it, its connections named `app` so
+ * that `terminate()` ends exactly their backends (as `pg_terminate_backend` in an incident would);
+ * `terminate` resolves with the time it was sent.
+ */
+async function terminable(tag: string, opts: { max: number; groupCommit: boolean }) {
+  const store = await openStore('postgres');
+  const schema = (await store.db.query<{ s: string }>('SELECT current_schema() AS s'))[0].s;
+  const app = `tx_${tag}_${process.pid}`;
+  const db = openPostgres(PG_URL!, {
+    schema,
+    max: opts.max,
+    applicationName: app,
+    driver: { ...PG_DRIVER_DEFAULTS, groupCommit: opts.groupCommit },
+  });
+  await store.db.exec('CREATE TABLE t (id int PRIMARY KEY, v text)');
+  return {
+    db,
+    terminate: async () => {
+      const at = performance.now();
+      const n = await store.db.query<{ n: number }>(
+        'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1',
+        [app],
+      );
+      assert.ok(n[0].n > 0, 'a backend was terminated');
+      return at;
+    },
+    close: async () => {
+      await db.close();
+      await store.drop();
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+for (const groupCommit of [false, true])
+  test(`[postgres] a terminated backend fails every statement waiting on it within a second, those postgres.js held back included (group commit ${groupCommit ? 'on' : 'off'})`, {
+    skip: PG_URL ? false : 'needs TEST_DATABASE_URL',
+  }, async () => {
+    const t = await terminable(`held_${groupCommit ? 'g' : 'o'}`, { max: 2, groupCommit });
+    try {
+      const settled: Array<{ code: string; at: number }> = [];
+      // On a fresh connection a statement with parameters is described first, and postgres.js holds
+      // every later statement of the reservation back in a queue of its own until it is answered.
+      const member = (id: number) =>
+        t.db.tx(
+          async (tx) => {
+            const sent = [
+              tx.query('SELECT pg_sleep(5), $1::int AS n', [id]),
+              tx.query('SELECT $1::int AS n', [id + 1]),
+              tx.query('INSERT INTO t VALUES ($1, $2)', [id, 'never']),
+            ].map((p) =>
+              p.then(
+                () => ({ code: 'answered', at: performance.now() }),
+                (e) => ({ code: String(e.code), at: performance.now() }),
+              ),
+            );
+            settled.push(...(await Promise.all(sent)));
+            return 'committed';
+          },
+          { group: [`k${id}`] },
+        );
+      // With group commit on, both run in one transaction (they arrive in one turn, no key in common).
+      const running = [member(10), member(20)].map((p) =>
+        p.then(
+          () => ({ err: null as unknown, at: performance.now() }),
+          (err) => ({ err, at: performance.now() }),
+        ),
+      );
+      await sleep(300);
+      const killedAt = await t.terminate();
+      const outcomes = await Promise.all(running);
+      for (const o of outcomes) {
+        assert.ok(o.err && isDatabaseUnavailable(o.err), `the transaction fails as unavailable (503 upstream): ${o.err}`);
+        assert.ok(o.at - killedAt < 1_000, `the transaction failed ${Math.round(o.at - killedAt)} ms after the termination`);
+      }
+      assert.equal(settled.length, 6);
+      for (const s of settled) {
+        assert.notEqual(s.code, 'answered');
+        assert.ok(s.at - killedAt < 1_000, `a statement (${s.code}) settled ${Math.round(s.at - killedAt)} ms after the termination`);
+      }
+      assert.equal(await count(t.db), 0, 'nothing was written');
+    } finally {
+      await t.close();
+    }
+  });
+
+test("[postgres] a transaction waiting for a connection when another's backend is terminated is served by the renewed pool at once", {
+  skip: PG_URL ? false : 'needs TEST_DATABASE_URL',
+}, async () => {
+  const t = await terminable('waiting', { max: 1, groupCommit: false });
+  try {
+    const holder = t.db
+      .tx((tx) => tx.query('SELECT pg_sleep(5), $1::int AS n', [1]))
+      .then(
+        () => ({ err: null as unknown, at: performance.now() }),
+        (err) => ({ err, at: performance.now() }),
+      );
+    await sleep(200);
+    // The pool's only connection is taken: these wait for it, in the pool the loss replaces.
+    const waiting = t.db
+      .tx((tx) => tx.commitWith([{ text: 'INSERT INTO t VALUES ($1, $2)', params: [2, 'waited'] }]))
+      .then(
+        () => ({ err: null as unknown, at: performance.now() }),
+        (err) => ({ err, at: performance.now() }),
+      );
+    const queued = [3, 4, 5].map((n) =>
+      t.db.query<{ n: number }>('SELECT $1::int AS n', [n]).then(
+        (rows) => ({ n: rows[0].n as number | null, at: performance.now() }),
+        () => ({ n: null, at: performance.now() }),
+      ),
+    );
+    await sleep(200);
+    const killedAt = await t.terminate();
+    const h = await holder;
+    assert.ok(h.err && isDatabaseUnavailable(h.err), `the holder's transaction fails as unavailable: ${h.err}`);
+    assert.ok(h.at - killedAt < 1_000, `the holder failed ${Math.round(h.at - killedAt)} ms after the termination`);
+    const w = await waiting;
+    assert.equal(w.err, null, `the waiting transaction commits: ${w.err}`);
+    assert.ok(w.at - killedAt < 2_000, `the waiting transaction committed ${Math.round(w.at - killedAt)} ms after the termination`);
+    for (const [i, q] of (await Promise.all(queued)).entries()) {
+      assert.equal(q.n, i + 3, 'a queued autocommit statement is answered');
+      assert.ok(q.at - killedAt < 2_000, `a queued statement was answered ${Math.round(q.at - killedAt)} ms after the termination`);
+    }
+    assert.equal(await count(t.db), 1);
+  } finally {
+    await t.close();
   }
 });
