@@ -78,7 +78,7 @@ describeStores(
 describeStores('admin routes in the open sandbox', (h) => {
   test('every admin route answers 403 forbidden when no API key is configured, with or without a bearer header', async () => {
     const admin = h().app.routes.filter((d) => d.access === 'root');
-    assert.equal(admin.length, 6);
+    assert.equal(admin.length, 7);
     for (const def of admin) {
       for (const headers of [{}, bearer(ROOT)]) {
         const res = await h().req(def.method, fillPath(def.path), def.method === 'GET' ? undefined : {}, headers);

@@ -99,7 +99,10 @@ describeStores('x402 demo', (h) => {
       events.map((x: { event: string }) => x.event),
       ['escrow.created', 'escrow.funded', 'delivery.submitted', 'verdict.passed', 'proof.issued'],
     );
-    assert.deepEqual(events[4].data, { proofId: answer.proofId, outcome: 'released' });
+    // The closing's entry carries the end of its refund window (30 days after the proof by default).
+    const { refundDeadline, ...closing } = events[4].data;
+    assert.deepEqual(closing, { proofId: answer.proofId, outcome: 'released' });
+    assert.equal(Date.parse(refundDeadline) - Date.parse(events[4].at), 30 * 86_400_000);
     assert.equal((await h().req('GET', `/v1/escrows/${answer.escrowId}/trail`)).body.intactUpTo, null);
 
     // Offline: the bundle alone, checked against issuer keys pinned from the well-known document.

@@ -368,7 +368,7 @@ export function createClient(opts: ClientOptions) {
     admin: {
       /** `key`: the new issuer key's source as the service's ISSUER_KEY takes it (file:… or pkcs11:…); only a sandbox may omit it. */
       rotateIssuer: (body: { key?: string } = {}) => call<{ active: IssuerKey; retired: IssuerKey }>('admin.rotateIssuer', { body }),
-      /** Rotates the webhook signing key; both keys sign every delivery until `overlapUntil` (docs/keys.md). */
+      /** Rotates the webhook signing key; both keys sign every delivery until `overlapUntil` (the service's key documentation). */
       rotateWebhookKey: (body: { key?: string } = {}) =>
         call<{ active: WebhookKey; retired: WebhookKey; overlapUntil: string }>('admin.rotateWebhookKey', { body }),
       createKey: (body: { label?: string; rateLimitMax?: number } = {}) => call<MintedKey>('admin.createKey', { body }),

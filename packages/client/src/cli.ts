@@ -200,7 +200,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   for (const w of warnings ?? []) io.err(`escrow-settlement: WARNING: ${w}`);
   for (const c of checks) io.out(`${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.name === 'issuer.trust' && !c.ok ? HOW_TO_PIN : c.detail}`);
   const failed = checks.filter((c) => !c.ok).length;
-  // Where the money ended: the closing's payouts less any refunds after release (docs/protocol.md §24.7).
+  // Where the money ended: the closing's payouts less any refunds after release (the service's protocol documentation, §24.7).
   if (payouts) io.out(`PAYOUTS payee ${payouts.payee}, payer ${payouts.payer}, fee ${payouts.fee} (net of refunds after release)`);
   io.out(ok ? `OK: all ${checks.length} checks passed` : `FAILED: ${failed} of ${checks.length} checks failed`);
   return ok ? 0 : 1;
