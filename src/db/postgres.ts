@@ -45,61 +45,41 @@ function deadline<T>(p: Promise<T>): Promise<T> {
 
 interface Pool {
   sql: postgres.Sql;
-  /**
-   * `{value}` once `work` settles, or undefined if this pool is replaced first (or, with
-   * `orConnectionClosed`, if one of its connections closes first).
-   */
-  unlessReplaced<T>(work: Promise<T>, orConnectionClosed?: boolean): Promise<{ value: T } | undefined>;
+  /** `{value}` once `work` settles, or undefined if this pool is replaced first. */
+  unlessReplaced<T>(work: Promise<T>): Promise<{ value: T } | undefined>;
   /** Called once when the pool is replaced (or closed): everything waiting in unlessReplaced moves on. */
   replaced(): void;
-  /** Called when one of the pool's connections closes. */
-  connectionClosed(): void;
 }
 
-function pooled(make: (onclose: () => void) => postgres.Sql): Pool {
-  // Sets of waiters rather than one promise to race: a pool lives for millions of statements, and
-  // each race would leave a reaction on that promise until the pool is replaced.
+function pooled(sql: postgres.Sql): Pool {
+  // A set of waiters rather than one promise to race: a pool lives for millions of statements,
+  // and each race would leave a reaction on that promise until the pool is replaced.
   const waiting = new Set<() => void>();
-  const watchingCloses = new Set<() => void>();
   let gone = false;
-  const moveOn = (set: Set<() => void>) => {
-    const all = [...set];
-    set.clear();
-    for (const w of all) w();
-  };
-  const pool: Pool = {
-    sql: make(() => pool.connectionClosed()),
-    unlessReplaced: <T>(work: Promise<T>, orConnectionClosed = false) =>
+  return {
+    sql,
+    unlessReplaced: <T>(work: Promise<T>) =>
       new Promise<{ value: T } | undefined>((resolve, reject) => {
         if (gone) return resolve(undefined);
-        const away = () => {
-          waiting.delete(away);
-          watchingCloses.delete(away);
-          resolve(undefined);
-        };
-        waiting.add(away);
-        if (orConnectionClosed) watchingCloses.add(away);
+        const moveOn = () => resolve(undefined);
+        waiting.add(moveOn);
         work.then(
           (value) => {
-            waiting.delete(away);
-            watchingCloses.delete(away);
+            waiting.delete(moveOn);
             resolve({ value });
           },
           (err) => {
-            waiting.delete(away);
-            watchingCloses.delete(away);
+            waiting.delete(moveOn);
             reject(err);
           },
         );
       }),
     replaced: () => {
       gone = true;
-      watchingCloses.clear();
-      moveOn(waiting);
+      for (const w of waiting) w();
+      waiting.clear();
     },
-    connectionClosed: () => moveOn(watchingCloses),
   };
-  return pool;
 }
 
 /**
@@ -156,7 +136,7 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   const { url, host } = socketUrl(rawUrl);
   const driver = opts.driver ?? PG_DRIVER_DEFAULTS;
   const onStatement = opts.onStatement;
-  const make = (onConnectionClosed: () => void) =>
+  const make = () =>
     postgres(url, {
       ...(host ? { host } : {}),
       // Only a primary, whatever the URL says (docs/operations.md §1). postgres.js 3.4.9 judges
@@ -172,7 +152,6 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
       // Any connection closing (lost, or ended with its pool): the next one may reach another server.
       onclose: () => {
         epoch++;
-        onConnectionClosed();
       },
       // Types are read the same way as PGlite reads them: int8 and numeric are cast in SQL where
       // needed, timestamps come back as Date.
@@ -183,14 +162,14 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
       },
     });
   let epoch = 0;
-  let pool = pooled(make);
+  let pool = pooled(make());
   let renewedAt = 0;
   let closing = false;
   const renewOnOutage = (err: unknown): never => {
     if (!closing && isDatabaseUnavailable(err) && Date.now() - renewedAt >= RENEW_EVERY_MS) {
       renewedAt = Date.now();
       const old = pool;
-      pool = pooled(make);
+      pool = pooled(make());
       old.replaced();
       void old.sql.end({ timeout: 5 }).catch(() => {});
     }
@@ -198,21 +177,16 @@ export function openPostgres(rawUrl: string, opts: PostgresOptions = {}): Db {
   };
 
   /**
-   * A connection of the current pool. postgres.js 3.4.9 strands a waiting reservation two ways, and
-   * it then waited out its 10 s deadline with Postgres up: it ends a pool without answering the
-   * reservations queued in it; and when a connection closes it hands the first one queued to that
-   * connection's reconnect, which drops it (porsager/postgres#1195) or rejects it with the closed
-   * session's error (the 57P01 of a terminated backend; fixed by the open porsager/postgres#1215).
-   * So a reservation is asked again
-   * of the current pool when its pool is replaced or one of that pool's connections closes while it
-   * waits; the one asked before, if it still comes, goes straight back. Remove with the renewal
-   * above and #1195's fix.
+   * A connection of the current pool. One asked of a pool that is replaced while it waits is asked
+   * of the new pool: postgres.js 3.4.9 ends a pool without answering the reservations queued in it
+   * (they waited out their deadline, with Postgres up), and whatever the old pool hands out later
+   * goes straight back to it. Remove with the renewal above.
    */
   const reserve = async (): Promise<postgres.ReservedSql<Record<string, never>>> => {
     for (;;) {
       const p = pool;
       const asked = p.sql.reserve();
-      const got = await p.unlessReplaced(asked, true);
+      const got = await p.unlessReplaced(asked);
       if (got && p === pool) return got.value;
       if (got) got.value.release();
       else
