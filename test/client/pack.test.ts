@@ -56,7 +56,7 @@ test('npm pack → install into an empty directory → the CLI verifies a servic
   assert.match(r.trusted.out, /^PASS parties\[0\]\.delivery: /m);
   assert.match(r.trusted.out, /^PASS verdict\.replay: /m);
   assert.match(r.trusted.out, /^PASS checkpoint\.inclusion: /m);
-  assert.match(r.trusted.out, /^OK: all 16 checks passed$/m);
+  assert.match(r.trusted.out, /^OK: all 17 checks passed$/m);
   assert.equal(r.issuerDoc.code, 0, r.issuerDoc.out + r.issuerDoc.err);
   assert.equal(r.untrusted.code, 1, r.untrusted.out);
   assert.match(r.untrusted.out, /^FAIL issuer.trust: no trusted issuer key given/m);
