@@ -16,7 +16,7 @@ test('under Deno, /mcp serves the tools and a tool call runs its route', {
   const client = new Client({ name: 'escrow-settlement-tests', version: '0.0.0' });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`)));
-    assert.equal((await client.listTools()).tools.length, 14);
+    assert.equal((await client.listTools()).tools.length, 16);
     const payer = await ok(client, 'create_agent', { label: 'payer' });
     const payee = await ok(client, 'create_agent', { label: 'payee' });
     const e = await ok(client, 'create_escrow', {
