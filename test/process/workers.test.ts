@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PG_URL } from '../harness.ts';
-import { pgSchema, rawRequest, sleep, type HttpRes } from '../reliability/lib.ts';
+import { Disconnected, Hang, pgSchema, rawRequest, sleep, type HttpRes } from '../reliability/lib.ts';
 import { buildBundle, failsNaming, startService, TSX, type Proc } from './proc.ts';
 import { availableParallelism } from 'node:os';
 import { resolveWorkers } from '../../src/node/cluster.ts';
@@ -91,7 +91,7 @@ function kill(s: Proc) {
 async function withCluster(
   schema: string,
   args: string[],
-  opts: { requestLog?: boolean },
+  opts: { requestLog?: boolean; env?: Record<string, string> },
   fn: (s: Proc, requestLog: string) => Promise<void>,
 ): Promise<void> {
   const pg = await pgSchema(schema);
@@ -99,7 +99,12 @@ async function withCluster(
   const requestLog = join(dir, 'requests.log');
   let s: Proc | undefined;
   try {
-    s = await startService(args, { WORKERS: '2', DATABASE_URL: pg.url, ...(opts.requestLog ? { REQUEST_LOG: requestLog } : {}) });
+    s = await startService(args, {
+      WORKERS: '2',
+      DATABASE_URL: pg.url,
+      ...(opts.requestLog ? { REQUEST_LOG: requestLog } : {}),
+      ...opts.env,
+    });
     await fn(s, requestLog);
   } finally {
     if (s) kill(s);
@@ -151,20 +156,34 @@ test('WORKERS=2: one listening line, two worker processes of the primary serve r
   });
 });
 
-test('a SIGKILLed worker is logged and replaced while the service keeps answering', { timeout: 120_000, skip: NEEDS_PG }, async () => {
-  await withCluster('workers_kill', TSX, { requestLog: true }, async (s, requestLog) => {
+/**
+ * A worker SIGKILLed under load, on the scheduling policy `policy` (NODE_CLUSTER_SCHED_POLICY; unset
+ * is Node's round robin). Two lanes post on fresh connections throughout; what may fail is bounded
+ * by what the killed worker held:
+ *  - reset: a request on a connection the worker had accepted (at most one per lane);
+ *  - unanswered: round robin only. The primary hands a connection to one worker at a time and closes
+ *    its own copy when the worker acknowledges it; a connection handed over in the instant of the
+ *    death (before the primary has seen the worker go) is never acknowledged, so the primary holds it
+ *    open and the client waits for its own timeout. Node's cluster gives no way to reach that handle;
+ *    at most one per killed worker (docs/design.md "WORKERS").
+ */
+async function killUnderLoad(policy: 'rr' | 'none') {
+  const env: Record<string, string> = policy === 'none' ? { NODE_CLUSTER_SCHED_POLICY: 'none' } : {};
+  await withCluster(`workers_kill_${policy}`, TSX, { requestLog: true, env }, async (s, requestLog) => {
     const [victim, survivor] = workerLines(s.stderr());
     let stop = false;
-    const failures: string[] = [];
+    const resets: string[] = [];
+    const unanswered: string[] = [];
+    const other: string[] = [];
     let answered = 0;
     const lanes = [0, 1].map(async () => {
       while (!stop) {
         try {
           const r = await fresh(s!.url, 'POST', '/v1/agents', { label: 'during' });
           if (r.status === 201) answered++;
-          else failures.push(`${r.status} ${r.text.slice(0, 200)}`);
+          else other.push(`${r.status} ${r.text.slice(0, 200)}`);
         } catch (e) {
-          failures.push(String(e));
+          (e instanceof Disconnected ? resets : e instanceof Hang ? unanswered : other).push(String(e));
         }
       }
     });
@@ -189,10 +208,14 @@ test('a SIGKILLed worker is logged and replaced while the service keeps answerin
     assert.notEqual(replacement.pid, victim.pid);
     assert.equal(parentOf(replacement.pid), s.child.pid);
     assert.equal(alive(survivor.pid), true, 'the other worker kept running');
-    // Only requests the killed worker held can fail: at most one per lane.
-    assert.ok(failures.length <= 2, `at most the killed worker's in-flight requests failed: ${failures.join(' | ')}`);
+    assert.deepEqual(other, [], 'no request answered with an error, none failed otherwise');
+    assert.ok(resets.length <= 2, `at most one reset per lane (the killed worker's in-flight requests): ${resets.join(' | ')}`);
+    assert.ok(
+      unanswered.length <= (policy === 'rr' ? 1 : 0),
+      `unanswered connections: at most the one handed over at the death, under round robin only: ${unanswered.join(' | ')}`,
+    );
     assert.equal(s.stderr().match(/"msg":"listening"/g)?.length, 1, 'no second listening line');
-    process.stdout.write(`# ${answered} answered, ${failures.length} failed around the kill: ${failures.join(' | ')}\n`);
+    process.stdout.write(`# ${policy}: ${answered} answered, ${resets.length} reset, ${unanswered.length} unanswered around the kill\n`);
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
     for (const w of [survivor, replacement]) assert.equal(alive(w.pid), false);
     // The replacement took its share of the port's connections (its lines follow the killed worker's in the slot's file).
@@ -204,7 +227,25 @@ test('a SIGKILLed worker is logged and replaced while the service keeps answerin
       .filter((r) => Date.parse(r.at) >= upAt);
     assert.ok(byReplacement.length > 0, 'the replacement served requests');
   });
-});
+}
+
+test(
+  'a SIGKILLed worker is logged and replaced while the service keeps answering (round robin, the default)',
+  {
+    timeout: 120_000,
+    skip: NEEDS_PG,
+  },
+  () => killUnderLoad('rr'),
+);
+
+test(
+  'a SIGKILLed worker under NODE_CLUSTER_SCHED_POLICY=none: only its accepted connections fail, none is left unanswered',
+  {
+    timeout: 120_000,
+    skip: NEEDS_PG,
+  },
+  () => killUnderLoad('none'),
+);
 
 test('SIGTERM to the primary lets an in-flight request finish in its worker, then every worker and the primary exit 0', {
   timeout: 60_000,
