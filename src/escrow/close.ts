@@ -173,13 +173,15 @@ export async function presignClosing(
 
 /**
  * Until when a closing that pays the payee accepts refunds after release (docs/protocol.md §24.4):
- * its issuedAt plus the escrow's refundWithinSeconds (the default for escrows created without it);
- * null when the payee gets nothing or the window is 0.
+ * its issuedAt plus the escrow's refundWithinSeconds (the default for escrows created without it),
+ * and never after the escrow's absolute bound (an x402 payer's refundDeadline, docs/x402.md); null
+ * when the payee gets nothing or the window is 0.
  */
 export function refundDeadlineOf(e: Locked, payouts: Payouts, at: Date): Date | null {
   const window = e.timeouts.refundWithinSeconds ?? 2_592_000;
   if (payouts.payee <= 0n || window <= 0) return null;
-  return new Date(at.getTime() + window * 1000);
+  const end = at.getTime() + window * 1000;
+  return new Date(e.refundBy && e.refundBy.getTime() < end ? e.refundBy.getTime() : end);
 }
 
 /** The proof of a confirmed closing, signed, its leaf hash, and the trail entries the closing appends. */

@@ -74,6 +74,8 @@ export interface Locked extends EscrowRow {
   faultPending: boolean;
   /** The amount the delivery claimed (partial capture, docs/protocol.md §24.2); null: the whole amount. */
   deliveryAmount: bigint | null;
+  /** An absolute end the refund window may not pass (an x402 payer's bound refundDeadline, docs/x402.md); null: none. */
+  refundBy: Date | null;
 }
 
 export const ESCROW_COLS = `e.id, e.state, e.payer, e.payee, e.arbiter, e.amount::text AS amount, e.asset, e.terms,
@@ -198,6 +200,7 @@ function lockedFrom(r: Row): Locked {
     issuerKeyId: r.issuer_key_id,
     faultPending: r.fault_pending === true,
     deliveryAmount: r.delivery_amount ? BigInt(r.delivery_amount) : null,
+    refundBy: r.refund_by ?? null,
   };
 }
 

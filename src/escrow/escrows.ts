@@ -30,6 +30,8 @@ export interface CreateInput {
   timeouts: Timeouts;
   /** The fee every closing that pays the payee takes from the payee's share (docs/protocol.md §24.1); absent: none. */
   fee?: Fee;
+  /** An absolute end the refund window may not pass (an x402 payer's bound refundDeadline, docs/x402.md). */
+  refundBy?: Date;
   /** The minted key the creator is confined to (tenancy, src/access/tenancy.ts scopeOf); null or absent: root or the open sandbox. */
   scope?: string | null;
   metadata?: Metadata;
@@ -113,6 +115,7 @@ const KEYED_INPUTS = new Set([
   'mandateId',
   'timeouts',
   'fee',
+  'refundBy',
   'scope',
   'metadata',
   'alsoWrite',
@@ -223,11 +226,11 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
       fuse([
         {
           text: `${tenants.length ? 'WITH new_escrow AS (' : ''}INSERT INTO escrows (id, state, payer, payee, arbiter, payer_key, payee_key, arbiter_key, amount, asset, terms,
-                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata, fee)
-               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17, $18)${
+                 terms_hash, timeouts, deadline_at, mandate_id, mandate_hash, custody_status, verdict, trail_length, trail_head, created_at, updated_at, metadata, fee, refund_by)
+               VALUES ($1, 'created', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, $14, 'unfunded', 'none', 1, $15, $16, $16, $17, $18, $19)${
                  tenants.length
                    ? ` RETURNING id, seq)
-               INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($19::text[]) AS k, new_escrow n`
+               INSERT INTO escrow_tenants (key_id, seq, escrow_id) SELECT k, n.seq, n.id FROM unnest($20::text[]) AS k, new_escrow n`
                    : ''
                }`,
           params: [
@@ -249,6 +252,7 @@ export async function createEscrow(svc: CommandDeps, input: CreateInput, idem?: 
             now,
             escrow.metadata ? JSON.stringify(escrow.metadata) : null,
             escrow.fee ? JSON.stringify(escrow.fee) : null,
+            input.refundBy ?? null,
             ...(tenants.length ? [tenants] : []),
           ],
         },

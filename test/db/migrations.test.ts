@@ -24,7 +24,7 @@ const SHA256: Array<[name: string, sha256: string]> = [
   ['014_keys_outside', '1996c4f769d0fd138b6190cd9ce110f65aa8a7ff41e98d5b30696cf4d8160140'],
   ['015_ap2', 'b00ce557839cd59870d20acdfd2f5decd9ad2553a9c88de3aa239383ae691ab4'],
   ['016_ap2_transaction_scope', 'c6220e3afb9817afcd4265ba13ab4aeed35f5ceb9b1adfcf5ae540ad38363932'],
-  ['017_money', '02f801834cd55f55ff29cef3e4d2941fa318f0644cb264eb0060d64201ce981f'],
+  ['017_money', '67f6f4a56a9897632c62cfab851dc740887dd3d8236b22c8ddb5827eda6ca657'],
   ['018_webhook_disable', 'e3c73955d2094a33967f7f09ea16e02a647127668a76fb8dbb21bb4d02142323'],
 ];
 

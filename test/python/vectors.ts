@@ -605,6 +605,39 @@ export async function bundleVectors(): Promise<BundleVector[]> {
       cosig('witnessed-logproof-index-wrong', (lines) => (lines[1] = `index ${Number(lines[1].slice(6)) + 1}`));
       cosig('witnessed-logproof-malformed', (lines) => (lines[0] = 'c2sp.org/tlog-proof@v0'));
     }
+    // Last, as it moves the sandbox clock. The payer binds an absolute refundDeadline; the capture comes 50 s after the collect, so the
+    // refund window ends at the bound deadline, not at the capture + the window counted at collect.
+    {
+      const start = Date.parse(await now(h));
+      const bound = { captureDeadline: new Date(start + 60_000).toISOString(), refundDeadline: new Date(start + 120_000).toISOString() };
+      const req = { ...requirements, extra: { ...requirements.extra, ...bound } };
+      const payload = signCollect(fPayer.secretKey, {
+        to: fPayee.publicKey,
+        value: '250000',
+        asset: 'USDC',
+        resource: 'https://shop.example/report',
+        terms: PASSING_TERMS,
+        maxTimeoutSeconds: 60,
+        bound,
+      });
+      const c3 = {
+        x402Version: 2,
+        paymentPayload: { x402Version: 2, resource: { url: 'https://shop.example/report' }, accepted: req, payload },
+        paymentRequirements: req,
+      };
+      const col3 = await ok(h, 'POST', '/v1/x402/facilitator/settle', c3);
+      await ok(h, 'POST', '/v1/sandbox/clock', { advanceSeconds: 50 });
+      const cap3 = await settle(
+        c3,
+        signCapture(fPayee.secretKey, { escrowId: col3.transaction, payload: { title: 'the report' }, submittedAt: await now(h) }),
+      );
+      await settle(c3, signFacilitatorRefund(fPayee.secretKey, { escrowId: col3.transaction, amount: '1000', signedAt: await now(h) }));
+      const deadlined = await bundleOf(cap3.transaction);
+      add('facilitator-refund-deadline-bound', deadlined, pin);
+      const db = clone(deadlined);
+      delete db.parties.signatures.find((s: any) => s.kind === 'x402').signedBody.refundDeadline;
+      add('facilitator-refund-deadline-unbound', db, pin);
+    }
   } finally {
     await h.close();
   }

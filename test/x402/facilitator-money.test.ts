@@ -7,6 +7,7 @@ import { describeStores, expectError, makeHarness, type Harness } from '../harne
 import { generateKeys, type Terms } from '@escrow-settlement/client';
 import { signCapture, signCollect, signRefund, signVoid, type BoundExtra } from '@escrow-settlement/client/x402/authCapture';
 import { sweepOnce } from '../../src/jobs/sweep.ts';
+import { verifyBundle } from '@escrow-settlement/protocol/verify';
 
 const TERMS: Terms = { description: 'a title', checks: [{ kind: 'shape', requiredFields: ['title'] }] };
 const RESOURCE = 'https://shop.example/report';
@@ -596,6 +597,56 @@ describeStores('x402 facilitator: the capture deadline passes', (h) => {
     const s = (await status(h(), id)).body;
     assert.equal(s.status, 'partially_refunded');
     assert.equal(s.refundDeadline, extra.refundDeadline);
+  });
+});
+
+describeStores("x402 facilitator: the bound refundDeadline and the escrow's own refund window", (h) => {
+  test("the bound refundDeadline ends the escrow's own window too: a REST refund after it is refused, and verifiers read it", async () => {
+    const payer = generateKeys();
+    const payee = generateKeys();
+    const clock = Date.parse((await h().req('GET', '/v1/sandbox/clock')).body.now);
+    const extra = { captureDeadline: inSeconds(60, clock), refundDeadline: inSeconds(120, clock) };
+    const body = collect(payer.secretKey, payee.publicKey, extra, extra);
+    const collected = await h().req('POST', S, body);
+    assert.equal(collected.body.success, true, collected.text);
+    const id = collected.body.transaction as string;
+    const at = (s: number) => new Date(clock + s * 1000).toISOString();
+    // Captured 50 s after the collect: a window counted from the capture would end at 170 s.
+    await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 50 });
+    const captured = await h().req(
+      'POST',
+      S,
+      lifecycle(body, signCapture(payee.secretKey, { escrowId: id, payload: { title: 'ok' }, submittedAt: at(50) })),
+    );
+    assert.equal(captured.body.success, true, captured.text);
+    const view = (await h().req('GET', `/v1/escrows/${id}`)).body;
+    assert.equal(view.refundDeadline, extra.refundDeadline, 'the escrow shows the bound deadline');
+    // A REST refund by the payee inside the window; its adjustment verifies against the bound deadline.
+    const rest = (signedAt: string) => {
+      const c = signRefund(payee.secretKey, { escrowId: id, amount: '100', signedAt });
+      return { amount: '0.0001', signedAt, signature: c.signature };
+    };
+    const inTime = await h().req('POST', `/v1/escrows/${id}/refunds`, rest(at(60)));
+    assert.equal(inTime.status, 201, inTime.text);
+    const bundle = (await h().req('GET', `/v1/proofs/${captured.body.transaction}/bundle`)).body;
+    const pinned = (await h().req('GET', '/.well-known/proof-issuer.json')).body.keys;
+    const v = verifyBundle(bundle, { trustedKeys: pinned });
+    assert.equal(v.ok, true, JSON.stringify(v.checks.filter((c) => !c.ok)));
+    const deadline = v.checks.find((c) => c.name === 'adjustments[0].deadline')!;
+    assert.match(deadline.detail, new RegExp(`before the refund deadline ${extra.refundDeadline.replace(/\./g, '\\.')}`));
+    // The same bundle with the authorization's refundDeadline read as absent: the closing's record disagrees.
+    const unbound = structuredClone(bundle);
+    for (const sig of unbound.parties.signatures) if (sig.kind === 'x402') delete sig.signedBody.refundDeadline;
+    const check = verifyBundle(unbound, { trustedKeys: pinned }).checks.find((c) => c.name === 'adjustments[0].deadline')!;
+    assert.equal(check.ok, false);
+    assert.match(check.detail, /records refundDeadline .+, not issuedAt \+ 120 s/);
+    // At 121 s (49 s before a window counted from the capture would end): refused, naming the deadline.
+    await h().req('POST', '/v1/sandbox/clock', { advanceSeconds: 71 });
+    assert.match(
+      expectError(await h().req('POST', `/v1/escrows/${id}/refunds`, rest(at(121))), 409, 'invalid_state'),
+      /refund deadline .+ has passed/,
+    );
+    assert.equal((await status(h(), id)).body.amounts.refunded, '100');
   });
 });
 

@@ -3,6 +3,7 @@
 // the payee or the arbiter before the refund deadline, never more in total than the payee's net payout.
 // Web APIs only.
 import { amountMicro, formatAmount, splitAmount } from './amounts.ts';
+import { parseIsoDateTime } from './terms/evaluate.ts';
 import type { Bundle, Check, Inclusion, Proof, TrailEntry } from './types.ts';
 
 type Obj = Record<string, unknown>;
@@ -47,18 +48,36 @@ function roles(trail: ReadonlyArray<TrailEntry>): { payer?: string; payee?: stri
   return { payer: key('payer'), payee: key('payee'), arbiter: key('arbiter'), window };
 }
 
-/** The refund deadline: the closing's issuedAt + refundWithinSeconds, as its proof.issued entry must also say. */
+/**
+ * The refundDeadline an x402 payer bound in the authorization the bundle carries for escrow.created
+ * (its hash is checked by `parties.*`); undefined for an escrow not collected by x402 or without one.
+ */
+function boundRefundDeadline(b: Bundle): number | undefined {
+  const created = b.trail[0]?.event === 'escrow.created' && isObj(b.trail[0].body) ? b.trail[0].body : {};
+  if (!isObj(created.x402)) return undefined;
+  const signatures: unknown = b.parties?.signatures;
+  const a = Array.isArray(signatures) ? signatures.find((s) => isObj(s) && s.kind === 'x402' && s.trailIndex === 0)?.signedBody : undefined;
+  return (isObj(a) && parseIsoDateTime(a.refundDeadline)) || undefined;
+}
+
+/**
+ * The refund deadline: the closing's issuedAt + refundWithinSeconds, or the x402 payer's bound
+ * refundDeadline when that is earlier, as the closing's proof.issued entry must also say.
+ */
 function deadlineOf(b: Bundle): { at: number; text: string } | string {
   const { proof, trail } = b;
   const r = roles(trail);
   if (r.window <= 0) return 'the escrow was created with refundWithinSeconds 0: no refunds after release';
-  const at = Date.parse(proof.issuedAt) + r.window * 1000;
-  if (Number.isNaN(at)) return 'proof.issuedAt is not a time';
+  const byWindow = Date.parse(proof.issuedAt) + r.window * 1000;
+  if (Number.isNaN(byWindow)) return 'proof.issuedAt is not a time';
+  const bound = boundRefundDeadline(b);
+  const at = bound !== undefined && bound < byWindow ? bound : byWindow;
   const text = new Date(at).toISOString();
+  const how = at === byWindow ? `issuedAt + ${r.window} s = ${text}` : `the x402 authorization's refundDeadline ${text}`;
   const issued = trail[proof.trailLength];
   const recorded = issued?.event === 'proof.issued' && isObj(issued.body) ? issued.body.refundDeadline : undefined;
   if (recorded !== text)
-    return `the closing's proof.issued entry (trail entry ${proof.trailLength}) records refundDeadline ${String(recorded)}, not issuedAt + ${r.window} s = ${text}`;
+    return `the closing's proof.issued entry (trail entry ${proof.trailLength}) records refundDeadline ${String(recorded)}, not ${how}`;
   return { at, text };
 }
 

@@ -882,7 +882,23 @@ def _refund_window(trail: list[dict[str, Any]]) -> int | float:
     return w if _num(w) else DEFAULT_REFUND_WITHIN_SECONDS
 
 
+def _bound_refund_deadline(b: dict[str, Any]) -> int | None:
+    """The refundDeadline an x402 payer bound in the authorization the bundle carries for escrow.created
+    (its hash is checked by ``parties.*``); None for an escrow not collected by x402 or without one."""
+    if not _obj(_created_body(b["trail"]).get("x402")):
+        return None
+    parties = b.get("parties")
+    signatures = parties.get("signatures") if _obj(parties) else None
+    for s in signatures if isinstance(signatures, list) else []:
+        if _obj(s) and s.get("kind") == "x402" and _seq(s.get("trailIndex", UNDEF), 0):
+            a = s.get("signedBody")
+            return (parse_iso_datetime(a.get("refundDeadline")) or None) if _obj(a) else None
+    return None
+
+
 def _deadline_of(b: dict[str, Any]) -> tuple[int, str] | str:
+    """The refund deadline: the closing's issuedAt + refundWithinSeconds, or the x402 payer's bound
+    refundDeadline when that is earlier, as the closing's proof.issued entry must also say."""
     proof, trail = b["proof"], b["trail"]
     window = _refund_window(trail)
     if window <= 0:
@@ -890,13 +906,16 @@ def _deadline_of(b: dict[str, Any]) -> tuple[int, str] | str:
     issued_at = parse_iso_datetime(proof.get("issuedAt"))
     if issued_at is None:
         return "proof.issuedAt is not a time"
-    at = issued_at + int(window * 1000)
+    by_window = issued_at + int(window * 1000)
+    bound = _bound_refund_deadline(b)
+    at = bound if bound is not None and bound < by_window else by_window
     text = iso_from_ms(at)
+    how = f"issuedAt + {window} s = {text}" if at == by_window else f"the x402 authorization's refundDeadline {text}"
     tl = proof["trailLength"]
     issued = trail[tl] if tl < len(trail) else None
     recorded = _g(issued["body"], "refundDeadline") if issued is not None and issued["event"] == "proof.issued" else UNDEF
     if not _seq(recorded, text):
-        return f"the closing's proof.issued entry (trail entry {tl}) records refundDeadline {recorded}, not issuedAt + {window} s = {text}"
+        return f"the closing's proof.issued entry (trail entry {tl}) records refundDeadline {recorded}, not {how}"
     return at, text
 
 

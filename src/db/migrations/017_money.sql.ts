@@ -3,13 +3,15 @@
 // release, each a leaf of the log as an adjustment proof. Forward-only.
 //
 // A closing proof is still one per escrow (the partial unique index); adjustment proofs name the
-// closing proof they adjust. escrow_locked gains the fee and the delivery's claim (appended columns:
-// lock_escrow returns the view's row, so it is created again with it).
+// closing proof they adjust. escrow_locked gains the fee, the delivery's claim and the refund
+// window's bounds (appended columns: lock_escrow returns the view's row, so it is created again with it).
 export const name = '017_money';
 
 export default /* sql */ `
 ALTER TABLE escrows ADD COLUMN fee text;
 ALTER TABLE escrows ADD COLUMN refund_deadline timestamptz;
+-- refund_by: an absolute end the refund window may not pass (an x402 payer's bound refundDeadline).
+ALTER TABLE escrows ADD COLUMN refund_by timestamptz;
 ALTER TABLE escrows ADD COLUMN refunded numeric(38, 0) NOT NULL DEFAULT 0;
 ALTER TABLE deliveries ADD COLUMN amount numeric(38, 0);
 ALTER TABLE custody ADD COLUMN fee_amount numeric(40, 0) NOT NULL DEFAULT 0;
@@ -59,7 +61,7 @@ CREATE OR REPLACE VIEW escrow_locked AS
          c.attempts AS custody_attempts, c.closing AS custody_closing, c.status AS custody_journal_status,
          (SELECT key_id FROM service_keys WHERE purpose = 'issuer' AND valid_until IS NULL) AS issuer_key_id,
          EXISTS (SELECT 1 FROM custody_faults f WHERE f.id = 1 AND f.fail_next > 0) AS fault_pending,
-         e.fee, d.amount::text AS delivery_amount, e.refund_deadline, e.refunded::text AS refunded
+         e.fee, d.amount::text AS delivery_amount, e.refund_deadline, e.refunded::text AS refunded, e.refund_by
     FROM escrows e
     LEFT JOIN deliveries d ON d.escrow_id = e.id
     LEFT JOIN verdicts v ON v.escrow_id = e.id

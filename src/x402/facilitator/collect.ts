@@ -172,6 +172,8 @@ export async function settleCollect(svc: Services, caller: Caller, c: Checked, b
         arbiter: c.requirements.extra.arbiter !== undefined ? { keyRef: { publicKey: c.requirements.extra.arbiter } } : undefined,
         mandateId,
         timeouts,
+        // The bound refundDeadline ends the escrow's refund window, whenever the capture closes it.
+        ...(c.refundDeadline !== undefined ? { refundBy: new Date(c.refundDeadline) } : {}),
         scope: scopeOf(caller),
         // The payer's consent: escrow.created records its hash, the bundle carries it (docs/protocol.md §11.4).
         createdWith: { x402: { authorizationHash: sha256Hex(canonicalize(a)) } },
