@@ -197,7 +197,7 @@ export function createApp(deps: AppDeps): App {
     // Path and query strings obey the body's rules (no NUL, well-formed Unicode): a 400 naming them.
     checkParams(ctx.params, ctx.query);
     // Tenancy (docs/protocol.md §18.3): a minted key's unknown and other keys' matters are both simply 404.
-    if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params.id);
+    if (def.tenant) await assertVisible(svc.db, ctx.caller, def.tenant, ctx.params[def.idParam ?? 'id']);
     ctx.tellNow = def.signsAgainstNow === true;
     return def.handler(ctx);
   }

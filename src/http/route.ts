@@ -57,6 +57,8 @@ export interface RouteDef {
    * party in; checked centrally before the handler runs (src/access/tenancy.ts).
    */
   tenant?: 'escrow' | 'proof' | 'mandate';
+  /** The path parameter that names the resource, when it is not `:id` (the facilitator's `:paymentId`). */
+  idParam?: string;
   /** The route takes client-signed actions with a time window: the response tells `x-service-now`. */
   signsAgainstNow?: boolean;
   summary: string;
@@ -94,20 +96,23 @@ export const defineRoutes = (group: RouteGroup, routes: GroupRoute[]): RouteDef[
   });
 
 /**
- * A GET of one resource by the `:id` of its path, tenancy checked before it runs (docs/protocol.md
- * §18.3): 200 with what `read` finds, which throws not_found when there is nothing.
+ * A GET of one resource by the `:id` of its path (or the path parameter `param`), tenancy checked
+ * before it runs (docs/protocol.md §18.3): 200 with what `read` finds, which throws not_found when
+ * there is nothing.
  */
 export function readById(
   path: `/${string}`,
   summary: string,
   description: string,
   read: (svc: Services, id: string) => Promise<unknown>,
+  param = 'id',
 ): GroupRoute {
   return {
     route: `GET ${path}`,
     summary,
     success: { status: 200, description },
     errors: ['unauthorized', 'not_found', 'rate_limited'],
-    handler: async ({ params, svc }) => json(await read(svc, params.id)),
+    ...(param !== 'id' ? { idParam: param } : {}),
+    handler: async ({ params, svc }) => json(await read(svc, params[param])),
   };
 }

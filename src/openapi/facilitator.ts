@@ -141,7 +141,7 @@ export const FACILITATOR_RESPONSES: Record<string, unknown> = {
     ['isValid'],
   ),
   'POST /v1/x402/facilitator/settle': settleAnswer,
-  'GET /v1/x402/facilitator/payments/:id': obj({
+  'GET /v1/x402/facilitator/payments/:paymentId': obj({
     paymentId: { type: 'string', pattern: '^esc_' },
     status: { type: 'string', enum: [...PAYMENT_STATUSES] },
     amounts: obj({ authorized: atomic, captured: atomic, refunded: atomic, fee: atomic }),

@@ -56,10 +56,11 @@ export const facilitatorRoutes = defineRoutes({ tag: 'x402', access: 'key', rate
   },
   {
     ...readById(
-      `${BASE}/payments/:id`,
+      `${BASE}/payments/:paymentId`,
       "x402 v2 facilitator: a payment's settlement status, by its paymentId (the escrow id the collect answered). A payer or resource server whose settle timed out reads the outcome here instead of paying twice.",
       `{paymentId, status: one of ${PAYMENT_STATUSES.join(', ')}, amounts: {authorized, captured, refunded, fee} (atomic units, strings), proofs: [proof ids], captureDeadline, refundDeadline (timestamps or null)}`,
       paymentStatus,
+      'paymentId',
     ),
     tenant: 'escrow',
   },

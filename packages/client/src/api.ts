@@ -136,7 +136,7 @@ export const API_ROUTES = {
   'x402.facilitator.supported': ['GET /v1/x402/facilitator/supported'],
   'x402.facilitator.verify': ['POST /v1/x402/facilitator/verify'],
   'x402.facilitator.settle': ['POST /v1/x402/facilitator/settle'],
-  'x402.facilitator.payment': ['GET /v1/x402/facilitator/payments/:id'],
+  'x402.facilitator.payment': ['GET /v1/x402/facilitator/payments/:paymentId'],
 } as const satisfies Record<string, readonly string[]>;
 
 type MethodName = keyof typeof API_ROUTES;

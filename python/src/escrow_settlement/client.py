@@ -718,7 +718,7 @@ OPERATIONS: dict[str, str] = {
     "GET /v1/x402/facilitator/supported": "facilitator_supported",
     "POST /v1/x402/facilitator/verify": "facilitator_verify",
     "POST /v1/x402/facilitator/settle": "facilitator_settle",
-    "GET /v1/x402/facilitator/payments/{id}": "facilitator_payment",
+    "GET /v1/x402/facilitator/payments/{paymentId}": "facilitator_payment",
 }
 
 NOT_FOR_CLIENTS = frozenset({"GET /", "GET /console", "GET /console/assets/{name}", "GET /favicon.ico", "GET /docs", "POST /mcp"})
